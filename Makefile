@@ -1,0 +1,49 @@
+# `make demo` and `make test` work on a fresh machine: each installs what is missing first.
+PYTHON ?= python3
+JOBS ?= 2
+DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang
+PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothesis cmake ninja
+CPP_BUILD := build/cpp
+
+.PHONY: deps install cpp-build test test-cpp test-py demo bench clean format
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else \
+	    echo "tinytpu needs Debian packages that are not installed. Run:"; \
+	    echo "  sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+	@$(PYTHON) -c "import importlib.metadata as m, sys; sys.exit(m.version('tinygrad') != '0.14.0')" 2>/dev/null \
+	  && $(PYTHON) -c "import pybind11, scikit_build_core, numpy, pytest, hypothesis" 2>/dev/null \
+	  || $(PYTHON) -m pip install -q $(PY_PACKAGES)
+
+install: deps
+	$(PYTHON) -m pip install -q --no-build-isolation --no-deps .
+
+cpp-build: deps
+	cmake -S . -B $(CPP_BUILD) -DCMAKE_BUILD_TYPE=Release -DTINYTPU_BUILD_PYTHON=OFF >/dev/null
+	cmake --build $(CPP_BUILD) -j $(JOBS)
+
+test-cpp: cpp-build
+	cd $(CPP_BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-py: install
+	$(PYTHON) -m pytest -q tests_py
+
+test: test-cpp test-py
+
+demo: install
+	$(PYTHON) -m tinytpu demo
+
+bench: install
+	$(PYTHON) bench/sim_speed.py
+
+format:
+	clang-format -i cpp/*/*.h cpp/*/*.cc tests_cpp/*.cc
+
+clean:
+	rm -rf build
