@@ -1,0 +1,53 @@
+// pybind11 surface of the C++ core: conversions only, no logic.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "isa/bundle.h"
+#include "isa/tasm.h"
+#include "sim/errors.h"
+#include "sim/runner.h"
+
+namespace py = pybind11;
+using namespace tinytpu;
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "tinytpu C++ core: TASM toolchain and the cycle-accurate TensorCore model";
+  py::register_exception<SimError>(m, "SimError", PyExc_RuntimeError);
+  py::register_exception<AsmError>(m, "AsmError", PyExc_ValueError);
+
+  py::class_<Bundle>(m, "Bundle")
+      .def_property_readonly("num_records", [](const Bundle& b) { return b.records.size(); });
+
+  py::class_<UnitBusy>(m, "UnitBusy")
+      .def_readonly("sxu", &UnitBusy::sxu)
+      .def_readonly("mxu", &UnitBusy::mxu)
+      .def_readonly("vpu", &UnitBusy::vpu)
+      .def_readonly("xlu", &UnitBusy::xlu)
+      .def_readonly("sxu_stall", &UnitBusy::sxu_stall);
+
+  py::class_<RunResult>(m, "RunResult")
+      .def_readonly("cycles", &RunResult::cycles)
+      .def_readonly("sxu_cycles", &RunResult::sxu_cycles)
+      .def_readonly("vmem_results", &RunResult::vmem_results)
+      .def_readonly("mxu_result", &RunResult::mxu_result)
+      .def_readonly("asram_results", &RunResult::asram_results)
+      .def_readonly("busy", &RunResult::busy)
+      .def("output", &RunResult::output);
+
+  m.def("parse_bundle", &parse_bundle, "Parse TASM or a numeric bundle (detected)");
+  m.def("assemble", &assemble, "Parse TASM");
+  m.def("parse_wire", &parse_wire, "Parse a numeric bundle");
+  m.def("to_wire", &to_wire);
+  m.def("disassemble", &disassemble);
+  m.def(
+      "run",
+      [](const Bundle& b, uint64_t max_cycles, bool collect_first) {
+        TensorCoreConfig cfg;
+        cfg.max_cycles = max_cycles;
+        cfg.bg_collect = collect_first ? TensorCoreConfig::BgCollect::kCollectFirst
+                                       : TensorCoreConfig::BgCollect::kFsmFirst;
+        py::gil_scoped_release release;
+        return run_bundle(b, cfg);
+      },
+      py::arg("bundle"), py::arg("max_cycles") = TensorCoreConfig{}.max_cycles, py::arg("collect_first") = false);
+}

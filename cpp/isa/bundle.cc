@@ -1,0 +1,185 @@
+#include "isa/bundle.h"
+
+#include <cctype>
+#include <climits>
+#include <sstream>
+
+#include "isa/tasm.h"
+#include "sim/config.h"
+#include "sim/errors.h"
+
+namespace tinytpu {
+
+namespace {
+
+// The wire format's integer stream with the line each integer came from.
+struct WireReader {
+  std::string_view text;
+  size_t pos = 0;
+  int line = 1;
+
+  bool next(int64_t& value, int& at) {
+    while (pos < text.size()) {
+      char c = text[pos];
+      if (c == '\n') {
+        ++line, ++pos;
+      } else if (std::isspace(uint8_t(c))) {
+        ++pos;
+      } else if (c == '#') {  // a comment runs to the end of the line
+        while (pos < text.size() && text[pos] != '\n') ++pos;
+      } else {
+        size_t end = pos;
+        while (end < text.size() && !std::isspace(uint8_t(text[end])) && text[end] != '#') ++end;
+        std::string tok(text.substr(pos, end - pos));
+        pos = end;
+        at = line;
+        char* rest = nullptr;
+        long long v = std::strtoll(tok.c_str(), &rest, 10);
+        if (*rest || tok.empty() || v < INT32_MIN || v > INT32_MAX)
+          throw AsmError("line " + std::to_string(line) + ": '" + tok + "' is not a 32-bit integer");
+        value = v;
+        return true;
+      }
+    }
+    return false;
+  }
+  int64_t need(const char* what) {
+    int64_t v;
+    int at;
+    if (!next(v, at)) throw AsmError("line " + std::to_string(line) + ": bundle ends inside a record (" + what + ")");
+    return v;
+  }
+};
+
+}  // namespace
+
+Bundle parse_wire(std::string_view text) {
+  Bundle b;
+  WireReader rd{text};
+  int64_t type;
+  int line;
+  bool ended = false;
+  while (rd.next(type, line)) {
+    if (ended) throw AsmError("line " + std::to_string(line) + ": record after END");
+    Record r;
+    r.line = line;
+    switch (type) {
+      case 0:
+      case 1:
+      case 5: {
+        r.type = RecordType(type);
+        r.addr = int(rd.need("address"));
+        int n = type == 1 ? kRows : kTileElems;
+        for (int k = 0; k < n; ++k) r.data[k] = int32_t(rd.need("tile values"));
+        break;
+      }
+      case 2:
+        r.type = RecordType::kInstr;
+        for (const auto& f : kFields) {
+          int64_t v = rd.need("instruction fields");
+          if (v < 0 || v >= (int64_t(1) << f.width))
+            throw AsmError("line " + std::to_string(line) + ": instruction field " + f.name + " = " +
+                           std::to_string(v) + " does not fit " + std::to_string(f.width) + " bits");
+          r.instr.*(f.member) = uint8_t(v);
+        }
+        break;
+      case 3:
+      case 6:
+      case 7:
+        r.type = RecordType(type);
+        r.addr = int(rd.need(type == 3 ? "flag" : "address"));
+        break;
+      case 4: ended = true; continue;
+      default: throw AsmError("line " + std::to_string(line) + ": unknown bundle record type " + std::to_string(type));
+    }
+    b.records.push_back(r);
+  }
+  if (!ended) throw AsmError("bundle has no END record (4)");
+  validate(b);
+  return b;
+}
+
+std::string to_wire(const Bundle& b) {
+  std::ostringstream out;
+  for (const Record& r : b.records) {
+    out << int(r.type);
+    switch (r.type) {
+      case RecordType::kInstr:
+        for (const auto& f : kFields) out << ' ' << int(r.instr.*(f.member));
+        break;
+      case RecordType::kWeightTile:
+      case RecordType::kActTile:
+      case RecordType::kVmemTile: {
+        out << ' ' << r.addr;
+        int n = r.type == RecordType::kActTile ? kRows : kTileElems;
+        for (int k = 0; k < n; ++k) out << ' ' << r.data[k];
+        break;
+      }
+      default: out << ' ' << r.addr; break;
+    }
+    out << '\n';
+  }
+  out << "4\n";
+  return out.str();
+}
+
+Bundle parse_bundle(std::string_view text) {
+  // The first token decides: an integer starts a wire bundle, a word starts TASM.
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (std::isspace(uint8_t(text[i]))) {
+      ++i;
+    } else {
+      break;
+    }
+  }
+  bool wire = i < text.size() && (std::isdigit(uint8_t(text[i])) || text[i] == '-');
+  return wire ? parse_wire(text) : assemble(text);
+}
+
+void validate(const Bundle& b) {
+  int instrs = 0, vmem_out = 0, asram_out = 0;
+  for (const Record& r : b.records) {
+    auto fail = [&](const std::string& what) {
+      throw AsmError("line " + std::to_string(r.line) + ": " + what);
+    };
+    auto check_addr = [&](const char* space) {
+      if (r.addr < 0 || r.addr >= TensorCoreConfig::kDepth)
+        fail(std::string(space) + " address " + std::to_string(r.addr) + " out of range (0..31)");
+    };
+    switch (r.type) {
+      case RecordType::kVmemTile: check_addr("VMEM"); break;
+      case RecordType::kWeightTile:
+      case RecordType::kActTile: {
+        check_addr(r.type == RecordType::kWeightTile ? "WMEM" : "AMEM");
+        int n = r.type == RecordType::kActTile ? kRows : kTileElems;
+        for (int k = 0; k < n; ++k)
+          if (r.data[k] < -128 || r.data[k] > 127)
+            fail("MXU operand " + std::to_string(r.data[k]) + " is outside the int8 range (-128..127)");
+        break;
+      }
+      case RecordType::kInstr:
+        if (++instrs > TensorCoreConfig::kProgDepth) fail("more than 256 instructions (program memory is 256 entries)");
+        try {
+          validate_instr(r.instr);
+        } catch (const AsmError& e) {
+          fail(e.what());
+        }
+        break;
+      case RecordType::kOutputVmem:
+        check_addr("VMEM");
+        if (++vmem_out > TensorCoreConfig::kMaxOutputs) fail("more than 31 OUTPUT_VMEM records");
+        break;
+      case RecordType::kOutputAsram:
+        check_addr("ASRAM");
+        if (++asram_out > TensorCoreConfig::kMaxOutputs) fail("more than 31 OUTPUT_ASRAM records");
+        break;
+      case RecordType::kOutputMxu:
+      case RecordType::kEnd: break;
+    }
+  }
+}
+
+}  // namespace tinytpu

@@ -1,0 +1,46 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "isa/instr.h"
+#include "sim/tile.h"
+
+namespace tinytpu {
+
+// The reference testbench's bundle (hardware.md §4.2): records applied in order, then END.
+enum class RecordType : uint8_t {
+  kWeightTile = 0,
+  kActTile = 1,
+  kInstr = 2,
+  kOutputMxu = 3,
+  kEnd = 4,
+  kVmemTile = 5,
+  kOutputVmem = 6,
+  kOutputAsram = 7,
+};
+
+struct Record {
+  RecordType type;
+  int addr = 0;     // tile address (0..31) or, for kOutputMxu, the flag
+  Tile data{};      // 16 values (VMEM, WMEM) or 4 (AMEM)
+  Instr instr;
+  int line = 0;     // source line, for messages
+};
+
+// Records before END; END itself is implied. R in the cycle formula is records.size().
+struct Bundle {
+  std::vector<Record> records;
+};
+
+// Numeric ("wire") format: whitespace-separated integers, '#' comments. Raises AsmError naming the line.
+Bundle parse_wire(std::string_view text);
+std::string to_wire(const Bundle& b);
+// TASM when the first token is not an integer, wire format otherwise.
+Bundle parse_bundle(std::string_view text);
+// Checks every limit of the reference: addresses < 32, int8 MXU data, instruction fields, at most 256
+// instructions and 31 outputs of each kind. Raises AsmError.
+void validate(const Bundle& b);
+
+}  // namespace tinytpu

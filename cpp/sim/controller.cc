@@ -1,0 +1,215 @@
+#include "sim/controller.h"
+
+#include <algorithm>
+
+#include "isa/vpu_ops.h"
+
+namespace tinytpu {
+
+namespace {
+
+constexpr uint8_t kVpuAdd = 0, kVpuMul = 1, kVpuMax = 3, kVpuSub = 7, kVpuMin = 12, kVpuIpairRotate = 85;
+
+// Generic epilogue (46) on the column sums, lane-wise against row 0 of src2. Ops outside the curated
+// set pass the column sums through unchanged (hardware.md §2.3 "Drain-time side effects" item 3).
+Row generic_epilogue(uint8_t op, const Row& a, const Row& b) {
+  Row out = a;
+  if (op == kVpuIpairRotate) {
+    for (int p = 0; p < kRows / 2; ++p) {
+      int32_t de = a[2 * p], dodd = a[2 * p + 1], c = b[2 * p], s = b[2 * p + 1];
+      out[2 * p] = wrap_sub(wrap_mul(de, c), wrap_mul(dodd, s));
+      out[2 * p + 1] = wrap_add(wrap_mul(de, s), wrap_mul(dodd, c));
+    }
+    return out;
+  }
+  for (int c = 0; c < kRows; ++c) {
+    switch (op) {
+      case kVpuAdd: out[c] = wrap_add(a[c], b[c]); break;
+      case kVpuSub: out[c] = wrap_sub(a[c], b[c]); break;
+      case kVpuMul: out[c] = wrap_mul(a[c], b[c]); break;
+      case kVpuMax: out[c] = std::max(a[c], b[c]); break;
+      case kVpuMin: out[c] = std::min(a[c], b[c]); break;
+      default: break;
+    }
+  }
+  return out;
+}
+
+int8_t requantize(int32_t acc, int32_t mul, uint8_t shift) {
+  // scaleShift is UInt#(5): shift 0 makes the rounding addend 1 << 31 (hardware.md §2.3 item 1).
+  int64_t wide = int64_t(acc) * int64_t(mul);
+  int64_t rounded = wide + (int64_t(1) << ((shift - 1) & 31));
+  int64_t shifted = rounded >> shift;
+  return int8_t(std::clamp<int64_t>(shifted, -128, 127));
+}
+
+}  // namespace
+
+Controller::Controller() {
+  fill_uninit(os_weight);
+  fill_uninit(os_act);
+  fill_uninit(output_buf);
+  fill_uninit(matrix_buf);
+  fill_uninit(bias);
+  fill_uninit(epilogue_buf);
+  fill_uninit(stat_buf);
+  fill_uninit(src2);
+}
+
+void Controller::start(const MxuDispatch& d, SystolicArray& array) {
+  bool os = d.kind == MxuStart::kOS || d.kind == MxuStart::kOSAccumulate;
+  w_base = d.w_base;
+  a_base = d.a_base;
+  t_len = os ? 0 : d.len;
+  if (os) {
+    os_klen = d.len;
+    os_feed = 0;
+  }
+  act_idx = 0;
+  stream_cycle = 0;
+  psum_mode = PsumMode::kOff;
+  df = os ? Dataflow::kOS : d.kind == MxuStart::kAccumulate ? Dataflow::kWSAccumulate : Dataflow::kWS;
+  epilogue_active = generic_active = requant_active = false;
+  switch (d.kind) {
+    case MxuStart::kPsum:
+      psum_addr = d.psum_addr;
+      psum_row = d.psum_row;
+      psum_mode = d.psum_mode;
+      break;
+    case MxuStart::kEpilogue:
+      bias = d.bias;
+      epi = d.epi;
+      epilogue_active = true;
+      break;
+    case MxuStart::kGeneric:
+      src2 = d.src2;
+      vpu_op = d.vpu_op;
+      wb_vmem = d.wb_vmem;
+      generic_active = true;
+      break;
+    case MxuStart::kRequant:
+      requant_active = true;
+      requant_base = d.requant_base;
+      requant_offset = 0;
+      break;
+    default: break;
+  }
+  // Every start clears the PE accumulators except the two accumulate variants.
+  if (d.kind != MxuStart::kAccumulate && d.kind != MxuStart::kOSAccumulate) array.clear_all();
+  state = CState::kLoadWeights;
+}
+
+void Controller::tick(SystolicArray& array, WeightSram& wsram, ActivationSram& asram, PsumBank& psum) {
+  ++busy_cycles;
+  switch (state) {
+    case CState::kLoadWeights:
+      wsram.resp = wsram.mem[w_base];
+      state = df == Dataflow::kOS ? CState::kLoadWeightsRespOS : CState::kLoadWeightsResp;
+      break;
+    case CState::kLoadWeightsResp:
+      array.load_weights(wsram.resp);
+      asram.resp = asram.mem[a_base];
+      act_idx = 1;
+      stream_cycle = 0;
+      state = CState::kStream;
+      break;
+    case CState::kLoadWeightsRespOS:
+      os_weight = wsram.resp;
+      asram.resp = asram.mem[a_base];
+      os_act_load_idx = 1;
+      state = CState::kLoadActsOS;
+      break;
+    case CState::kLoadActsOS: {
+      uint8_t k = os_act_load_idx;
+      os_act[(k - 1) & (kRows - 1)] = asram.resp;  // the slot index is 2 bits: kLen > 4 wraps
+      if (k < os_klen) {
+        asram.resp = asram.mem[wrap_addr(a_base + k)];
+        os_act_load_idx = uint8_t(wrap_addr(k + 1));
+      } else {
+        os_feed = 0;
+        state = CState::kStreamOS;
+      }
+      break;
+    }
+    case CState::kStreamOS: {
+      uint32_t total = os_klen + 2 * (kRows - 1);
+      uint32_t t = os_feed;
+      if (t >= total) {
+        state = CState::kDrain;
+        break;
+      }
+      I8Row w_top{}, a_left{};
+      for (int i = 0; i < kRows; ++i) {
+        if (t >= uint32_t(i) && t - i < os_klen) {
+          int k = int(t - i) & (kRows - 1);  // the weight-row / activation-slot index is 2 bits
+          w_top[i] = os_weight[k * kRows + i];
+          a_left[i] = os_act[k][i];
+        }
+      }
+      array.feed_pair(w_top, a_left);
+      os_feed = t + 1;
+      break;
+    }
+    case CState::kStream: {
+      uint32_t total = uint32_t(t_len) + kRows - 1;
+      if (stream_cycle >= total) {
+        state = CState::kDrain;
+        break;
+      }
+      array.feed_activations(stream_cycle < t_len ? asram.resp : I8Row{});
+      if (act_idx < t_len) {
+        asram.resp = asram.mem[wrap_addr(a_base + act_idx)];
+        act_idx = uint8_t(wrap_addr(act_idx + 1));
+      }
+      ++stream_cycle;
+      break;
+    }
+    case CState::kDrain:
+      drain(array, asram, psum);
+      state = CState::kDone;
+      break;
+    case CState::kIdle:
+    case CState::kDone: break;
+  }
+}
+
+void Controller::drain(SystolicArray& array, ActivationSram& asram, PsumBank& psum) {
+  Row r = array.results();
+  output_buf = r;
+  matrix_buf = array.matrix();
+  if (df == Dataflow::kWS) array.clear_all();
+  if (requant_active) {
+    I8Row q;
+    for (int c = 0; c < kRows; ++c) q[c] = requantize(r[c], scale_mul, scale_shift);
+    asram.mem[wrap_addr(uint8_t(requant_base + requant_offset))] = q;
+    ++requant_offset;
+  } else if (epilogue_active) {
+    // The legacy epilogue works on the per-PE matrix, not the column sums (hardware.md §8 item 8).
+    for (int i = 0; i < kTileElems; ++i) {
+      int32_t v = matrix_buf[i];
+      if (epi.bias) v = wrap_add(v, bias[i % kRows]);
+      if (epi.relu && v < 0) v = 0;
+      epilogue_buf[i] = v;
+    }
+    if (epi.reduce) {
+      for (int row = 0; row < kRows; ++row) {
+        uint64_t acc = 0;  // Int#(64) with wrap
+        for (int c = 0; c < kRows; ++c) {
+          int64_t e = epilogue_buf[row * kRows + c];
+          acc += epi.sumsq ? uint64_t(e) * uint64_t(e) : uint64_t(e);
+        }
+        stat_buf[row] = int64_t(acc);
+      }
+    }
+  } else if (generic_active) {
+    Row src2_row;
+    std::copy_n(src2.begin(), kRows, src2_row.begin());
+    epilogue_buf = row_tile(generic_epilogue(vpu_op, r, src2_row));
+  } else if (psum_mode == PsumMode::kWrite) {
+    std::copy_n(r.begin(), kRows, psum.mem[PsumBank::bucket(psum_addr)].begin() + psum_row * kRows);
+  } else if (psum_mode == PsumMode::kAccumulate) {
+    psum.accumulate_row(PsumBank::bucket(psum_addr), psum_row, r);
+  }
+}
+
+}  // namespace tinytpu

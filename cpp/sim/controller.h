@@ -1,0 +1,104 @@
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "sim/memories.h"
+#include "sim/systolic_array.h"
+
+namespace tinytpu {
+
+// The MXU sequencer (Controller.bsv, hardware.md §2.3).
+enum class CState : uint8_t {
+  kIdle,
+  kLoadWeights,
+  kLoadWeightsResp,
+  kLoadWeightsRespOS,
+  kLoadActsOS,
+  kStream,
+  kStreamOS,
+  kDrain,
+  kDone
+};
+enum class Dataflow : uint8_t { kWS, kWSAccumulate, kOS };
+enum class PsumMode : uint8_t { kOff = 0, kWrite = 1, kAccumulate = 2, kInvalid = 3 };
+
+// The start methods, one per dispatching SXU opcode.
+enum class MxuStart : uint8_t {
+  kPsum,          // DISPATCH_MXU (4): WS, clears at start and drain, optional PSUM row deposit
+  kAccumulate,    // DISPATCH_MXU_ACCUMULATE (23): WS without clears
+  kOS,            // DISPATCH_MXU_OS (25)
+  kOSAccumulate,  // DISPATCH_MXU_OS_ACCUMULATE (33)
+  kEpilogue,      // DISPATCH_MXU_EPILOGUE (42)
+  kRequant,       // DISPATCH_MXU_REQUANT (45)
+  kGeneric,       // DISPATCH_MXU_VPU_EPILOGUE (46)
+};
+
+struct EpilogueConfig {
+  bool bias = false, relu = false, reduce = false, sumsq = false;
+};
+
+struct MxuDispatch {
+  MxuStart kind = MxuStart::kPsum;
+  uint8_t w_base = 0, a_base = 0, len = 0;  // already truncated to 5 bits
+  uint8_t psum_addr = 0, psum_row = 0;
+  PsumMode psum_mode = PsumMode::kOff;
+  Row bias{};
+  EpilogueConfig epi;
+  Tile src2{};
+  uint8_t vpu_op = 0;
+  bool wb_vmem = false;
+  uint8_t requant_base = 0;
+};
+
+struct Controller {
+  CState state = CState::kIdle;
+  Dataflow df = Dataflow::kWS;
+  uint8_t w_base = 0, a_base = 0, t_len = 0, act_idx = 0;
+  uint32_t stream_cycle = 0;
+  // Output-stationary staging.
+  I8Tile os_weight;
+  std::array<I8Row, kRows> os_act;
+  uint32_t os_feed = 0;
+  uint8_t os_act_load_idx = 0, os_klen = 0;
+  // Drain latches.
+  Row output_buf;
+  Tile matrix_buf;
+  // PSUM deposit of the running dispatch.
+  uint8_t psum_addr = 0, psum_row = 0;
+  PsumMode psum_mode = PsumMode::kOff;
+  // Requant (45).
+  int32_t scale_mul = 0;
+  uint8_t scale_shift = 0;
+  bool requant_active = false;
+  uint8_t requant_base = 0, requant_offset = 0;
+  // Legacy epilogue (42) and generic epilogue (46).
+  Row bias;
+  EpilogueConfig epi;
+  bool epilogue_active = false;
+  Tile epilogue_buf;
+  std::array<int64_t, kRows> stat_buf;
+  Tile src2;
+  uint8_t vpu_op = 0;
+  bool wb_vmem = false, generic_active = false;
+
+  uint64_t busy_cycles = 0;
+
+  Controller();
+  bool can_start() const { return state == CState::kIdle || state == CState::kDone; }
+  bool is_done() const { return state == CState::kDone; }
+  bool active() const { return !can_start(); }
+  // True in the cycle the drain deposits a row into the PSUM bank (its RegFile write port is busy).
+  bool psum_write_this_cycle() const {
+    return state == CState::kDrain && !requant_active && !epilogue_active && !generic_active &&
+           (psum_mode == PsumMode::kWrite || psum_mode == PsumMode::kAccumulate);
+  }
+  // Caller checks can_start().
+  void start(const MxuDispatch& d, SystolicArray& array);
+  // One cycle of the running FSM; runs only in cycles that started with the controller active.
+  void tick(SystolicArray& array, WeightSram& wsram, ActivationSram& asram, PsumBank& psum);
+
+ private:
+  void drain(SystolicArray& array, ActivationSram& asram, PsumBank& psum);
+};
+
+}  // namespace tinytpu

@@ -1,0 +1,95 @@
+#include "sim/runner.h"
+
+#include <sstream>
+
+#include "sim/errors.h"
+#include "sim/tensorcore.h"
+
+namespace tinytpu {
+
+namespace {
+
+void load(TensorCore& tc, const Bundle& bundle, bool& out_mxu, std::vector<int>& vmem_out, std::vector<int>& asram_out) {
+  int pc = 0;
+  for (const Record& r : bundle.records) {
+    switch (r.type) {
+      case RecordType::kWeightTile:
+        for (int k = 0; k < kTileElems; ++k) tc.wsram.mem[r.addr][k] = int8_t(r.data[k]);
+        break;
+      case RecordType::kActTile:
+        for (int k = 0; k < kRows; ++k) tc.asram.mem[r.addr][k] = int8_t(r.data[k]);
+        break;
+      case RecordType::kVmemTile: tc.vmem.mem[r.addr] = r.data; break;
+      case RecordType::kInstr:
+        tc.sxu.prog[pc] = r.instr;
+        tc.sxu.loaded.set(pc++);
+        break;
+      case RecordType::kOutputMxu: out_mxu = r.addr != 0; break;  // the last type-3 record wins
+      case RecordType::kOutputVmem: vmem_out.push_back(r.addr); break;
+      case RecordType::kOutputAsram: asram_out.push_back(r.addr); break;
+      case RecordType::kEnd: break;
+    }
+  }
+}
+
+}  // namespace
+
+RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg) {
+  validate(bundle);
+  TensorCore tc(cfg);
+  bool out_mxu = false;
+  std::vector<int> vmem_out, asram_out;
+  load(tc, bundle, out_mxu, vmem_out, asram_out);
+
+  // Cycle 0 opens the bundle, each record takes 2, END's type read 1, and do_start 1 (§4.4).
+  const uint64_t R = bundle.records.size();
+  tc.cycle = 2 * R + 2;
+  tc.sxu.start();
+  ++tc.cycle;
+
+  RunResult res;
+  bool outputting = false;
+  size_t vi = 0, ai = 0;
+  for (;;) {
+    if (tc.cycle > cfg.max_cycles)
+      tc.fail("no HALT after " + std::to_string(cfg.max_cycles) + " cycles (the reference testbench times out)");
+    // Testbench rules read start-of-cycle state, like every other rule.
+    if (!outputting) {
+      outputting = tc.sxu.halted();  // do_running_done
+    } else if (out_mxu) {
+      if (tc.ctrl.state == CState::kIdle) throw SimError("OUTPUT_MXU but no MXU dispatch ran: the reference hangs");
+      if (tc.ctrl.is_done()) {
+        res.mxu_result = tc.ctrl.output_buf;
+        out_mxu = false;
+      }
+    } else if (vi < vmem_out.size()) {
+      res.vmem_results.push_back(tc.vmem.mem[vmem_out[vi++]]);
+    } else if (ai < asram_out.size()) {
+      const I8Row& a = tc.asram.mem[asram_out[ai++]];
+      res.asram_results.push_back({a[0], a[1], a[2], a[3]});
+    } else {
+      break;  // do_output_done prints `cycles N` in this cycle
+    }
+    tc.tick();
+  }
+  res.cycles = tc.cycle;
+  res.sxu_cycles = tc.sxu.cycles;
+  res.busy = {tc.sxu.cycles, tc.ctrl.busy_cycles, tc.vpu.busy_cycles, tc.xlu_busy_cycles, tc.sxu.stall_cycles};
+  return res;
+}
+
+std::string RunResult::output() const {
+  std::ostringstream out;
+  auto line = [&](const char* tag, const auto& values, int n) {
+    out << tag;
+    for (int k = 0; k < n; ++k) out << ' ' << values[k];
+    out << '\n';
+  };
+  if (mxu_result) line("mxu_result", *mxu_result, kRows);
+  for (const Tile& t : vmem_results) line("vmem_result", t, kTileElems);
+  for (const Row& r : asram_results) line("asram_result", r, kRows);
+  out << "cycles " << cycles << "\nstatus ok\n";
+  return out.str();
+}
+
+}  // namespace tinytpu

@@ -1,0 +1,422 @@
+#include "sim/sxu.h"
+
+#include <algorithm>
+
+#include "isa/vpu_ops.h"
+#include "sim/sxu_exec.h"
+#include "sim/tensorcore.h"
+
+namespace tinytpu {
+
+// Background write-backs and the main FSM (ScalarUnit.bsv):
+//  - the XLU collect fires in the cycle after an XLU dispatch, which is always the next FETCH; FETCH
+//    reads no vreg, so the write needs no ordering against the main FSM;
+//  - the VPU collect conflicts with every main-FSM rule (both write pc_state), so the two never fire
+//    in the same cycle; which one wins is TensorCoreConfig::bg_collect.
+void Sxu::tick(TensorCore& tc) {
+  bool collect_ready = vpu_wb_pending && tc.vpu.is_done();
+  if (xlu_busy) {
+    tc.vrf.v[xlu_dst] = tc.xlu.result;
+    xlu_busy = false;
+  }
+  if (phase == Phase::kIdle || phase == Phase::kHalted) {
+    if (collect_ready) collect_vpu(tc);
+    return;
+  }
+  ++cycles;
+  if (phase == Phase::kVpuCollect) {  // synchronous DISPATCH_VPU / SELECT waiting for its result
+    if (collect_ready) {
+      collect_vpu(tc);
+      ++pc;
+      phase = Phase::kFetch;
+    } else {
+      ++stall_cycles;
+    }
+    return;
+  }
+  if (collect_ready && tc.cfg.bg_collect == TensorCoreConfig::BgCollect::kCollectFirst) {
+    collect_vpu(tc);
+    ++stall_cycles;
+    return;
+  }
+  bool fired = true;
+  if (phase == Phase::kFetch) {
+    fetch(tc);
+  } else {
+    switch (kSxuOps[cur.op].exec(tc)) {
+      case Exec::kBlocked:
+        fired = false;
+        ++stall_cycles;
+        break;
+      case Exec::kFired: ++step; break;
+      case Exec::kPoll: ++stall_cycles; break;
+      case Exec::kNext:
+        ++pc;
+        phase = Phase::kFetch;
+        break;
+      case Exec::kJump: phase = Phase::kFetch; break;
+      case Exec::kAwaitCollect: phase = Phase::kVpuCollect; break;
+    }
+  }
+  if (!fired && collect_ready) collect_vpu(tc);
+}
+
+void Sxu::fetch(TensorCore& tc) {
+  if (!loaded[pc]) tc.fail("fetch from program memory the bundle never wrote (no HALT on this path)");
+  cur = prog[pc];
+  step = 0;
+  if (cur.op >= kNumSxuOps) tc.fail("undefined SXU opcode: the reference stays in FETCH forever");
+  phase = cur.op == 7 ? Phase::kHalted : Phase::kExec;  // HALT retires in its FETCH cycle
+}
+
+void Sxu::collect_vpu(TensorCore& tc) {
+  tc.vrf.v[vpu_wb_dst] = tc.vpu.result;
+  vpu_wb_pending = false;
+}
+
+namespace sxu_exec {
+namespace {
+
+const Instr& in(TensorCore& tc) { return tc.sxu.cur; }
+Tile& vreg(TensorCore& tc, int idx) { return tc.vrf.v[idx & (TensorCoreConfig::kVregs - 1)]; }
+// Most SXU rules that read or write vregs carry the conservative !vpu_wb_pending guard.
+bool wb_pending(TensorCore& tc) { return tc.sxu.vpu_wb_pending; }
+
+// A rule that needs the MXU result (guard: Controller Done). In Idle nothing can ever start the MXU
+// again, so the reference deadlocks: report it at once.
+bool mxu_result_ready(TensorCore& tc) {
+  if (tc.ctrl.state == CState::kIdle)
+    tc.fail("waits for an MXU result but no MXU dispatch was issued: the reference deadlocks");
+  return tc.ctrl.is_done();
+}
+
+MxuDispatch mxu_operands(TensorCore& tc, MxuStart kind) {
+  MxuDispatch d;
+  d.kind = kind;
+  d.w_base = uint8_t(wrap_addr(in(tc).mxuWBase));
+  d.a_base = uint8_t(wrap_addr(in(tc).mxuABase));
+  d.len = uint8_t(wrap_addr(in(tc).mxuTLen));
+  return d;
+}
+
+// Asynchronous start: the SXU moves on; the start method's guard stalls it while the MXU is busy.
+Exec start_mxu(TensorCore& tc, const MxuDispatch& d) {
+  if (!tc.ctrl.can_start()) return Exec::kBlocked;
+  tc.ctrl.start(d, tc.array);
+  return Exec::kNext;
+}
+
+// Synchronous epilogue (42, 46): EXEC starts the MXU, then wait for Done, then one write-back cycle.
+Exec run_epilogue(TensorCore& tc, const MxuDispatch& d, bool wb_vmem) {
+  switch (tc.sxu.step) {
+    case 0: return start_mxu(tc, d) == Exec::kNext ? Exec::kFired : Exec::kBlocked;
+    case 1: return tc.ctrl.is_done() ? Exec::kFired : Exec::kPoll;
+    default:
+      if (wb_vmem)
+        tc.vmem.mem[wrap_addr(in(tc).vmemAddr)] = tc.ctrl.epilogue_buf;
+      else
+        vreg(tc, in(tc).vregDst) = tc.ctrl.epilogue_buf;
+      return Exec::kNext;
+  }
+}
+
+Exec vpu_dispatch(TensorCore& tc, bool background) {
+  if (wb_pending(tc) || !tc.vpu.is_done()) return Exec::kBlocked;
+  const Instr& i = in(tc);
+  if (i.vpuOp >= kNumVpuOps) tc.fail("undefined VPU op");
+  tc.vpu.execute(kVpuOps[i.vpuOp], vreg(tc, i.vregSrc), vreg(tc, i.vregSrc2));
+  tc.sxu.vpu_wb_pending = true;
+  tc.sxu.vpu_wb_dst = i.vregDst;
+  return background ? Exec::kNext : Exec::kAwaitCollect;
+}
+
+// XLU dispatches are dual-issue: the result is collected into vregDst in the next cycle.
+template <class Op>
+Exec xlu_dispatch(TensorCore& tc, Op op) {
+  if (tc.sxu.xlu_busy || wb_pending(tc)) return Exec::kBlocked;
+  op(tc.xlu, vreg(tc, in(tc).vregSrc), in(tc).vregSrc2);
+  tc.sxu.xlu_busy = true;
+  tc.sxu.xlu_dst = in(tc).vregDst;
+  ++tc.xlu_busy_cycles;
+  return Exec::kNext;
+}
+
+// SXU writes to the PSUM bank share one RegFile port with the MXU drain. bsc's urgency between them
+// is unknown (hardware.md §8 item 2); this model lets the drain win and stalls the SXU one cycle.
+bool psum_port_free(TensorCore& tc) { return !tc.psum_port_taken; }
+
+Tile lanewise(const Tile& t, int32_t (*f)(int32_t)) {
+  Tile out;
+  std::transform(t.begin(), t.end(), out.begin(), f);
+  return out;
+}
+
+Exec write_vreg(TensorCore& tc, const Tile& value) {
+  vreg(tc, in(tc).vregDst) = value;
+  return Exec::kNext;
+}
+
+Tile scalar_tile(int32_t v) {  // row 0, lane 0 = v, the rest 0
+  Tile t{};
+  t[0] = v;
+  return t;
+}
+
+Exec set_pred(TensorCore& tc, bool if_zero) {
+  if (wb_pending(tc)) return Exec::kBlocked;
+  tc.sxu.pred = (vreg(tc, in(tc).vregSrc)[0] == 0) == if_zero;
+  return Exec::kNext;
+}
+
+Exec skip(TensorCore& tc, bool on_pred) {
+  tc.sxu.pc = uint8_t(tc.sxu.pc + (tc.sxu.pred == on_pred ? 2 : 1));
+  tc.sxu.pred = false;
+  return Exec::kJump;
+}
+
+}  // namespace
+
+Exec load_vreg(TensorCore& tc) {
+  if (tc.sxu.step == 0) {  // LOAD_REQ: VMEM read has one cycle of latency
+    tc.vmem.resp = tc.vmem.mem[wrap_addr(in(tc).vmemAddr)];
+    return Exec::kFired;
+  }
+  if (wb_pending(tc)) return Exec::kBlocked;
+  return write_vreg(tc, tc.vmem.resp);
+}
+
+Exec store_vreg(TensorCore& tc) {
+  if (wb_pending(tc)) return Exec::kBlocked;
+  tc.vmem.mem[wrap_addr(in(tc).vmemAddr)] = vreg(tc, in(tc).vregSrc);
+  return Exec::kNext;
+}
+
+Exec dispatch_vpu(TensorCore& tc) { return vpu_dispatch(tc, false); }
+Exec dispatch_vpu_bg(TensorCore& tc) { return vpu_dispatch(tc, true); }
+
+Exec dispatch_select(TensorCore& tc) {
+  if (wb_pending(tc) || !tc.vpu.is_done()) return Exec::kBlocked;
+  const Instr& i = in(tc);
+  constexpr uint8_t kCopy = 28, kSelect = 27;
+  if (tc.sxu.step == 0) {  // COPY(false) preloads the VPU result register with the false values
+    tc.vpu.execute(kVpuOps[kCopy], vreg(tc, i.mxuWBase), Tile{});
+    return Exec::kFired;
+  }
+  tc.vpu.execute(kVpuOps[kSelect], vreg(tc, i.vregSrc), vreg(tc, i.vregSrc2));
+  tc.sxu.vpu_wb_pending = true;
+  tc.sxu.vpu_wb_dst = i.vregDst;
+  return Exec::kAwaitCollect;
+}
+
+Exec xlu_broadcast(TensorCore& tc) {
+  return xlu_dispatch(tc, [](Xlu& x, const Tile& s, int sel) { x.broadcast_col(s, sel); });
+}
+Exec broadcast_col(TensorCore& tc) { return xlu_broadcast(tc); }
+Exec broadcast_scalar(TensorCore& tc) {
+  return xlu_dispatch(tc, [](Xlu& x, const Tile& s, int sel) { x.broadcast_scalar(s, sel >> 2, sel); });
+}
+Exec broadcast_row(TensorCore& tc) {
+  return xlu_dispatch(tc, [](Xlu& x, const Tile& s, int sel) { x.broadcast_row(s, sel); });
+}
+Exec xlu_transpose(TensorCore& tc) {
+  return xlu_dispatch(tc, [](Xlu& x, const Tile& s, int) { x.transpose(s); });
+}
+Exec xlu_rotate(TensorCore& tc) {
+  return xlu_dispatch(tc, [](Xlu& x, const Tile& s, int sel) { x.rotate(s, sel); });
+}
+
+Exec load_vpu_result(TensorCore& tc) {
+  if (wb_pending(tc) || !tc.vpu.is_done()) return Exec::kBlocked;
+  return write_vreg(tc, tc.vpu.result);
+}
+Exec load_xlu_result(TensorCore& tc) { return write_vreg(tc, tc.xlu.result); }
+
+Exec dispatch_mxu(TensorCore& tc) {
+  MxuDispatch d = mxu_operands(tc, MxuStart::kPsum);
+  d.psum_addr = in(tc).vregDst;
+  d.psum_row = in(tc).vregSrc & (kRows - 1);
+  d.psum_mode = PsumMode(in(tc).vregSrc2 & 3);
+  return start_mxu(tc, d);
+}
+Exec dispatch_mxu_accumulate(TensorCore& tc) { return start_mxu(tc, mxu_operands(tc, MxuStart::kAccumulate)); }
+Exec dispatch_mxu_os(TensorCore& tc) { return start_mxu(tc, mxu_operands(tc, MxuStart::kOS)); }
+Exec dispatch_mxu_os_accumulate(TensorCore& tc) {
+  return start_mxu(tc, mxu_operands(tc, MxuStart::kOSAccumulate));
+}
+Exec dispatch_mxu_requant(TensorCore& tc) {
+  MxuDispatch d = mxu_operands(tc, MxuStart::kRequant);
+  d.requant_base = in(tc).vmemAddr;
+  return start_mxu(tc, d);
+}
+
+Exec mxu_clear(TensorCore& tc) {
+  if (!tc.ctrl.can_start()) return Exec::kBlocked;
+  tc.array.clear_all();
+  return Exec::kNext;
+}
+
+Exec wait_mxu(TensorCore& tc) { return mxu_result_ready(tc) ? Exec::kNext : Exec::kPoll; }
+
+Exec load_mxu_result(TensorCore& tc) {
+  if (!mxu_result_ready(tc)) return Exec::kBlocked;
+  return write_vreg(tc, row_tile(tc.ctrl.output_buf));
+}
+
+Exec load_mxu_matrix_row(TensorCore& tc) {
+  if (!mxu_result_ready(tc)) return Exec::kBlocked;
+  Row r;
+  std::copy_n(tc.ctrl.matrix_buf.begin() + (in(tc).vregSrc & (kRows - 1)) * kRows, kRows, r.begin());
+  return write_vreg(tc, row_tile(r));
+}
+
+Exec dispatch_mxu_epilogue(TensorCore& tc) {
+  const Instr& i = in(tc);
+  MxuDispatch d = mxu_operands(tc, MxuStart::kEpilogue);
+  std::copy_n(vreg(tc, i.vregSrc).begin(), kRows, d.bias.begin());
+  d.epi = {bool(i.vpuOp & 1), bool(i.vpuOp & 2), bool(i.vpuOp & 4), bool(i.vpuOp & 8)};
+  return run_epilogue(tc, d, i.vpuOp & 16);
+}
+
+Exec dispatch_mxu_vpu_epilogue(TensorCore& tc) {
+  const Instr& i = in(tc);
+  MxuDispatch d = mxu_operands(tc, MxuStart::kGeneric);
+  d.src2 = vreg(tc, i.vregSrc);
+  d.vpu_op = i.vpuOp;
+  d.wb_vmem = i.vregSrc2 & 1;
+  return run_epilogue(tc, d, d.wb_vmem);  // the Controller's copy of the bit is the same
+}
+
+Exec load_epilogue_stat(TensorCore& tc) {
+  const Controller& c = tc.ctrl;
+  if (c.active()) return Exec::kBlocked;
+  if (!(c.is_done() && c.epilogue_active && c.epi.reduce))
+    tc.fail("LOAD_EPILOGUE_STAT without a finished reducing MXU_EPILOGUE: the reference deadlocks");
+  Tile t{};
+  for (int r = 0; r < kRows; ++r) {
+    t[r * kRows] = int32_t(uint64_t(c.stat_buf[r]));
+    t[r * kRows + 1] = int32_t(uint64_t(c.stat_buf[r]) >> 32);
+  }
+  return write_vreg(tc, t);
+}
+
+Exec set_requant_config(TensorCore& tc) {
+  if (!tc.ctrl.can_start()) return Exec::kBlocked;
+  const Instr& i = in(tc);
+  tc.ctrl.scale_mul = int32_t(uint32_t(i.vmemAddr) << 24 | uint32_t(i.mxuTLen) << 16 |
+                              uint32_t(i.mxuABase) << 8 | i.mxuWBase);
+  tc.ctrl.scale_shift = i.vpuOp & 31;
+  return Exec::kNext;
+}
+
+Exec psum_write(TensorCore& tc) {
+  if (wb_pending(tc) || !psum_port_free(tc)) return Exec::kBlocked;
+  tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)] = vreg(tc, in(tc).vregSrc);
+  return Exec::kNext;
+}
+
+Exec psum_accumulate(TensorCore& tc) {
+  if (wb_pending(tc) || !psum_port_free(tc)) return Exec::kBlocked;
+  Tile& b = tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)];
+  const Tile& v = vreg(tc, in(tc).vregSrc);
+  for (int e = 0; e < kTileElems; ++e) b[e] = wrap_add(b[e], v[e]);
+  return Exec::kNext;
+}
+
+Exec psum_accumulate_row(TensorCore& tc) {
+  if (wb_pending(tc) || !psum_port_free(tc)) return Exec::kBlocked;
+  Row r;
+  std::copy_n(vreg(tc, in(tc).vregSrc).begin(), kRows, r.begin());
+  tc.psum.accumulate_row(PsumBank::bucket(in(tc).vmemAddr), in(tc).vregDst & (kRows - 1), r);
+  return Exec::kNext;
+}
+
+Exec psum_read(TensorCore& tc) {
+  if (tc.sxu.step == 0) {
+    tc.psum.resp = tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)];
+    return Exec::kFired;
+  }
+  return write_vreg(tc, tc.psum.resp);
+}
+
+Exec psum_read_row(TensorCore& tc) {
+  Row r;
+  const Tile& b = tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)];
+  std::copy_n(b.begin() + (in(tc).vregSrc & (kRows - 1)) * kRows, kRows, r.begin());
+  return write_vreg(tc, row_tile(r));
+}
+
+Exec psum_clear(TensorCore& tc) {
+  if (!psum_port_free(tc)) return Exec::kBlocked;
+  tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)].fill(0);
+  return Exec::kNext;
+}
+
+Exec psum_clear_all(TensorCore& tc) {  // one bucket per cycle
+  if (!psum_port_free(tc)) return Exec::kBlocked;
+  uint8_t& idx = tc.sxu.psum_clear_idx;
+  tc.psum.mem[idx].fill(0);
+  if (idx == TensorCoreConfig::kPsumBuckets - 1) {
+    idx = 0;
+    return Exec::kNext;
+  }
+  ++idx;
+  return Exec::kFired;
+}
+
+Exec set_pred_if_zero(TensorCore& tc) { return set_pred(tc, true); }
+Exec set_pred_ne_zero(TensorCore& tc) { return set_pred(tc, false); }
+Exec skip_if_pred(TensorCore& tc) { return skip(tc, true); }
+Exec skip_if_not_pred(TensorCore& tc) { return skip(tc, false); }
+
+Exec read_cycle(TensorCore& tc) { return write_vreg(tc, scalar_tile(int32_t(uint32_t(tc.cycle)))); }
+Exec load_loop_depth(TensorCore& tc) { return write_vreg(tc, scalar_tile(tc.sxu.loop_top)); }
+
+Exec loop_begin(TensorCore& tc) {
+  Sxu& s = tc.sxu;
+  if (s.loop_top < TensorCoreConfig::kLoopDepth) {  // a fifth nested LOOP_BEGIN is ignored
+    s.loop_count[s.loop_top] = in(tc).mxuTLen;
+    s.loop_ret[s.loop_top] = uint8_t(s.pc + 1);
+    ++s.loop_top;
+  }
+  return Exec::kNext;
+}
+
+Exec loop_end(TensorCore& tc) {
+  Sxu& s = tc.sxu;
+  if (s.loop_top == 0) return Exec::kNext;
+  int top = s.loop_top - 1;
+  if (s.loop_count[top] > 1) {
+    --s.loop_count[top];
+    s.pc = s.loop_ret[top];
+    return Exec::kJump;
+  }
+  s.loop_count[top] = 0;
+  --s.loop_top;
+  return Exec::kNext;
+}
+
+Exec vzero(TensorCore& tc) { return write_vreg(tc, Tile{}); }
+
+Exec vfill(TensorCore& tc) {
+  Tile t;
+  t.fill(int8_t(in(tc).mxuWBase));
+  return write_vreg(tc, t);
+}
+
+Exec vmov(TensorCore& tc) {
+  if (wb_pending(tc)) return Exec::kBlocked;
+  return write_vreg(tc, vreg(tc, in(tc).vregSrc));
+}
+
+Exec vneg(TensorCore& tc) {
+  if (wb_pending(tc)) return Exec::kBlocked;
+  return write_vreg(tc, lanewise(vreg(tc, in(tc).vregSrc), wrap_neg));
+}
+
+Exec vabs(TensorCore& tc) {
+  if (wb_pending(tc)) return Exec::kBlocked;
+  return write_vreg(tc, lanewise(vreg(tc, in(tc).vregSrc), [](int32_t x) { return x < 0 ? wrap_neg(x) : x; }));
+}
+
+}  // namespace sxu_exec
+}  // namespace tinytpu

@@ -1,0 +1,46 @@
+#pragma once
+#include <array>
+#include <bitset>
+#include <cstdint>
+
+#include "isa/instr.h"
+#include "sim/config.h"
+
+namespace tinytpu {
+
+class TensorCore;
+
+// ScalarUnit microprogram sequencer (ScalarUnit.bsv, hardware.md §2.7): single issue, one FETCH cycle
+// plus the instruction's EXEC cycles, with the XLU and (for VPU_BG) VPU write-backs retiring beside it.
+struct Sxu {
+  enum class Phase : uint8_t { kIdle, kFetch, kExec, kVpuCollect, kHalted };
+  Phase phase = Phase::kIdle;
+  uint8_t pc = 0;  // 8 bits: wraps at the 256-entry program memory
+  Instr cur;
+  uint8_t step = 0;  // EXEC cycle within a multi-cycle instruction
+  bool pred = false;
+  bool xlu_busy = false, vpu_wb_pending = false;
+  uint8_t xlu_dst = 0, vpu_wb_dst = 0;
+  std::array<uint8_t, TensorCoreConfig::kLoopDepth> loop_count{}, loop_ret{};
+  uint8_t loop_top = 0;
+  uint8_t psum_clear_idx = 0;
+
+  std::array<Instr, TensorCoreConfig::kProgDepth> prog{};
+  std::bitset<TensorCoreConfig::kProgDepth> loaded;  // slots the bundle wrote; fetching others is an error
+
+  uint64_t cycles = 0;  // P: from the first FETCH through the FETCH of HALT
+  uint64_t stall_cycles = 0;
+
+  void start() {
+    pc = 0;
+    phase = Phase::kFetch;
+  }
+  bool halted() const { return phase == Phase::kHalted; }
+  void tick(TensorCore& tc);
+
+ private:
+  void fetch(TensorCore& tc);
+  void collect_vpu(TensorCore& tc);
+};
+
+}  // namespace tinytpu

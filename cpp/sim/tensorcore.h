@@ -1,0 +1,61 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "sim/config.h"
+#include "sim/controller.h"
+#include "sim/memories.h"
+#include "sim/sxu.h"
+#include "sim/systolic_array.h"
+#include "sim/vpu.h"
+#include "sim/xlu.h"
+
+namespace tinytpu {
+
+// mkTensorCore (TensorCore.bsv): every unit of the runtime configuration, clocked together.
+//
+// Clocking. BSV rules read start-of-cycle state and their writes become visible next cycle. tick()
+// gets the same effect without double-buffering by the order it runs the units in:
+//  - the SXU runs first, so it sees the controller's and the VPU's state from the start of the cycle;
+//  - the VPU's multi-cycle units and the MXU controller run afterwards, and only if they were busy at
+//    the start of the cycle: the SXU can only dispatch to a unit that was idle, so a unit never both
+//    accepts new work and advances in one cycle;
+//  - within the SXU, the background write-backs never fire in the same cycle as a main-FSM rule that
+//    reads the vreg they write (Sxu::tick explains why), so vreg writes can be applied directly.
+class TensorCore {
+ public:
+  explicit TensorCore(const TensorCoreConfig& cfg = {}) : cfg(cfg) {}
+
+  TensorCoreConfig cfg;
+  uint64_t cycle = 0;  // free-running counter shared with the testbench (READ_CYCLE reads it)
+
+  Sxu sxu;
+  VRegFile vrf;
+  Vmem vmem;
+  Vpu vpu;
+  Xlu xlu;
+  SystolicArray array;
+  WeightSram wsram;
+  ActivationSram asram;
+  PsumBank psum;
+  Controller ctrl;
+
+  uint64_t xlu_busy_cycles = 0;
+  bool psum_port_taken = false;  // this cycle the MXU drain owns the PSUM write port
+
+  void tick() {
+    bool vpu_busy = !vpu.is_done();
+    bool mxu_busy = ctrl.active();
+    psum_port_taken = ctrl.psum_write_this_cycle();
+    sxu.tick(*this);
+    if (vpu_busy) vpu.tick();
+    if (mxu_busy) ctrl.tick(array, wsram, asram, psum);
+    ++cycle;
+  }
+
+  // A reference hang or other fatal condition, reported with pc and instruction.
+  [[noreturn]] void fail(const std::string& what) const;
+  std::string where() const;  // "pc N (MNEMONIC ...)"
+};
+
+}  // namespace tinytpu

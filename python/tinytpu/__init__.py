@@ -1,0 +1,41 @@
+"""tinytpu: a cycle-accurate TinyTPU TensorCore model, its TASM toolchain, and (soon) a tinygrad device."""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from tinytpu import _core
+from tinytpu._core import SimError
+
+__all__ = ["SimError", "RunResult", "run_tasm", "run_bundle", "assemble", "disassemble", "DEFAULT_MAX_CYCLES"]
+
+DEFAULT_MAX_CYCLES = 50000  # the reference testbench's timeout
+
+@dataclass
+class RunResult:
+  cycles: int                  # the testbench's `cycles N` = 2R + P + M + 4
+  sxu_cycles: int              # P: SXU cycles through the FETCH of HALT
+  vmem_results: list[list[int]]
+  mxu_result: list[int] | None
+  asram_results: list[list[int]]
+  unit_busy: dict[str, int] = field(default_factory=dict)
+  output: str = ""             # the testbench's stdout
+
+def _result(r) -> RunResult:
+  b = r.busy
+  return RunResult(r.cycles, r.sxu_cycles, [list(t) for t in r.vmem_results],
+                   list(r.mxu_result) if r.mxu_result is not None else None, [list(a) for a in r.asram_results],
+                   {"sxu": b.sxu, "mxu": b.mxu, "vpu": b.vpu, "xlu": b.xlu, "sxu_stall": b.sxu_stall}, r.output())
+
+def run_bundle(text: str, max_cycles: int = DEFAULT_MAX_CYCLES) -> RunResult:
+  """Run a TASM program or numeric bundle (detected). ValueError for bad input, SimError for a hang."""
+  return _result(_core.run(_core.parse_bundle(text), max_cycles))
+
+def run_tasm(text: str, max_cycles: int = DEFAULT_MAX_CYCLES) -> RunResult:
+  """Assemble TASM and run it on the model."""
+  return _result(_core.run(_core.assemble(text), max_cycles))
+
+def assemble(text: str) -> str:
+  """TASM -> numeric bundle text."""
+  return _core.to_wire(_core.assemble(text))
+
+def disassemble(text: str) -> str:
+  """Numeric bundle (or TASM) -> canonical TASM."""
+  return _core.disassemble(_core.parse_bundle(text))
