@@ -1,0 +1,114 @@
+// TASM assembler/disassembler and the numeric bundle format (hardware.md §4, §5).
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "helpers.h"
+#include "isa/sxu_ops.h"
+#include "sim/errors.h"
+
+using namespace tinytpu;
+
+TEST_CASE("the reference's example assembles to its documented wire lines (hardware.md §5)") {
+  const char* tasm =
+      "VMEM[0] = 1 2 3 4  5 6 7 8  9 10 11 12  13 14 15 16\n"
+      "VMEM[1] = 1 1 1 1  1 1 1 1  1 1 1 1  1 1 1 1\n"
+      "LOAD  v0, VMEM[0]\nLOAD  v1, VMEM[1]\nVPU   v2 = ADD(v0, v1)\nSTORE VMEM[2], v2\nHALT\n"
+      "OUTPUT_VMEM VMEM[2]\nEND\n";
+  std::string wire = to_wire(assemble(tasm));
+  CHECK(wire ==
+        "5 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n5 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n"
+        "2 0 0 0 0 0 0 0 0 0\n2 0 1 1 0 0 0 0 0 0\n2 2 0 2 0 0 1 0 0 0\n2 1 2 0 2 0 0 0 0 0\n"
+        "2 7 0 0 0 0 0 0 0 0\n6 2\n4\n");
+  CHECK(test::run(tasm).cycles == 33);
+}
+
+TEST_CASE("reference mnemonics encode their fields as the reference assembler does (hardware.md §5)") {
+  struct Case {
+    const char* tasm;
+    Instr expect;
+  } cases[] = {
+      {"BROADCAST v3, lane=2", {3, 0, 3, 3, 0, 2, 0, 0, 0}},
+      {"SELECT v4 = SELECT(v1, v2, v3)", {8, 0, 4, 1, 0, 2, 3, 0, 0}},
+      {"BROADCAST_SCALAR v1 = v2[3,1]", {9, 0, 1, 2, 0, 13, 0, 0, 0}},
+      {"MXU WMEM[2], AMEM[5], tiles=3, psum_acc=PSUM[6], psum_row=2", {4, 0, 6, 2, 0, 2, 2, 5, 3}},
+      {"VFILL v7, imm=-1", {31, 0, 7, 0, 0, 0, 255, 0, 0}},
+      {"LOOP_BEGIN count=200", {28, 0, 0, 0, 0, 0, 0, 0, 200}},
+      {"MXU_EPILOGUE v2 = GEMM(WMEM[1], AMEM[2], tiles=4) BIAS=v5 RELU REDUCE_SUMSQ DST_VMEM[9]",
+       {42, 9, 2, 5, 31, 0, 1, 2, 4}},
+      {"SET_REQUANT_CONFIG scale_mul=-2 scale_shift=7", {44, 255, 0, 0, 7, 0, 254, 255, 255}},
+      {"DISPATCH_MXU_REQUANT WMEM[1] AMEM[2] tiles=3 ASRAM[4]", {45, 4, 0, 0, 0, 0, 1, 2, 3}},
+      {"MXU_VPU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=1) SRC2=v3 OP=IPAIR_ROTATE DST_VMEM[6]",
+       {46, 6, 1, 3, 85, 1, 0, 0, 1}},
+      {"vpu_bg V1 = fadd(v2, V3)", {41, 0, 1, 2, 18, 3, 0, 0, 0}},
+  };
+  for (const auto& c : cases) {
+    INFO(c.tasm);
+    Bundle b = assemble(std::string(c.tasm) + "\nEND");
+    REQUIRE(b.records.size() == 1);
+    CHECK(b.records[0].instr == c.expect);
+  }
+}
+
+TEST_CASE("disassembly round-trips every valid encoding exactly") {
+  std::mt19937 rng(7);
+  int raw_forms = 0;
+  for (int op = 0; op < kNumSxuOps; ++op) {
+    for (int trial = 0; trial < 300; ++trial) {
+      Instr in;
+      in.op = uint8_t(op);
+      // Mostly in-range operands, sometimes junk in every field.
+      bool junk = trial % 3 == 0;
+      in.vmemAddr = uint8_t(rng() % (junk ? 256 : 32));
+      in.vregDst = uint8_t(rng() % 16);
+      in.vregSrc = uint8_t(rng() % 16);
+      in.vpuOp = uint8_t(rng() % (junk ? 128 : 86));
+      in.vregSrc2 = uint8_t(rng() % 16);
+      in.mxuWBase = uint8_t(rng() % (junk ? 256 : 32));
+      in.mxuABase = uint8_t(rng() % (junk ? 256 : 32));
+      in.mxuTLen = uint8_t(rng() % (junk ? 256 : 5));
+      try {
+        validate_instr(in);  // used fields in range; junk in unused fields is legal and must survive
+      } catch (const AsmError&) {
+        continue;
+      }
+      std::string text = format_instr(in);
+      raw_forms += text.rfind("INSTR", 0) == 0;
+      INFO(text);
+      Bundle b = assemble(text + "\nEND");
+      REQUIRE(b.records.size() == 1);
+      CHECK(b.records[0].instr == in);
+    }
+  }
+  CHECK(raw_forms > 0);  // some encodings only the raw INSTR form can express
+}
+
+TEST_CASE("canonical forms of the opcodes the reference TASM lacks") {
+  CHECK(format_instr({12, 0, 1, 2, 0, 0, 0, 0, 0}) == "TRANSPOSE v1, v2");
+  CHECK(format_instr({15, 3, 0, 4, 0, 0, 0, 0, 0}) == "PSUM_WRITE PSUM[3], v4");
+  CHECK(format_instr({22, 7, 2, 5, 0, 0, 0, 0, 0}) == "PSUM_ACCUMULATE_ROW PSUM[7], row=2, v5");
+  CHECK(format_instr({38, 0, 0, 0, 0, 0, 0, 0, 0}) == "PSUM_CLEAR_ALL");
+  CHECK(format_instr({21, 0, 0, 0, 0, 0, 0, 0, 0}) == "SKIP_IF_PRED");
+  CHECK(format_instr({3, 0, 2, 5, 0, 1, 0, 0, 0}) == "BROADCAST v2 = LANE(v5, lane=1)");
+  CHECK(format_instr({2, 0, 2, 5, 2, 0, 0, 0, 0}) == "VPU v2 = RELU(v5)");
+  CHECK(format_instr({2, 0, 2, 5, 0, 0, 0, 0, 0}) == "VPU v2 = ADD(v5, v0)");
+  CHECK(format_instr({4, 0, 0, 0, 0, 3, 1, 2, 1}).rfind("INSTR 4", 0) == 0);  // PSUM mode 3 has no mnemonic
+}
+
+TEST_CASE("bundle text round-trips through both formats") {
+  std::string src = test::read_file(std::string(TINYTPU_KERNELS_DIR) + "/seed/gemm_4x8x4.tasm");
+  Bundle b = assemble(src);
+  std::string wire = to_wire(b);
+  CHECK(to_wire(parse_wire(wire)) == wire);
+  CHECK(to_wire(assemble(disassemble(b))) == wire);
+  CHECK(to_wire(parse_bundle(wire)) == wire);
+  CHECK(to_wire(parse_bundle(src)) == wire);
+  std::string with_asram = "OUTPUT_ASRAM ASRAM[3]\nOUTPUT_MXU 0\nHALT\nEND\n";
+  CHECK(to_wire(assemble(with_asram)) == "7 3\n3 0\n2 7 0 0 0 0 0 0 0 0\n4\n");
+  CHECK(disassemble(assemble(with_asram)) == with_asram);
+}
+
+TEST_CASE("wire comments and free layout (hardware.md §4.1)") {
+  Bundle b = parse_wire("# header\n5 0 1 2 3 4\n5 6 7 8 # mid-record comment\n9 10 11 12 13 14 15 16 6 0\n2 7 0 0 0 0 0 0 0 0 4");
+  REQUIRE(b.records.size() == 3);
+  CHECK(b.records[0].data[15] == 16);
+}
