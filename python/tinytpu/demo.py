@@ -1,0 +1,59 @@
+"""`make demo`: run small TASM programs on the TensorCore model and print their results and cycles."""
+import struct
+import tinytpu
+
+ADD = """
+# elementwise int32 add on the VPU (the seed benchmark's add_16)
+VMEM[0] = 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15
+VMEM[1] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16
+LOAD v0, VMEM[0]
+LOAD v1, VMEM[1]
+VPU v2 = ADD(v0, v1)
+STORE VMEM[2], v2
+HALT
+OUTPUT_VMEM VMEM[2]
+END
+"""
+
+GEMM = """
+# [1 2 3 4] @ W on the 4x4 int8 systolic array, weight-stationary
+WMEM[0] = 1 0 0 2  0 1 0 2  0 0 1 2  -1 -1 -1 2
+AMEM[0] = 1 2 3 4
+MXU WMEM[0], AMEM[0], tiles=1
+WAIT_MXU
+HALT
+OUTPUT_MXU
+END
+"""
+
+def f32(x: float) -> int: return struct.unpack("<i", struct.pack("<f", x))[0]
+def unf32(i: int) -> float: return struct.unpack("<f", struct.pack("<i", i))[0]
+
+FLOAT = f"""
+# float32 multiply-add and a tile max reduction in the VPU (IEEE RNE)
+VMEM[0] = {' '.join(str(f32(0.5 * i)) for i in range(16))}
+VMEM[1] = {' '.join(str(f32(1.5)) for _ in range(16))}
+LOAD v0, VMEM[0]
+LOAD v1, VMEM[1]
+VPU v2 = FMUL(v0, v1)
+VPU v3 = FADD(v2, v1)
+VPU v4 = FMAX_REDUCE_TILE(v3)
+STORE VMEM[2], v3
+STORE VMEM[3], v4
+HALT
+OUTPUT_VMEM VMEM[2]
+OUTPUT_VMEM VMEM[3]
+END
+"""
+
+def main():
+  r = tinytpu.run_tasm(ADD)
+  print(f"add_16      {r.vmem_results[0]}\n            cycles {r.cycles} (sxu {r.sxu_cycles})")
+  r = tinytpu.run_tasm(GEMM)
+  print(f"gemm 1x4x4  {r.mxu_result}\n            cycles {r.cycles} (sxu {r.sxu_cycles})")
+  r = tinytpu.run_tasm(FLOAT)
+  print(f"float fma   {[unf32(v) for v in r.vmem_results[0]]}")
+  print(f"float max   {unf32(r.vmem_results[1][0])}\n            cycles {r.cycles} (sxu {r.sxu_cycles})")
+
+if __name__ == "__main__":
+  main()
