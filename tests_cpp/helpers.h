@@ -8,7 +8,9 @@
 
 namespace tinytpu::test {
 
-inline RunResult run(const std::string& tasm, TensorCoreConfig cfg = {}) { return run_bundle(assemble(tasm), cfg); }
+inline RunResult run(const std::string& tasm, TensorCoreConfig cfg = {}) {
+  return run_bundle(assemble(tasm), cfg);
+}
 
 // P (sxu_cycles) of a program that ends in HALT with no outputs. hardware.md §2.7 gives each
 // instruction's cost including its FETCH cycle; HALT costs 1.

@@ -10,7 +10,8 @@ using Catch::Matchers::Contains;
 
 TEST_CASE("malformed TASM names the line and the problem") {
   CHECK_THROWS_WITH(assemble("HALT\nFROB v1\nEND"), Contains("line 2") && Contains("unknown mnemonic"));
-  CHECK_THROWS_WITH(assemble("LOAD v16, VMEM[0]\nEND"), Contains("line 1") && Contains("vreg v16 out of range"));
+  CHECK_THROWS_WITH(assemble("LOAD v16, VMEM[0]\nEND"),
+                    Contains("line 1") && Contains("vreg v16 out of range"));
   CHECK_THROWS_WITH(assemble("LOAD v1, VMEM[32]\nEND"), Contains("address 32 out of range"));
   CHECK_THROWS_WITH(assemble("VPU v1 = FROB(v2)\nEND"), Contains("unknown VPU op"));
   CHECK_THROWS_WITH(assemble("VFILL v1, imm=128\nEND"), Contains("out of range (-128..127)"));
@@ -31,7 +32,8 @@ TEST_CASE("malformed TASM names the line and the problem") {
 }
 
 TEST_CASE("malformed numeric bundles name the line") {
-  CHECK_THROWS_WITH(parse_wire("2 7 0 0 0 0 0 0 0 0\n9\n4"), Contains("line 2") && Contains("unknown bundle record type 9"));
+  CHECK_THROWS_WITH(parse_wire("2 7 0 0 0 0 0 0 0 0\n9\n4"),
+                    Contains("line 2") && Contains("unknown bundle record type 9"));
   CHECK_THROWS_WITH(parse_wire("2 0 40 1 0 0 0 0 0 0\n4"), Contains("address 40 out of range"));
   CHECK_THROWS_WITH(parse_wire("2 64 0 0 0 0 0 0 0 0\n4"), Contains("does not fit 6 bits"));
   CHECK_THROWS_WITH(parse_wire("2 2 0 1 0 99 0 0 0 0\n4"), Contains("VPU op 99 out of range"));
@@ -43,15 +45,17 @@ TEST_CASE("malformed numeric bundles name the line") {
 TEST_CASE("programs that hang the reference raise SimError at once") {
   CHECK_THROWS_AS(test::run("WAIT_MXU\nHALT\nEND"), SimError);
   CHECK_THROWS_WITH(test::run("WAIT_MXU\nHALT\nEND"), Contains("pc 0 (WAIT_MXU)") && Contains("deadlocks"));
-  CHECK_THROWS_WITH(test::run("VZERO v1\nLOAD_MXU_RESULT v2\nHALT\nEND"), Contains("pc 1 (LOAD_MXU_RESULT v2)"));
+  CHECK_THROWS_WITH(test::run("VZERO v1\nLOAD_MXU_RESULT v2\nHALT\nEND"),
+                    Contains("pc 1 (LOAD_MXU_RESULT v2)"));
   CHECK_THROWS_WITH(test::run("LOAD_MXU_MATRIX_ROW v2, row=1\nHALT\nEND"), Contains("deadlocks"));
-  CHECK_THROWS_WITH(test::run("INSTR 50 0 0 0 0 0 0 0 0\nHALT\nEND"), Contains("pc 0 (INSTR 50") && Contains("undefined SXU opcode"));
+  CHECK_THROWS_WITH(test::run("INSTR 50 0 0 0 0 0 0 0 0\nHALT\nEND"),
+                    Contains("pc 0 (INSTR 50") && Contains("undefined SXU opcode"));
   CHECK_THROWS_WITH(test::run("VZERO v1\nEND"), Contains("pc 1") && Contains("never wrote"));
   CHECK_THROWS_WITH(test::run("HALT\nOUTPUT_MXU\nEND"), Contains("OUTPUT_MXU"));
-  CHECK_THROWS_WITH(
-      test::run("WMEM[0] = 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\nAMEM[0] = 0 0 0 0\nMXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU\n"
-                "LOAD_EPILOGUE_STAT v1\nHALT\nEND"),
-      Contains("LOAD_EPILOGUE_STAT"));
+  CHECK_THROWS_WITH(test::run("WMEM[0] = 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\nAMEM[0] = 0 0 0 0\nMXU WMEM[0], "
+                              "AMEM[0], tiles=1\nWAIT_MXU\n"
+                              "LOAD_EPILOGUE_STAT v1\nHALT\nEND"),
+                    Contains("LOAD_EPILOGUE_STAT"));
 }
 
 TEST_CASE("a run past the cycle limit is a SimError, not a hang") {

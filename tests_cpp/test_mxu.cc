@@ -61,8 +61,8 @@ TEST_CASE("output-stationary: C = X W with X[r][k] = A_k[r], read by matrix rows
            std::to_string(row) + "], v" + std::to_string(row) + "\n";
     p += "HALT\nOUTPUT_VMEM VMEM[0]\nOUTPUT_VMEM VMEM[1]\nOUTPUT_VMEM VMEM[2]\nOUTPUT_VMEM VMEM[3]\nEND";
     auto r = test::run(p);
-    Mat x = a.transpose();                      // 4 x k
-    Mat c = x * w.topRows(k);                   // only weight rows < kLen enter the staircase
+    Mat x = a.transpose();     // 4 x k
+    Mat c = x * w.topRows(k);  // only weight rows < kLen enter the staircase
     for (int row = 0; row < 4; ++row)
       for (int col = 0; col < 4; ++col) CHECK(r.vmem_results[row][col] == wrap(c(row, col)));
   }
@@ -72,9 +72,11 @@ TEST_CASE("OS accumulate keeps the PE sums; MXU_CLEAR starts a fresh epoch") {
   Mat w = random_mat(4, 4), a = random_mat(4, 4);
   std::string p = wmem(0, w);
   for (int i = 0; i < 4; ++i) p += amem(i, a, i);
-  p += "MXU_OS WMEM[0], AMEM[0], k=4\nMXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=4\nWAIT_MXU\n"
-       "LOAD_MXU_MATRIX_ROW v1, row=1\nSTORE VMEM[0], v1\nMXU_CLEAR\nMXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=4\nWAIT_MXU\n"
-       "LOAD_MXU_MATRIX_ROW v2, row=1\nSTORE VMEM[1], v2\nHALT\nOUTPUT_VMEM VMEM[0]\nOUTPUT_VMEM VMEM[1]\nEND";
+  p +=
+      "MXU_OS WMEM[0], AMEM[0], k=4\nMXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=4\nWAIT_MXU\n"
+      "LOAD_MXU_MATRIX_ROW v1, row=1\nSTORE VMEM[0], v1\nMXU_CLEAR\nMXU_OS_ACCUMULATE WMEM[0], AMEM[0], "
+      "k=4\nWAIT_MXU\n"
+      "LOAD_MXU_MATRIX_ROW v2, row=1\nSTORE VMEM[1], v2\nHALT\nOUTPUT_VMEM VMEM[0]\nOUTPUT_VMEM VMEM[1]\nEND";
   auto r = test::run(p);
   Mat c = a.transpose() * w;
   for (int col = 0; col < 4; ++col) {
@@ -86,7 +88,8 @@ TEST_CASE("OS accumulate keeps the PE sums; MXU_CLEAR starts a fresh epoch") {
 TEST_CASE("WS accumulate sums column sums across dispatches until MXU_CLEAR") {
   Mat w = random_mat(4, 4), a = random_mat(2, 4);
   std::string p = wmem(0, w) + amem(0, a, 0) + amem(1, a, 1);
-  p += "MXU_ACCUMULATE WMEM[0], AMEM[0], tiles=1\nMXU_ACCUMULATE WMEM[0], AMEM[1], tiles=1\nWAIT_MXU\nHALT\nOUTPUT_MXU\nEND";
+  p += "MXU_ACCUMULATE WMEM[0], AMEM[0], tiles=1\nMXU_ACCUMULATE WMEM[0], AMEM[1], "
+       "tiles=1\nWAIT_MXU\nHALT\nOUTPUT_MXU\nEND";
   auto r = test::run(p);
   Mat expect = a.colwise().sum() * w;
   for (int c = 0; c < 4; ++c) CHECK((*r.mxu_result)[c] == wrap(expect(0, c)));
@@ -94,8 +97,10 @@ TEST_CASE("WS accumulate sums column sums across dispatches until MXU_CLEAR") {
 
 TEST_CASE("epilogue 42 works on the per-PE matrix with bias and ReLU, and reports row stats (§2.3)") {
   Mat w = random_mat(4, 4), a = random_mat(2, 4);
-  std::string p = wmem(0, w) + amem(0, a, 0) + amem(1, a, 1) + "VMEM[0] = 5 -7 100 -3 0 0 0 0 0 0 0 0 0 0 0 0\n";
-  p += "LOAD v1, VMEM[0]\nMXU_EPILOGUE v2 = GEMM(WMEM[0], AMEM[0], tiles=2) BIAS=v1 RELU REDUCE_SUMSQ DST_VMEM[4]\n"
+  std::string p =
+      wmem(0, w) + amem(0, a, 0) + amem(1, a, 1) + "VMEM[0] = 5 -7 100 -3 0 0 0 0 0 0 0 0 0 0 0 0\n";
+  p += "LOAD v1, VMEM[0]\nMXU_EPILOGUE v2 = GEMM(WMEM[0], AMEM[0], tiles=2) BIAS=v1 RELU REDUCE_SUMSQ "
+       "DST_VMEM[4]\n"
        "LOAD_EPILOGUE_STAT v3\nSTORE VMEM[5], v3\nHALT\nOUTPUT_VMEM VMEM[4]\nOUTPUT_VMEM VMEM[5]\nEND";
   auto r = test::run(p);
   Mat asum = a.colwise().sum();
@@ -103,7 +108,8 @@ TEST_CASE("epilogue 42 works on the per-PE matrix with bias and ReLU, and report
   for (int row = 0; row < 4; ++row) {
     int64_t sumsq = 0;
     for (int c = 0; c < 4; ++c) {
-      int64_t v = std::max<int64_t>(asum(0, row) * w(row, c) + bias[c], 0);  // PE[r][c] = sum_k a_k[r] W[r][c]
+      int64_t v =
+          std::max<int64_t>(asum(0, row) * w(row, c) + bias[c], 0);  // PE[r][c] = sum_k a_k[r] W[r][c]
       CHECK(r.vmem_results[0][4 * row + c] == v);
       sumsq += v * v;
     }
@@ -115,11 +121,12 @@ TEST_CASE("epilogue 42 works on the per-PE matrix with bias and ReLU, and report
 
 TEST_CASE("epilogue 46: op(column sums, src2 row 0) into row 0 (§2.3 item 3)") {
   Mat w = random_mat(4, 4), a = random_mat(1, 4);
-  std::string p = wmem(0, w) + amem(0, a, 0) + "VMEM[0] = 3 -4 5 6 9 9 9 9 9 9 9 9 9 9 9 9\nLOAD v1, VMEM[0]\n";
+  std::string p =
+      wmem(0, w) + amem(0, a, 0) + "VMEM[0] = 3 -4 5 6 9 9 9 9 9 9 9 9 9 9 9 9\nLOAD v1, VMEM[0]\n";
   const char* ops[] = {"ADD", "SUB", "MUL", "MAX", "MIN", "IPAIR_ROTATE", "XOR"};
   for (int i = 0; i < 7; ++i)
-    p += std::string("MXU_VPU_EPILOGUE v2 = GEMM(WMEM[0], AMEM[0], tiles=1) SRC2=v1 OP=") + ops[i] + " DST_VMEM[" +
-         std::to_string(i + 1) + "]\n";
+    p += std::string("MXU_VPU_EPILOGUE v2 = GEMM(WMEM[0], AMEM[0], tiles=1) SRC2=v1 OP=") + ops[i] +
+         " DST_VMEM[" + std::to_string(i + 1) + "]\n";
   p += "HALT\n";
   for (int i = 0; i < 7; ++i) p += "OUTPUT_VMEM VMEM[" + std::to_string(i + 1) + "]\n";
   auto r = test::run(p + "END");
@@ -132,7 +139,7 @@ TEST_CASE("epilogue 46: op(column sums, src2 row 0) into row 0 (§2.3 item 3)") 
     CHECK(r.vmem_results[2][c] == wrap(x * s2[c]));
     CHECK(r.vmem_results[3][c] == std::max(x, s2[c]));
     CHECK(r.vmem_results[4][c] == std::min(x, s2[c]));
-    CHECK(r.vmem_results[6][c] == x);  // not in the curated set: passes through
+    CHECK(r.vmem_results[6][c] == x);      // not in the curated set: passes through
     CHECK(r.vmem_results[0][4 + c] == 0);  // rows 1..3 are zero
   }
   CHECK(r.vmem_results[5][0] == wrap(cs(0, 0) * 3 - cs(0, 1) * -4));
@@ -142,8 +149,10 @@ TEST_CASE("epilogue 46: op(column sums, src2 row 0) into row 0 (§2.3 item 3)") 
 TEST_CASE("requant writes one clamped int8 row to ASRAM per dispatch (§2.3 item 1)") {
   // identity weights, a = (100, -50, 3, 0): colsums = a. mul 3, shift 2: (x*3 + 2) >> 2, clamped.
   std::string p = "WMEM[0] = 1 0 0 0 0 1 0 0 0 0 1 0 0 0 0 1\nAMEM[0] = 100 -50 3 0\n";
-  p += "SET_REQUANT_CONFIG scale_mul=3 scale_shift=2\nDISPATCH_MXU_REQUANT WMEM[0] AMEM[0] tiles=1 ASRAM[7]\nWAIT_MXU\n"
-       "SET_REQUANT_CONFIG scale_mul=1 scale_shift=0\nDISPATCH_MXU_REQUANT WMEM[0] AMEM[0] tiles=1 ASRAM[8]\nWAIT_MXU\n"
+  p += "SET_REQUANT_CONFIG scale_mul=3 scale_shift=2\nDISPATCH_MXU_REQUANT WMEM[0] AMEM[0] tiles=1 "
+       "ASRAM[7]\nWAIT_MXU\n"
+       "SET_REQUANT_CONFIG scale_mul=1 scale_shift=0\nDISPATCH_MXU_REQUANT WMEM[0] AMEM[0] tiles=1 "
+       "ASRAM[8]\nWAIT_MXU\n"
        "HALT\nOUTPUT_ASRAM ASRAM[7]\nOUTPUT_ASRAM ASRAM[8]\nEND";
   auto r = test::run(p);
   REQUIRE(r.asram_results.size() == 2);

@@ -22,61 +22,62 @@ TEST_CASE("SXU opcode costs (hardware.md §2.7)") {
     const char* program;
     uint64_t p;  // expected sxu_cycles including the final HALT (1)
   } cases[] = {
-      {"", 1},                                                  // 7 HALT: 1
-      {"LOAD v1, VMEM[0]", 3 + 1},                              // 0 LOAD_VREG: 3
-      {"STORE VMEM[2], v0", 2 + 1},                             // 1 STORE_VREG: 2
-      {"VPU v1 = ADD(v0, v0)", 3 + 1},                          // 2 DISPATCH_VPU combinational: 3
-      {"VPU v1 = FSUM_REDUCE_TILE(v0)", 19 + 1},                // 2 FpReducer: 19
-      {"VPU v1 = EXP2(v0)", 116 + 1},                           // 2 TranscUnit EXP2: 16*7+4
-      {"VPU v1 = LOG2(v0)", 100 + 1},                           // LOG2: 16*6+4
-      {"VPU v1 = SIN(v0)", 180 + 1},                            // SIN: 16*11+4
-      {"VPU v1 = COS(v0)", 84 + 1},                             // COS: 16*5+4
-      {"BROADCAST v0, lane=2", 2 + 1},                          // 3: 2, async write-back
-      {"MXU WMEM[0], AMEM[0], tiles=1", 2 + 1},                 // 4: 2, async
-      {"MXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU", 11 + 1},      // 4+5: tLen + rows + 6
-      {"MXU WMEM[0], AMEM[0], tiles=3\nWAIT_MXU", 13 + 1},      // tLen = 3
+      {"", 1},                                              // 7 HALT: 1
+      {"LOAD v1, VMEM[0]", 3 + 1},                          // 0 LOAD_VREG: 3
+      {"STORE VMEM[2], v0", 2 + 1},                         // 1 STORE_VREG: 2
+      {"VPU v1 = ADD(v0, v0)", 3 + 1},                      // 2 DISPATCH_VPU combinational: 3
+      {"VPU v1 = FSUM_REDUCE_TILE(v0)", 19 + 1},            // 2 FpReducer: 19
+      {"VPU v1 = EXP2(v0)", 116 + 1},                       // 2 TranscUnit EXP2: 16*7+4
+      {"VPU v1 = LOG2(v0)", 100 + 1},                       // LOG2: 16*6+4
+      {"VPU v1 = SIN(v0)", 180 + 1},                        // SIN: 16*11+4
+      {"VPU v1 = COS(v0)", 84 + 1},                         // COS: 16*5+4
+      {"BROADCAST v0, lane=2", 2 + 1},                      // 3: 2, async write-back
+      {"MXU WMEM[0], AMEM[0], tiles=1", 2 + 1},             // 4: 2, async
+      {"MXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU", 11 + 1},  // 4+5: tLen + rows + 6
+      {"MXU WMEM[0], AMEM[0], tiles=3\nWAIT_MXU", 13 + 1},  // tLen = 3
       {"MXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU\nLOAD_MXU_RESULT v1", 11 + 2 + 1},  // 6: 2
-      {"SELECT v3 = SELECT(v0, v1, v2)", 4 + 1},                // 8: 4
-      {"BROADCAST_SCALAR v1 = v0[1, 2]", 2 + 1},                // 9
-      {"BROADCAST_ROW v1 = ROW(v0, row=3)", 2 + 1},             // 10
-      {"BROADCAST_COL v1 = COL(v0, col=1)", 2 + 1},             // 11
-      {"TRANSPOSE v1, v0", 2 + 1},                              // 12
-      {"LOAD_VPU_RESULT v1", 2 + 1},                            // 13
-      {"LOAD_XLU_RESULT v1", 2 + 1},                            // 14
-      {"PSUM_WRITE PSUM[1], v0", 2 + 1},                        // 15
-      {"PSUM_ACCUMULATE PSUM[1], v0", 2 + 1},                   // 16
-      {"PSUM_READ v1, PSUM[1]", 3 + 1},                         // 17: REQ + RESP
-      {"PSUM_READ_ROW v1, PSUM[1], row=2", 2 + 1},              // 18
-      {"PSUM_CLEAR PSUM[3]", 2 + 1},                            // 19
-      {"SET_PRED_IF_ZERO v0", 2 + 1},                           // 20
-      {"SKIP_IF_PRED", 2 + 1},                                  // 21
-      {"PSUM_ACCUMULATE_ROW PSUM[2], row=1, v0", 2 + 1},        // 22
-      {"MXU_ACCUMULATE WMEM[0], AMEM[0], tiles=1", 2 + 1},      // 23
-      {"MXU_CLEAR", 2 + 1},                                     // 24
-      {"MXU_OS WMEM[0], AMEM[0], k=4", 2 + 1},                  // 25
-      {"MXU_OS WMEM[0], AMEM[0], k=4\nWAIT_MXU", 21 + 1},       // 25+5: K' + kLen + rows + cols + 5
-      {"MXU_OS WMEM[0], AMEM[0], k=1\nWAIT_MXU", 15 + 1},       // kLen = 1: 1 + 1 + 13
+      {"SELECT v3 = SELECT(v0, v1, v2)", 4 + 1},                                    // 8: 4
+      {"BROADCAST_SCALAR v1 = v0[1, 2]", 2 + 1},                                    // 9
+      {"BROADCAST_ROW v1 = ROW(v0, row=3)", 2 + 1},                                 // 10
+      {"BROADCAST_COL v1 = COL(v0, col=1)", 2 + 1},                                 // 11
+      {"TRANSPOSE v1, v0", 2 + 1},                                                  // 12
+      {"LOAD_VPU_RESULT v1", 2 + 1},                                                // 13
+      {"LOAD_XLU_RESULT v1", 2 + 1},                                                // 14
+      {"PSUM_WRITE PSUM[1], v0", 2 + 1},                                            // 15
+      {"PSUM_ACCUMULATE PSUM[1], v0", 2 + 1},                                       // 16
+      {"PSUM_READ v1, PSUM[1]", 3 + 1},                                             // 17: REQ + RESP
+      {"PSUM_READ_ROW v1, PSUM[1], row=2", 2 + 1},                                  // 18
+      {"PSUM_CLEAR PSUM[3]", 2 + 1},                                                // 19
+      {"SET_PRED_IF_ZERO v0", 2 + 1},                                               // 20
+      {"SKIP_IF_PRED", 2 + 1},                                                      // 21
+      {"PSUM_ACCUMULATE_ROW PSUM[2], row=1, v0", 2 + 1},                            // 22
+      {"MXU_ACCUMULATE WMEM[0], AMEM[0], tiles=1", 2 + 1},                          // 23
+      {"MXU_CLEAR", 2 + 1},                                                         // 24
+      {"MXU_OS WMEM[0], AMEM[0], k=4", 2 + 1},                                      // 25
+      {"MXU_OS WMEM[0], AMEM[0], k=4\nWAIT_MXU", 21 + 1},  // 25+5: K' + kLen + rows + cols + 5
+      {"MXU_OS WMEM[0], AMEM[0], k=1\nWAIT_MXU", 15 + 1},  // kLen = 1: 1 + 1 + 13
       {"MXU_OS WMEM[0], AMEM[0], k=4\nWAIT_MXU\nLOAD_MXU_MATRIX_ROW v1, row=2", 21 + 2 + 1},  // 26
-      {"READ_CYCLE v1", 2 + 1},                                 // 27
-      {"LOOP_BEGIN count=1\nLOOP_END", 4 + 1},                  // 28, 29: 2 each
+      {"READ_CYCLE v1", 2 + 1},                                                               // 27
+      {"LOOP_BEGIN count=1\nLOOP_END", 4 + 1},                    // 28, 29: 2 each
       {"LOOP_BEGIN count=5\nVZERO v1\nLOOP_END", 2 + 5 * 4 + 1},  // a taken branch costs nothing extra
-      {"VZERO v1", 2 + 1},                                      // 30
-      {"VFILL v1, imm=-7", 2 + 1},                              // 31
-      {"VMOV v1, v0", 2 + 1},                                   // 32
-      {"MXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=4", 2 + 1},       // 33
-      {"VNEG v1, v0", 2 + 1},                                   // 34
-      {"VABS v1, v0", 2 + 1},                                   // 35
-      {"LOAD_LOOP_DEPTH v1", 2 + 1},                            // 36
-      {"ROTATE v1, v0, amount=1", 2 + 1},                       // 37
-      {"PSUM_CLEAR_ALL", 9 + 1},                                // 38: one bucket per cycle
-      {"SET_PRED_NE_ZERO v0", 2 + 1},                           // 39
-      {"SKIP_IF_NOT_PRED\nVZERO v1", 2 + 1},                  // 40: pred is clear, so VZERO is skipped
-      {"VPU_BG v1 = ADD(v0, v0)", 2 + 1},                       // 41: 2 + background
-      {"MXU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=1) DST_VREG", 12 + 1},     // 42: tLen + 11
+      {"VZERO v1", 2 + 1},                                        // 30
+      {"VFILL v1, imm=-7", 2 + 1},                                // 31
+      {"VMOV v1, v0", 2 + 1},                                     // 32
+      {"MXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=4", 2 + 1},         // 33
+      {"VNEG v1, v0", 2 + 1},                                     // 34
+      {"VABS v1, v0", 2 + 1},                                     // 35
+      {"LOAD_LOOP_DEPTH v1", 2 + 1},                              // 36
+      {"ROTATE v1, v0, amount=1", 2 + 1},                         // 37
+      {"PSUM_CLEAR_ALL", 9 + 1},                                  // 38: one bucket per cycle
+      {"SET_PRED_NE_ZERO v0", 2 + 1},                             // 39
+      {"SKIP_IF_NOT_PRED\nVZERO v1", 2 + 1},                      // 40: pred is clear, so VZERO is skipped
+      {"VPU_BG v1 = ADD(v0, v0)", 2 + 1},                         // 41: 2 + background
+      {"MXU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=1) DST_VREG", 12 + 1},  // 42: tLen + 11
       {"MXU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=4) RELU DST_VMEM[3]", 15 + 1},
-      {"MXU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=1) REDUCE_SUM DST_VREG\nLOAD_EPILOGUE_STAT v2", 12 + 2 + 1},  // 43
-      {"SET_REQUANT_CONFIG scale_mul=3 scale_shift=1", 2 + 1},  // 44
-      {"DISPATCH_MXU_REQUANT WMEM[0] AMEM[0] tiles=1 ASRAM[5]", 2 + 1},  // 45
+      {"MXU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=1) REDUCE_SUM DST_VREG\nLOAD_EPILOGUE_STAT v2",
+       12 + 2 + 1},                                                                               // 43
+      {"SET_REQUANT_CONFIG scale_mul=3 scale_shift=1", 2 + 1},                                    // 44
+      {"DISPATCH_MXU_REQUANT WMEM[0] AMEM[0] tiles=1 ASRAM[5]", 2 + 1},                           // 45
       {"MXU_VPU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=2) SRC2=v0 OP=ADD DST_VREG", 13 + 1},  // 46
   };
   for (const auto& c : cases) {
@@ -86,7 +87,8 @@ TEST_CASE("SXU opcode costs (hardware.md §2.7)") {
 }
 
 TEST_CASE("cycles = 2R + P + M + 4 (hardware.md §4.4)") {
-  auto r = test::run(with_data("LOAD v1, VMEM[1]\nSTORE VMEM[5], v1\nHALT\nOUTPUT_VMEM VMEM[5]\nOUTPUT_VMEM VMEM[0]\nEND"));
+  auto r = test::run(
+      with_data("LOAD v1, VMEM[1]\nSTORE VMEM[5], v1\nHALT\nOUTPUT_VMEM VMEM[5]\nOUTPUT_VMEM VMEM[0]\nEND"));
   uint64_t R = 4 + 3 + 2, P = 3 + 2 + 1, M = 2;
   CHECK(r.sxu_cycles == P);
   CHECK(r.cycles == 2 * R + P + M + 4);
@@ -94,7 +96,9 @@ TEST_CASE("cycles = 2R + P + M + 4 (hardware.md §4.4)") {
 }
 
 TEST_CASE("READ_CYCLE reads the testbench's time base at the EXEC cycle") {
-  auto r = test::run("VMEM[0] = 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\nREAD_CYCLE v1\nSTORE VMEM[0], v1\nHALT\nOUTPUT_VMEM VMEM[0]\nEND");
+  auto r = test::run(
+      "VMEM[0] = 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\nREAD_CYCLE v1\nSTORE VMEM[0], v1\nHALT\nOUTPUT_VMEM "
+      "VMEM[0]\nEND");
   // R = 1 + 3 instructions + 1 output = 5: FETCH of READ_CYCLE at 2*5+3 = 13, EXEC at 14.
   CHECK(r.vmem_results[0][0] == 14);
   CHECK(r.vmem_results[0][1] == 0);
@@ -105,7 +109,8 @@ TEST_CASE("XLU write-back lands during the next FETCH, so no RAW stall (hardware
       "LOAD v0, VMEM[0]\nBROADCAST_SCALAR v1 = v0[2, 3]\nSTORE VMEM[2], v1\n"
       "ROTATE v2, v0, amount=1\nSTORE VMEM[3], v2\nTRANSPOSE v3, v0\nSTORE VMEM[4], v3\n"
       "BROADCAST_ROW v4 = ROW(v0, row=1)\nSTORE VMEM[5], v4\nBROADCAST v0, lane=3\nSTORE VMEM[6], v0\n"
-      "HALT\nOUTPUT_VMEM VMEM[2]\nOUTPUT_VMEM VMEM[3]\nOUTPUT_VMEM VMEM[4]\nOUTPUT_VMEM VMEM[5]\nOUTPUT_VMEM VMEM[6]\nEND"));
+      "HALT\nOUTPUT_VMEM VMEM[2]\nOUTPUT_VMEM VMEM[3]\nOUTPUT_VMEM VMEM[4]\nOUTPUT_VMEM VMEM[5]\nOUTPUT_VMEM "
+      "VMEM[6]\nEND"));
   CHECK(r.sxu_cycles == 3 + 5 * (2 + 2) + 1);
   Tile twelve;
   twelve.fill(12);
@@ -118,14 +123,21 @@ TEST_CASE("XLU write-back lands during the next FETCH, so no RAW stall (hardware
 
 TEST_CASE("SELECT, VFILL, VNEG/VABS wrap, predicates and loops") {
   auto r = test::run(with_data(
-      "LOAD v0, VMEM[1]\nVFILL v1, imm=-128\nVFILL v2, imm=5\nSELECT v3 = SELECT(v0, v1, v2)\nSTORE VMEM[2], v3\n"
-      "VPU v4 = MUL(v1, v1)\nVPU v4 = MUL(v4, v4)\nVPU v4 = MUL(v4, v1)\nVPU v4 = MUL(v4, v1)\n"  // (-128)^8 = 2^56 wraps to 0
+      "LOAD v0, VMEM[1]\nVFILL v1, imm=-128\nVFILL v2, imm=5\nSELECT v3 = SELECT(v0, v1, v2)\nSTORE VMEM[2], "
+      "v3\n"
+      "VPU v4 = MUL(v1, v1)\nVPU v4 = MUL(v4, v4)\nVPU v4 = MUL(v4, v1)\nVPU v4 = MUL(v4, v1)\n"  // (-128)^8
+                                                                                                  // = 2^56
+                                                                                                  // wraps to
+                                                                                                  // 0
       "STORE VMEM[3], v4\n"
-      "VZERO v9\nSET_PRED_IF_ZERO v9\nSKIP_IF_PRED\nVFILL v9, imm=9\nSET_PRED_NE_ZERO v9\nSKIP_IF_NOT_PRED\nVFILL v9, imm=7\n"
+      "VZERO v9\nSET_PRED_IF_ZERO v9\nSKIP_IF_PRED\nVFILL v9, imm=9\nSET_PRED_NE_ZERO "
+      "v9\nSKIP_IF_NOT_PRED\nVFILL v9, imm=7\n"
       "STORE VMEM[4], v9\n"
-      "VZERO v10\nVFILL v11, imm=1\nLOOP_BEGIN count=3\nLOOP_BEGIN count=4\nVPU v10 = ADD(v10, v11)\nLOOP_END\nLOAD_LOOP_DEPTH v12\nLOOP_END\n"
+      "VZERO v10\nVFILL v11, imm=1\nLOOP_BEGIN count=3\nLOOP_BEGIN count=4\nVPU v10 = ADD(v10, "
+      "v11)\nLOOP_END\nLOAD_LOOP_DEPTH v12\nLOOP_END\n"
       "STORE VMEM[5], v10\nSTORE VMEM[6], v12\n"
-      "HALT\nOUTPUT_VMEM VMEM[2]\nOUTPUT_VMEM VMEM[3]\nOUTPUT_VMEM VMEM[4]\nOUTPUT_VMEM VMEM[5]\nOUTPUT_VMEM VMEM[6]\nEND"));
+      "HALT\nOUTPUT_VMEM VMEM[2]\nOUTPUT_VMEM VMEM[3]\nOUTPUT_VMEM VMEM[4]\nOUTPUT_VMEM VMEM[5]\nOUTPUT_VMEM "
+      "VMEM[6]\nEND"));
   // SELECT: cond = VMEM[1] (0 in lane 0 only)
   Tile sel;
   sel.fill(-128);
@@ -159,7 +171,8 @@ TEST_CASE("a fifth nested LOOP_BEGIN is ignored; LOOP_END on an empty stack fall
   for (int i = 0; i < 5; ++i) p += "LOOP_BEGIN count=2\n";
   p += "VPU v1 = ADD(v1, v2)\n";
   for (int i = 0; i < 6; ++i) p += "LOOP_END\n";
-  p += "LOAD_LOOP_DEPTH v3\nSTORE VMEM[0], v1\nSTORE VMEM[1], v3\nHALT\nOUTPUT_VMEM VMEM[0]\nOUTPUT_VMEM VMEM[1]\nEND";
+  p += "LOAD_LOOP_DEPTH v3\nSTORE VMEM[0], v1\nSTORE VMEM[1], v3\nHALT\nOUTPUT_VMEM VMEM[0]\nOUTPUT_VMEM "
+       "VMEM[1]\nEND";
   auto r = test::run(p);
   // Only four frames exist: the fifth LOOP_END pops nothing... the body runs 2^4 = 16 times.
   CHECK(r.vmem_results[0][0] == 16);
@@ -170,7 +183,8 @@ TEST_CASE("VPU_BG write-back ordering is configurable (hardware.md §8 item 1)")
   // BG dispatch, then STORE of the destination: STORE's guard (!vpu_wb_pending) stalls it until the
   // collect retires. Both policies cost 2 + 3 here and store the new value.
   const char* p =
-      "VMEM[0] = 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\nLOAD v0, VMEM[0]\nVPU_BG v1 = ADD(v0, v0)\nSTORE VMEM[1], v1\n"
+      "VMEM[0] = 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\nLOAD v0, VMEM[0]\nVPU_BG v1 = ADD(v0, v0)\nSTORE VMEM[1], "
+      "v1\n"
       "HALT\nOUTPUT_VMEM VMEM[1]\nEND";
   for (auto policy : {TensorCoreConfig::BgCollect::kFsmFirst, TensorCoreConfig::BgCollect::kCollectFirst}) {
     TensorCoreConfig cfg;
@@ -182,7 +196,8 @@ TEST_CASE("VPU_BG write-back ordering is configurable (hardware.md §8 item 1)")
   // Unguarded rules (VZERO) keep firing under kFsmFirst and starve the collect; under kCollectFirst the
   // collect takes the cycle after dispatch.
   const char* q =
-      "VMEM[0] = 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\nLOAD v0, VMEM[0]\nVPU_BG v1 = ADD(v0, v0)\nVZERO v2\nVZERO v3\n"
+      "VMEM[0] = 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\nLOAD v0, VMEM[0]\nVPU_BG v1 = ADD(v0, v0)\nVZERO v2\nVZERO "
+      "v3\n"
       "STORE VMEM[1], v1\nHALT\nOUTPUT_VMEM VMEM[1]\nEND";
   TensorCoreConfig fsm, col;
   col.bg_collect = TensorCoreConfig::BgCollect::kCollectFirst;
@@ -193,7 +208,8 @@ TEST_CASE("VPU_BG write-back ordering is configurable (hardware.md §8 item 1)")
 TEST_CASE("back-to-back MXU dispatches: the second waits for Done (hardware.md §2.7 derived costs)") {
   // Second dispatch EXEC fires in the first cycle the Controller shows Done: T + tLen + 8.
   // MXU(2) + MXU stalled until Done, then WAIT sees Done after another full dispatch.
-  uint64_t p = sxu_cycles(with_data("MXU WMEM[0], AMEM[0], tiles=1\nMXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU"));
+  uint64_t p =
+      sxu_cycles(with_data("MXU WMEM[0], AMEM[0], tiles=1\nMXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU"));
   // First dispatch EXEC at T; second FETCH at T+1, EXEC blocked until T+9 (Done), fires at T+9;
   // WAIT FETCH at T+10, sees Done at T+18, so the program spans T-1 .. T+18, then HALT.
   CHECK(p == 20 + 1);
@@ -202,7 +218,8 @@ TEST_CASE("back-to-back MXU dispatches: the second waits for Done (hardware.md �
 TEST_CASE("instructions between dispatch and WAIT overlap with the MXU") {
   uint64_t p = sxu_cycles(with_data("MXU WMEM[0], AMEM[0], tiles=1\nVZERO v1\nVZERO v2\nWAIT_MXU"));
   CHECK(p == 11 + 1);  // the two VZEROs (4 cycles) hide inside the 9-cycle wait
-  uint64_t q = sxu_cycles(with_data("MXU WMEM[0], AMEM[0], tiles=1\nVZERO v1\nVZERO v2\nVZERO v3\nVZERO v4\nVZERO v5\nWAIT_MXU"));
+  uint64_t q = sxu_cycles(
+      with_data("MXU WMEM[0], AMEM[0], tiles=1\nVZERO v1\nVZERO v2\nVZERO v3\nVZERO v4\nVZERO v5\nWAIT_MXU"));
   CHECK(q == 2 + 10 + 2 + 1);  // Done at T+9 is already visible when WAIT executes: 1 + max(1, 0)
 }
 
@@ -211,8 +228,10 @@ TEST_CASE("PSUM bank: SXU ops and MXU row deposits") {
       "LOAD v0, VMEM[0]\nPSUM_WRITE PSUM[2], v0\nPSUM_ACCUMULATE PSUM[2], v0\nPSUM_READ v1, PSUM[2]\n"
       "PSUM_CLEAR PSUM[3]\nPSUM_ACCUMULATE_ROW PSUM[3], row=1, v0\nPSUM_READ_ROW v2, PSUM[3], row=1\n"
       "MXU WMEM[0], AMEM[0], tiles=1, psum_write=PSUM[4], psum_row=2\nWAIT_MXU\n"
-      "MXU WMEM[0], AMEM[0], tiles=1, psum_acc=PSUM[4], psum_row=2\nWAIT_MXU\nPSUM_READ_ROW v3, PSUM[4], row=2\n"
-      "STORE VMEM[2], v1\nSTORE VMEM[3], v2\nSTORE VMEM[4], v3\nPSUM_CLEAR_ALL\nPSUM_READ v4, PSUM[2]\nSTORE VMEM[5], v4\n"
+      "MXU WMEM[0], AMEM[0], tiles=1, psum_acc=PSUM[4], psum_row=2\nWAIT_MXU\nPSUM_READ_ROW v3, PSUM[4], "
+      "row=2\n"
+      "STORE VMEM[2], v1\nSTORE VMEM[3], v2\nSTORE VMEM[4], v3\nPSUM_CLEAR_ALL\nPSUM_READ v4, PSUM[2]\nSTORE "
+      "VMEM[5], v4\n"
       "HALT\nOUTPUT_VMEM VMEM[2]\nOUTPUT_VMEM VMEM[3]\nOUTPUT_VMEM VMEM[4]\nOUTPUT_VMEM VMEM[5]\nEND"));
   CHECK(r.vmem_results[0] == Tile{2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32});
   CHECK(r.vmem_results[1] == Tile{1, 2, 3, 4});

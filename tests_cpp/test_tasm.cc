@@ -108,7 +108,9 @@ TEST_CASE("bundle text round-trips through both formats") {
 }
 
 TEST_CASE("wire comments and free layout (hardware.md §4.1)") {
-  Bundle b = parse_wire("# header\n5 0 1 2 3 4\n5 6 7 8 # mid-record comment\n9 10 11 12 13 14 15 16 6 0\n2 7 0 0 0 0 0 0 0 0 4");
+  Bundle b = parse_wire(
+      "# header\n5 0 1 2 3 4\n5 6 7 8 # mid-record comment\n9 10 11 12 13 14 15 16 6 0\n2 7 0 0 0 0 0 0 0 0 "
+      "4");
   REQUIRE(b.records.size() == 3);
   CHECK(b.records[0].data[15] == 16);
 }

@@ -15,8 +15,9 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<SimError>(m, "SimError", PyExc_RuntimeError);
   py::register_exception<AsmError>(m, "AsmError", PyExc_ValueError);
 
-  py::class_<Bundle>(m, "Bundle")
-      .def_property_readonly("num_records", [](const Bundle& b) { return b.records.size(); });
+  py::class_<Bundle>(m, "Bundle").def_property_readonly("num_records", [](const Bundle& b) {
+    return b.records.size();
+  });
 
   py::class_<UnitBusy>(m, "UnitBusy")
       .def_readonly("sxu", &UnitBusy::sxu)
@@ -49,5 +50,6 @@ PYBIND11_MODULE(_core, m) {
         py::gil_scoped_release release;
         return run_bundle(b, cfg);
       },
-      py::arg("bundle"), py::arg("max_cycles") = TensorCoreConfig{}.max_cycles, py::arg("collect_first") = false);
+      py::arg("bundle"), py::arg("max_cycles") = TensorCoreConfig{}.max_cycles,
+      py::arg("collect_first") = false);
 }

@@ -46,7 +46,8 @@ struct WireReader {
   int64_t need(const char* what) {
     int64_t v;
     int at;
-    if (!next(v, at)) throw AsmError("line " + std::to_string(line) + ": bundle ends inside a record (" + what + ")");
+    if (!next(v, at))
+      throw AsmError("line " + std::to_string(line) + ": bundle ends inside a record (" + what + ")");
     return v;
   }
 };
@@ -89,8 +90,12 @@ Bundle parse_wire(std::string_view text) {
         r.type = RecordType(type);
         r.addr = int(rd.need(type == 3 ? "flag" : "address"));
         break;
-      case 4: ended = true; continue;
-      default: throw AsmError("line " + std::to_string(line) + ": unknown bundle record type " + std::to_string(type));
+      case 4:
+        ended = true;
+        continue;
+      default:
+        throw AsmError("line " + std::to_string(line) + ": unknown bundle record type " +
+                       std::to_string(type));
     }
     b.records.push_back(r);
   }
@@ -115,7 +120,9 @@ std::string to_wire(const Bundle& b) {
         for (int k = 0; k < n; ++k) out << ' ' << r.data[k];
         break;
       }
-      default: out << ' ' << r.addr; break;
+      default:
+        out << ' ' << r.addr;
+        break;
     }
     out << '\n';
   }
@@ -150,7 +157,9 @@ void validate(const Bundle& b) {
         fail(std::string(space) + " address " + std::to_string(r.addr) + " out of range (0..31)");
     };
     switch (r.type) {
-      case RecordType::kVmemTile: check_addr("VMEM"); break;
+      case RecordType::kVmemTile:
+        check_addr("VMEM");
+        break;
       case RecordType::kWeightTile:
       case RecordType::kActTile: {
         check_addr(r.type == RecordType::kWeightTile ? "WMEM" : "AMEM");
@@ -161,7 +170,8 @@ void validate(const Bundle& b) {
         break;
       }
       case RecordType::kInstr:
-        if (++instrs > TensorCoreConfig::kProgDepth) fail("more than 256 instructions (program memory is 256 entries)");
+        if (++instrs > TensorCoreConfig::kProgDepth)
+          fail("more than 256 instructions (program memory is 256 entries)");
         try {
           validate_instr(r.instr);
         } catch (const AsmError& e) {
@@ -177,7 +187,8 @@ void validate(const Bundle& b) {
         if (++asram_out > TensorCoreConfig::kMaxOutputs) fail("more than 31 OUTPUT_ASRAM records");
         break;
       case RecordType::kOutputMxu:
-      case RecordType::kEnd: break;
+      case RecordType::kEnd:
+        break;
     }
   }
 }

@@ -23,10 +23,10 @@ enum class RecordType : uint8_t {
 
 struct Record {
   RecordType type;
-  int addr = 0;     // tile address (0..31) or, for kOutputMxu, the flag
-  Tile data{};      // 16 values (VMEM, WMEM) or 4 (AMEM)
+  int addr = 0;  // tile address (0..31) or, for kOutputMxu, the flag
+  Tile data{};   // 16 values (VMEM, WMEM) or 4 (AMEM)
   Instr instr;
-  int line = 0;     // source line, for messages
+  int line = 0;  // source line, for messages
 };
 
 // Records before END; END itself is implied. R in the cycle formula is records.size().

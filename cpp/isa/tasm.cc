@@ -68,10 +68,17 @@ struct Codec {
   const char* what;
 };
 const Codec kCodecs[] = {
-    {"vreg", 0, 15, "vreg"},      {"addr", 0, 31, "address"},   {"u2", 0, 3, "selector"},
-    {"u5", 0, 31, "shift"},       {"psum", 0, 7, "PSUM bucket"}, {"tiles", 0, 31, "tile count"},
-    {"k", 0, 4, "k"},             {"count", 1, 255, "loop count"}, {"i8", -128, 127, "int8 immediate"},
-    {"i32", INT32_MIN, INT32_MAX, "int32 immediate"}, {"vpuop", 0, kNumVpuOps - 1, "VPU op"},
+    {"vreg", 0, 15, "vreg"},
+    {"addr", 0, 31, "address"},
+    {"u2", 0, 3, "selector"},
+    {"u5", 0, 31, "shift"},
+    {"psum", 0, 7, "PSUM bucket"},
+    {"tiles", 0, 31, "tile count"},
+    {"k", 0, 4, "k"},
+    {"count", 1, 255, "loop count"},
+    {"i8", -128, 127, "int8 immediate"},
+    {"i32", INT32_MIN, INT32_MAX, "int32 immediate"},
+    {"vpuop", 0, kNumVpuOps - 1, "VPU op"},
 };
 
 struct Slot {  // where an operand lives in the instruction
@@ -253,8 +260,8 @@ std::optional<int64_t> decode_operand(const Node& n, const std::string& tok) {
     v = *num;
   }
   if (v < n.codec->lo || v > n.codec->hi)
-    throw ParseError{std::string(n.codec->what) + " " + tok + " out of range (" + std::to_string(n.codec->lo) +
-                     ".." + std::to_string(n.codec->hi) + ")"};
+    throw ParseError{std::string(n.codec->what) + " " + tok + " out of range (" +
+                     std::to_string(n.codec->lo) + ".." + std::to_string(n.codec->hi) + ")"};
   return v;
 }
 
@@ -300,9 +307,12 @@ bool any_operand_nonzero(const std::vector<Node>& nodes, const Instr& in) {
 
 bool group_present(const Node& g, const Instr& in) {
   switch (g.cond) {
-    case Node::kMask: return (in.*(g.cond_slot.field) & g.mask) == g.value;
-    case Node::kBinary: return in.vpuOp >= kNumVpuOps || kVpuOps[in.vpuOp].arity == 2 || in.vregSrc2 != 0;
-    case Node::kNonzero: return any_operand_nonzero(g.children, in);
+    case Node::kMask:
+      return (in.*(g.cond_slot.field) & g.mask) == g.value;
+    case Node::kBinary:
+      return in.vpuOp >= kNumVpuOps || kVpuOps[in.vpuOp].arity == 2 || in.vregSrc2 != 0;
+    case Node::kNonzero:
+      return any_operand_nonzero(g.children, in);
   }
   return false;
 }
@@ -332,8 +342,9 @@ void check_operands(const std::vector<Node>& nodes, const Instr& in, const char*
     if (n.kind == Node::kOperand) {
       int64_t v = read_operand(n, in);
       if (v < n.codec->lo || v > n.codec->hi)
-        throw AsmError(std::string(name) + ": " + n.codec->what + " " + std::to_string(v) + " out of range (" +
-                       std::to_string(n.codec->lo) + ".." + std::to_string(n.codec->hi) + ")");
+        throw AsmError(std::string(name) + ": " + n.codec->what + " " + std::to_string(v) +
+                       " out of range (" + std::to_string(n.codec->lo) + ".." + std::to_string(n.codec->hi) +
+                       ")");
     } else if (n.kind == Node::kGroup && group_present(n, in)) {
       check_operands(n.children, in, name);
     }
@@ -409,12 +420,15 @@ Bundle assemble(std::string_view text) {
     size_t pos = 0;
     try {
       if ((kw == "VMEM" || kw == "WMEM" || kw == "AMEM") && toks.size() > 4 && toks[4] == "=") {
-        r.type = kw == "VMEM" ? RecordType::kVmemTile : kw == "WMEM" ? RecordType::kWeightTile : RecordType::kActTile;
+        r.type = kw == "VMEM"   ? RecordType::kVmemTile
+                 : kw == "WMEM" ? RecordType::kWeightTile
+                                : RecordType::kActTile;
         r.addr = int(expect_mem(toks, pos, kw.c_str()));
         ++pos;
         size_t n = kw == "AMEM" ? kRows : kTileElems;
         if (toks.size() - pos != n)
-          throw ParseError{kw + " needs " + std::to_string(n) + " values, got " + std::to_string(toks.size() - pos)};
+          throw ParseError{kw + " needs " + std::to_string(n) + " values, got " +
+                           std::to_string(toks.size() - pos)};
         for (size_t k = 0; k < n; ++k) {
           auto v = parse_int(toks[pos + k]);
           if (!v || *v < INT32_MIN || *v > INT32_MAX) throw ParseError{"bad value '" + toks[pos + k] + "'"};
@@ -423,7 +437,8 @@ Bundle assemble(std::string_view text) {
       } else if (kw == "OUTPUT_MXU" && toks.size() <= 2) {  // optional flag, as record type 3 carries one
         r.type = RecordType::kOutputMxu;
         auto flag = toks.size() == 2 ? parse_int(toks[1]) : std::optional<int64_t>(1);
-        if (!flag || *flag < INT32_MIN || *flag > INT32_MAX) throw ParseError{"OUTPUT_MXU flag must be an integer"};
+        if (!flag || *flag < INT32_MIN || *flag > INT32_MAX)
+          throw ParseError{"OUTPUT_MXU flag must be an integer"};
         r.addr = int(*flag);
       } else if (kw == "OUTPUT_VMEM" || kw == "OUTPUT_ASRAM") {
         pos = 1;
@@ -439,8 +454,8 @@ Bundle assemble(std::string_view text) {
         for (int k = 0; k < kNumFields; ++k) {
           auto v = parse_int(toks[1 + k]);
           if (!v || *v < 0 || *v >= (1 << kFields[k].width))
-            throw ParseError{std::string("field ") + kFields[k].name + " value '" + toks[1 + k] + "' does not fit " +
-                             std::to_string(kFields[k].width) + " bits"};
+            throw ParseError{std::string("field ") + kFields[k].name + " value '" + toks[1 + k] +
+                             "' does not fit " + std::to_string(kFields[k].width) + " bits"};
           r.instr.*(kFields[k].member) = uint8_t(*v);
         }
       } else {
@@ -481,17 +496,33 @@ std::string disassemble(const Bundle& b) {
   };
   for (const Record& r : b.records) {
     switch (r.type) {
-      case RecordType::kVmemTile: out << "VMEM[" << r.addr << "] ="; values(r, kTileElems); break;
-      case RecordType::kWeightTile: out << "WMEM[" << r.addr << "] ="; values(r, kTileElems); break;
-      case RecordType::kActTile: out << "AMEM[" << r.addr << "] ="; values(r, kRows); break;
-      case RecordType::kInstr: out << format_instr(r.instr); break;
+      case RecordType::kVmemTile:
+        out << "VMEM[" << r.addr << "] =";
+        values(r, kTileElems);
+        break;
+      case RecordType::kWeightTile:
+        out << "WMEM[" << r.addr << "] =";
+        values(r, kTileElems);
+        break;
+      case RecordType::kActTile:
+        out << "AMEM[" << r.addr << "] =";
+        values(r, kRows);
+        break;
+      case RecordType::kInstr:
+        out << format_instr(r.instr);
+        break;
       case RecordType::kOutputMxu:
         out << "OUTPUT_MXU";
         if (r.addr != 1) out << ' ' << r.addr;
         break;
-      case RecordType::kOutputVmem: out << "OUTPUT_VMEM VMEM[" << r.addr << "]"; break;
-      case RecordType::kOutputAsram: out << "OUTPUT_ASRAM ASRAM[" << r.addr << "]"; break;
-      case RecordType::kEnd: break;
+      case RecordType::kOutputVmem:
+        out << "OUTPUT_VMEM VMEM[" << r.addr << "]";
+        break;
+      case RecordType::kOutputAsram:
+        out << "OUTPUT_ASRAM ASRAM[" << r.addr << "]";
+        break;
+      case RecordType::kEnd:
+        break;
     }
     out << '\n';
   }

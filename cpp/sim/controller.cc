@@ -24,12 +24,23 @@ Row generic_epilogue(uint8_t op, const Row& a, const Row& b) {
   }
   for (int c = 0; c < kRows; ++c) {
     switch (op) {
-      case kVpuAdd: out[c] = wrap_add(a[c], b[c]); break;
-      case kVpuSub: out[c] = wrap_sub(a[c], b[c]); break;
-      case kVpuMul: out[c] = wrap_mul(a[c], b[c]); break;
-      case kVpuMax: out[c] = std::max(a[c], b[c]); break;
-      case kVpuMin: out[c] = std::min(a[c], b[c]); break;
-      default: break;
+      case kVpuAdd:
+        out[c] = wrap_add(a[c], b[c]);
+        break;
+      case kVpuSub:
+        out[c] = wrap_sub(a[c], b[c]);
+        break;
+      case kVpuMul:
+        out[c] = wrap_mul(a[c], b[c]);
+        break;
+      case kVpuMax:
+        out[c] = std::max(a[c], b[c]);
+        break;
+      case kVpuMin:
+        out[c] = std::min(a[c], b[c]);
+        break;
+      default:
+        break;
     }
   }
   return out;
@@ -92,7 +103,8 @@ void Controller::start(const MxuDispatch& d, SystolicArray& array) {
       requant_base = d.requant_base;
       requant_offset = 0;
       break;
-    default: break;
+    default:
+      break;
   }
   // Every start clears the PE accumulators except the two accumulate variants.
   if (d.kind != MxuStart::kAccumulate && d.kind != MxuStart::kOSAccumulate) array.clear_all();
@@ -169,7 +181,8 @@ void Controller::tick(SystolicArray& array, WeightSram& wsram, ActivationSram& a
       state = CState::kDone;
       break;
     case CState::kIdle:
-    case CState::kDone: break;
+    case CState::kDone:
+      break;
   }
 }
 

@@ -9,7 +9,8 @@ namespace tinytpu {
 
 namespace {
 
-void load(TensorCore& tc, const Bundle& bundle, bool& out_mxu, std::vector<int>& vmem_out, std::vector<int>& asram_out) {
+void load(TensorCore& tc, const Bundle& bundle, bool& out_mxu, std::vector<int>& vmem_out,
+          std::vector<int>& asram_out) {
   int pc = 0;
   for (const Record& r : bundle.records) {
     switch (r.type) {
@@ -19,15 +20,24 @@ void load(TensorCore& tc, const Bundle& bundle, bool& out_mxu, std::vector<int>&
       case RecordType::kActTile:
         for (int k = 0; k < kRows; ++k) tc.asram.mem[r.addr][k] = int8_t(r.data[k]);
         break;
-      case RecordType::kVmemTile: tc.vmem.mem[r.addr] = r.data; break;
+      case RecordType::kVmemTile:
+        tc.vmem.mem[r.addr] = r.data;
+        break;
       case RecordType::kInstr:
         tc.sxu.prog[pc] = r.instr;
         tc.sxu.loaded.set(pc++);
         break;
-      case RecordType::kOutputMxu: out_mxu = r.addr != 0; break;  // the last type-3 record wins
-      case RecordType::kOutputVmem: vmem_out.push_back(r.addr); break;
-      case RecordType::kOutputAsram: asram_out.push_back(r.addr); break;
-      case RecordType::kEnd: break;
+      case RecordType::kOutputMxu:
+        out_mxu = r.addr != 0;
+        break;  // the last type-3 record wins
+      case RecordType::kOutputVmem:
+        vmem_out.push_back(r.addr);
+        break;
+      case RecordType::kOutputAsram:
+        asram_out.push_back(r.addr);
+        break;
+      case RecordType::kEnd:
+        break;
     }
   }
 }
@@ -52,12 +62,14 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg) {
   size_t vi = 0, ai = 0;
   for (;;) {
     if (tc.cycle > cfg.max_cycles)
-      tc.fail("no HALT after " + std::to_string(cfg.max_cycles) + " cycles (the reference testbench times out)");
+      tc.fail("no HALT after " + std::to_string(cfg.max_cycles) +
+              " cycles (the reference testbench times out)");
     // Testbench rules read start-of-cycle state, like every other rule.
     if (!outputting) {
       outputting = tc.sxu.halted();  // do_running_done
     } else if (out_mxu) {
-      if (tc.ctrl.state == CState::kIdle) throw SimError("OUTPUT_MXU but no MXU dispatch ran: the reference hangs");
+      if (tc.ctrl.state == CState::kIdle)
+        throw SimError("OUTPUT_MXU but no MXU dispatch ran: the reference hangs");
       if (tc.ctrl.is_done()) {
         res.mxu_result = tc.ctrl.output_buf;
         out_mxu = false;
@@ -74,7 +86,8 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg) {
   }
   res.cycles = tc.cycle;
   res.sxu_cycles = tc.sxu.cycles;
-  res.busy = {tc.sxu.cycles, tc.ctrl.busy_cycles, tc.vpu.busy_cycles, tc.xlu_busy_cycles, tc.sxu.stall_cycles};
+  res.busy = {tc.sxu.cycles, tc.ctrl.busy_cycles, tc.vpu.busy_cycles, tc.xlu_busy_cycles,
+              tc.sxu.stall_cycles};
   return res;
 }
 

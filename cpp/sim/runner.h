@@ -11,19 +11,19 @@
 namespace tinytpu {
 
 struct UnitBusy {
-  uint64_t sxu = 0;   // cycles the SXU was running (= sxu_cycles)
-  uint64_t mxu = 0;   // cycles the MXU controller was in a non-idle state
-  uint64_t vpu = 0;   // dispatch cycles plus multi-cycle busy cycles
-  uint64_t xlu = 0;   // XLU dispatches (one cycle each)
+  uint64_t sxu = 0;        // cycles the SXU was running (= sxu_cycles)
+  uint64_t mxu = 0;        // cycles the MXU controller was in a non-idle state
+  uint64_t vpu = 0;        // dispatch cycles plus multi-cycle busy cycles
+  uint64_t xlu = 0;        // XLU dispatches (one cycle each)
   uint64_t sxu_stall = 0;  // SXU cycles spent blocked or waiting
 };
 
 struct RunResult {
-  uint64_t cycles = 0;      // the testbench's `cycles N`: 2R + P + M + 4 (hardware.md §4.4)
-  uint64_t sxu_cycles = 0;  // P
-  std::vector<Tile> vmem_results;           // in OUTPUT_VMEM order
-  std::optional<Row> mxu_result;            // when the bundle asked for OUTPUT_MXU
-  std::vector<Row> asram_results;           // in OUTPUT_ASRAM order
+  uint64_t cycles = 0;             // the testbench's `cycles N`: 2R + P + M + 4 (hardware.md §4.4)
+  uint64_t sxu_cycles = 0;         // P
+  std::vector<Tile> vmem_results;  // in OUTPUT_VMEM order
+  std::optional<Row> mxu_result;   // when the bundle asked for OUTPUT_MXU
+  std::vector<Row> asram_results;  // in OUTPUT_ASRAM order
   UnitBusy busy;
   std::string output() const;  // the testbench's stdout: result lines, cycles N, status ok
 };

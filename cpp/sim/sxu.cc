@@ -48,14 +48,22 @@ void Sxu::tick(TensorCore& tc) {
         fired = false;
         ++stall_cycles;
         break;
-      case Exec::kFired: ++step; break;
-      case Exec::kPoll: ++stall_cycles; break;
+      case Exec::kFired:
+        ++step;
+        break;
+      case Exec::kPoll:
+        ++stall_cycles;
+        break;
       case Exec::kNext:
         ++pc;
         phase = Phase::kFetch;
         break;
-      case Exec::kJump: phase = Phase::kFetch; break;
-      case Exec::kAwaitCollect: phase = Phase::kVpuCollect; break;
+      case Exec::kJump:
+        phase = Phase::kFetch;
+        break;
+      case Exec::kAwaitCollect:
+        phase = Phase::kVpuCollect;
+        break;
     }
   }
   if (!fired && collect_ready) collect_vpu(tc);
@@ -109,8 +117,10 @@ Exec start_mxu(TensorCore& tc, const MxuDispatch& d) {
 // Synchronous epilogue (42, 46): EXEC starts the MXU, then wait for Done, then one write-back cycle.
 Exec run_epilogue(TensorCore& tc, const MxuDispatch& d, bool wb_vmem) {
   switch (tc.sxu.step) {
-    case 0: return start_mxu(tc, d) == Exec::kNext ? Exec::kFired : Exec::kBlocked;
-    case 1: return tc.ctrl.is_done() ? Exec::kFired : Exec::kPoll;
+    case 0:
+      return start_mxu(tc, d) == Exec::kNext ? Exec::kFired : Exec::kBlocked;
+    case 1:
+      return tc.ctrl.is_done() ? Exec::kFired : Exec::kPoll;
     default:
       if (wb_vmem)
         tc.vmem.mem[wrap_addr(in(tc).vmemAddr)] = tc.ctrl.epilogue_buf;
@@ -238,7 +248,9 @@ Exec dispatch_mxu(TensorCore& tc) {
   d.psum_mode = PsumMode(in(tc).vregSrc2 & 3);
   return start_mxu(tc, d);
 }
-Exec dispatch_mxu_accumulate(TensorCore& tc) { return start_mxu(tc, mxu_operands(tc, MxuStart::kAccumulate)); }
+Exec dispatch_mxu_accumulate(TensorCore& tc) {
+  return start_mxu(tc, mxu_operands(tc, MxuStart::kAccumulate));
+}
 Exec dispatch_mxu_os(TensorCore& tc) { return start_mxu(tc, mxu_operands(tc, MxuStart::kOS)); }
 Exec dispatch_mxu_os_accumulate(TensorCore& tc) {
   return start_mxu(tc, mxu_operands(tc, MxuStart::kOSAccumulate));
@@ -415,7 +427,8 @@ Exec vneg(TensorCore& tc) {
 
 Exec vabs(TensorCore& tc) {
   if (wb_pending(tc)) return Exec::kBlocked;
-  return write_vreg(tc, lanewise(vreg(tc, in(tc).vregSrc), [](int32_t x) { return x < 0 ? wrap_neg(x) : x; }));
+  return write_vreg(tc,
+                    lanewise(vreg(tc, in(tc).vregSrc), [](int32_t x) { return x < 0 ? wrap_neg(x) : x; }));
 }
 
 }  // namespace sxu_exec

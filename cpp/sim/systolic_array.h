@@ -11,9 +11,9 @@ struct SystolicArray {
   Tile accum{};
 
   void load_weights(const I8Tile& w) { weight = w; }
-  void feed_activations(const I8Row& a);            // weight-stationary feed, no row skew
+  void feed_activations(const I8Row& a);                    // weight-stationary feed, no row skew
   void feed_pair(const I8Row& w_top, const I8Row& a_left);  // output-stationary staircase feed
-  Row results() const;                              // column sums, Int32 wrap
+  Row results() const;                                      // column sums, Int32 wrap
   const Tile& matrix() const { return accum; }
   void clear_all() { accum.fill(0); }
 };

@@ -12,7 +12,7 @@ constexpr int kTileElems = TensorCoreConfig::kTileElems;
 // A 4x4 Int32 tile or vreg, row-major: element (r, c) is at 4r + c (hardware.md §1 "Layout").
 using Tile = std::array<int32_t, kTileElems>;
 using Row = std::array<int32_t, kRows>;
-using I8Row = std::array<int8_t, kRows>;    // one ActivationSRAM word
+using I8Row = std::array<int8_t, kRows>;        // one ActivationSRAM word
 using I8Tile = std::array<int8_t, kTileElems>;  // one WeightSRAM word
 
 inline Tile row_tile(const Row& row0) {  // row 0 = row0, rows 1..3 = 0 (LOAD_MXU_RESULT shape)

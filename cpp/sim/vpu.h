@@ -8,9 +8,9 @@ namespace tinytpu {
 // cycle. FpReducer and TranscUnit ops keep the VPU busy and write the result register in their collect
 // cycle; `isDone` turns true the cycle after. The op table supplies the values.
 struct Vpu {
-  Tile result;            // resultReg: persists until the next op
-  Tile pending{};         // value the busy unit will deliver at collect
-  int busy_left = 0;      // cycles until collect; 0 when idle
+  Tile result;        // resultReg: persists until the next op
+  Tile pending{};     // value the busy unit will deliver at collect
+  int busy_left = 0;  // cycles until collect; 0 when idle
   uint64_t busy_cycles = 0;
 
   Vpu();

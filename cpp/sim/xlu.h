@@ -7,10 +7,10 @@ namespace tinytpu {
 // the SXU collects it into a vreg the next cycle. No busy state of its own.
 struct Xlu {
   Tile result{};
-  void rotate(const Tile& src, int amount);          // out[s][i] = src[s][(i + amt) mod 4]
-  void broadcast_col(const Tile& src, int lane);     // out[s][i] = src[s][lane] (BROADCAST, COL)
+  void rotate(const Tile& src, int amount);       // out[s][i] = src[s][(i + amt) mod 4]
+  void broadcast_col(const Tile& src, int lane);  // out[s][i] = src[s][lane] (BROADCAST, COL)
   void broadcast_scalar(const Tile& src, int row, int col);
-  void broadcast_row(const Tile& src, int row);      // out[r] = src[row]
+  void broadcast_row(const Tile& src, int row);  // out[r] = src[row]
   void transpose(const Tile& src);
 };
 
