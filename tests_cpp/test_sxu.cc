@@ -238,3 +238,24 @@ TEST_CASE("PSUM bank: SXU ops and MXU row deposits") {
   CHECK(r.vmem_results[2] == Tile{2, 4, 6, 8});  // identity weights: two deposits of a = (1,2,3,4)
   CHECK(r.vmem_results[3] == Tile{});
 }
+
+TEST_CASE("an SXU PSUM write in the MXU drain cycle waits one cycle (hardware.md §8 item 2, model choice)") {
+  // Dispatch EXEC at T; the drain deposits its PSUM row at T+8. The PSUM_WRITE EXEC lands on T+8 and
+  // loses the single RegFile write port to the drain.
+  auto r =
+      test::run(with_data("LOAD v0, VMEM[0]\nMXU WMEM[0], AMEM[0], tiles=1, psum_write=PSUM[1], "
+                          "psum_row=0\nVZERO v1\nVZERO v2\nVZERO v3\n"
+                          "PSUM_WRITE PSUM[2], v0\nWAIT_MXU\nPSUM_READ v4, PSUM[1]\nPSUM_READ v5, "
+                          "PSUM[2]\nSTORE VMEM[2], v4\nSTORE VMEM[3], v5\n"
+                          "HALT\nOUTPUT_VMEM VMEM[2]\nOUTPUT_VMEM VMEM[3]\nEND"));
+  CHECK(r.sxu_cycles == 3 + 2 + 3 * 2 + (2 + 1) + 2 + 3 + 3 + 2 + 2 + 1);
+  CHECK(std::equal(r.vmem_results[0].begin(), r.vmem_results[0].begin() + 4, Row{1, 2, 3, 4}.begin()));
+  CHECK(r.vmem_results[1] == Tile{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+}
+
+TEST_CASE("memory the bundle never wrote reads as Bluesim's 0xAA fill (hardware.md §2.1)") {
+  auto r = test::run("HALT\nOUTPUT_VMEM VMEM[9]\nEND");
+  Tile aa;
+  aa.fill(int32_t(0xAAAAAAAAu));
+  CHECK(r.vmem_results[0] == aa);
+}

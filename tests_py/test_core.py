@@ -9,16 +9,7 @@ SEED_CYCLES = {"add_16": 33, "add_256": 423, "relu_64": 83, "reshape_64": 63, "s
                "sum_256_scalar": 281, "rowsum_8x8": 79, "colsum_8x8": 79, "gemm_1x4x4": 37, "gemm_4x4x4": 121,
                "gemm_4x8x4": 227}
 
-ADD = """VMEM[0] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16
-VMEM[1] = 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1
-LOAD v0, VMEM[0]
-LOAD v1, VMEM[1]
-VPU v2 = ADD(v0, v1)
-STORE VMEM[2], v2
-HALT
-OUTPUT_VMEM VMEM[2]
-END
-"""
+ADD = (KERNELS / "add_16.tasm").read_text()  # arange(16) + arange(16)+1
 
 def cli(*args, stdin=None):
   return subprocess.run([sys.executable, "-m", "tinytpu", *args], capture_output=True, text=True, input=stdin)
@@ -26,10 +17,10 @@ def cli(*args, stdin=None):
 def test_run_tasm_result():
   r = tinytpu.run_tasm(ADD)
   assert r.cycles == 33 and r.sxu_cycles == 12
-  assert r.vmem_results == [list(range(2, 18))]
+  assert r.vmem_results == [list(range(1, 32, 2))]
   assert r.mxu_result is None and r.asram_results == []
   assert r.unit_busy["sxu"] == 12 and r.unit_busy["vpu"] == 1
-  assert r.output.splitlines() == ["vmem_result " + " ".join(map(str, range(2, 18))), "cycles 33", "status ok"]
+  assert r.output.splitlines() == ["vmem_result " + " ".join(map(str, range(1, 32, 2))), "cycles 33", "status ok"]
 
 @pytest.mark.parametrize("name", sorted(SEED_CYCLES))
 def test_seed_kernel_cycles(name):
@@ -58,7 +49,7 @@ def test_cli_run_tasm_and_wire(tmp_path):
   assert wire.splitlines()[2] == "2 0 0 0 0 0 0 0 0 0"
   (tmp_path / "add.bundle").write_text(wire)
   as_json = json.loads(cli("run", "--json", str(tmp_path / "add.bundle")).stdout)
-  assert as_json == {"cycles": 33, "sxu_cycles": 12, "vmem_results": [list(range(2, 18))], "mxu_result": None,
+  assert as_json == {"cycles": 33, "sxu_cycles": 12, "vmem_results": [list(range(1, 32, 2))], "mxu_result": None,
                      "asram_results": []}
   assert cli("disasm", "-", stdin=wire).stdout == cli("disasm", str(src)).stdout
   assert tinytpu.assemble(tinytpu.disassemble(wire)) == wire
