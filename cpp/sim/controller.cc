@@ -1,6 +1,7 @@
 #include "sim/controller.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "isa/vpu_ops.h"
 
@@ -8,42 +9,17 @@ namespace tinytpu {
 
 namespace {
 
-constexpr uint8_t kVpuAdd = 0, kVpuMul = 1, kVpuMax = 3, kVpuSub = 7, kVpuMin = 12, kVpuIpairRotate = 85;
-
-// Generic epilogue (46) on the column sums, lane-wise against row 0 of src2. Ops outside the curated
-// set pass the column sums through unchanged (hardware.md §2.3 "Drain-time side effects" item 3).
-Row generic_epilogue(uint8_t op, const Row& a, const Row& b) {
-  Row out = a;
-  if (op == kVpuIpairRotate) {
-    for (int p = 0; p < kRows / 2; ++p) {
-      int32_t de = a[2 * p], dodd = a[2 * p + 1], c = b[2 * p], s = b[2 * p + 1];
-      out[2 * p] = wrap_sub(wrap_mul(de, c), wrap_mul(dodd, s));
-      out[2 * p + 1] = wrap_add(wrap_mul(de, s), wrap_mul(dodd, c));
-    }
-    return out;
-  }
-  for (int c = 0; c < kRows; ++c) {
-    switch (op) {
-      case kVpuAdd:
-        out[c] = wrap_add(a[c], b[c]);
-        break;
-      case kVpuSub:
-        out[c] = wrap_sub(a[c], b[c]);
-        break;
-      case kVpuMul:
-        out[c] = wrap_mul(a[c], b[c]);
-        break;
-      case kVpuMax:
-        out[c] = std::max(a[c], b[c]);
-        break;
-      case kVpuMin:
-        out[c] = std::min(a[c], b[c]);
-        break;
-      default:
-        break;
-    }
-  }
-  return out;
+// Generic epilogue (46): the column sums combined lane-wise with row 0 of src2. Only ADD, MUL, MAX, SUB,
+// MIN and IPAIR_ROTATE are wired in the Controller; any other op passes the column sums through
+// unchanged (hardware.md §2.3 "Drain-time side effects" item 3). The wired ops are the VPU's own.
+Row generic_epilogue(uint8_t op, const Row& colsums, const Row& src2) {
+  constexpr uint8_t kWired[] = {0, 1, 3, 7, 12, 85};
+  if (std::find(std::begin(kWired), std::end(kWired), op) == std::end(kWired)) return colsums;
+  Tile out;
+  kVpuOps[op].fn(row_tile(colsums), row_tile(src2), Tile{}, out);
+  Row r;
+  std::copy_n(out.begin(), kRows, r.begin());
+  return r;
 }
 
 int8_t requantize(int32_t acc, int32_t mul, uint8_t shift) {
