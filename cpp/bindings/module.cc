@@ -42,14 +42,11 @@ PYBIND11_MODULE(_core, m) {
   m.def("disassemble", &disassemble);
   m.def(
       "run",
-      [](const Bundle& b, uint64_t max_cycles, bool collect_first) {
+      [](const Bundle& b, uint64_t max_cycles) {
         TensorCoreConfig cfg;
         cfg.max_cycles = max_cycles;
-        cfg.bg_collect = collect_first ? TensorCoreConfig::BgCollect::kCollectFirst
-                                       : TensorCoreConfig::BgCollect::kFsmFirst;
         py::gil_scoped_release release;
         return run_bundle(b, cfg);
       },
-      py::arg("bundle"), py::arg("max_cycles") = TensorCoreConfig{}.max_cycles,
-      py::arg("collect_first") = false);
+      py::arg("bundle"), py::arg("max_cycles") = TensorCoreConfig{}.max_cycles);
 }

@@ -4,8 +4,7 @@
 namespace tinytpu {
 
 // The reference runtime configuration TensorCore#(4,4,32) (hardware.md §1). Sizes are compile-time
-// constants so tiles are fixed-size arrays in the hot loop; the runtime switches cover the scheduling
-// choices the BSV leaves open (hardware.md §8 items 1 and 14).
+// constants so tiles are fixed-size arrays in the hot loop.
 struct TensorCoreConfig {
   static constexpr int kRows = 4;  // MXU rows == cols == VPU sublanes == lanes
   static constexpr int kTileElems = kRows * kRows;
@@ -15,13 +14,6 @@ struct TensorCoreConfig {
   static constexpr int kProgDepth = 256;
   static constexpr int kLoopDepth = 4;
   static constexpr int kMaxOutputs = 31;  // the testbench's output counters are 5 bits wide
-
-  // do_vpu_collect (the DISPATCH_VPU_BG write-back) conflicts with every main-FSM rule of the SXU and
-  // bsc resolves it by an urgency the source does not state (hardware.md §8 item 1).
-  //  kFsmFirst:     the collect fires only in cycles where no main-FSM rule fires (FSM more urgent).
-  //  kCollectFirst: the collect fires as soon as the VPU is done and the main FSM loses that cycle.
-  enum class BgCollect : uint8_t { kFsmFirst, kCollectFirst };
-  BgCollect bg_collect = BgCollect::kFsmFirst;
 
   // The reference testbench prints "FAIL: timeout" once its cycle counter passes 50000. Long programs
   // (the simulator-speed benchmark) raise the limit; exceeding it is a SimError, never a hang.

@@ -87,11 +87,10 @@ struct Controller {
   bool can_start() const { return state == CState::kIdle || state == CState::kDone; }
   bool is_done() const { return state == CState::kDone; }
   bool active() const { return !can_start(); }
-  // True in the cycle the drain deposits a row into the PSUM bank (its RegFile write port is busy).
-  bool psum_write_this_cycle() const {
-    return state == CState::kDrain && !requant_active && !epilogue_active && !generic_active &&
-           (psum_mode == PsumMode::kWrite || psum_mode == PsumMode::kAccumulate);
-  }
+  // The drain rule calls the PSUM bank's write port on some of its paths; bsc treats that as a static
+  // conflict with every SXU PSUM write and makes the drain more urgent (G0010), so the SXU's PSUM
+  // writes lose every drain cycle, whatever the drain does.
+  bool draining() const { return state == CState::kDrain; }
   // Caller checks can_start().
   void start(const MxuDispatch& d, SystolicArray& array);
   // One cycle of the running FSM; runs only in cycles that started with the controller active.

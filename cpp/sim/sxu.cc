@@ -8,51 +8,42 @@
 
 namespace tinytpu {
 
-// Background write-backs and the main FSM (ScalarUnit.bsv):
-//  - the XLU collect fires in the cycle after an XLU dispatch, which is always the next FETCH; FETCH
-//    reads no vreg, so the write needs no ordering against the main FSM;
-//  - the VPU collect conflicts with every main-FSM rule (both write pc_state), so the two never fire
-//    in the same cycle; which one wins is TensorCoreConfig::bg_collect.
+// Background write-backs and the main FSM. Settled by bsc's schedule for the reference testbench
+// (bsc -show-schedule on TbTinyTPURuntime; hardware.md §8 item 1 left it open):
+//  - do_xlu_collect_bg fires in the cycle after an XLU dispatch, always the next FETCH, which reads no
+//    vreg;
+//  - do_vpu_collect fires in the first cycle the VPU result is ready, in parallel with whatever main-FSM
+//    rule fires: no main-FSM rule that can fire then reads a vreg (they are guarded by
+//    !vpu_wb_pending), and when both write the same vreg the main FSM's write wins (G0117). Its only
+//    G0010 conflicts are the MXU epilogue dispatches (42, 46), which lose that cycle.
 void Sxu::tick(TensorCore& tc) {
-  bool collect_ready = vpu_wb_pending && tc.vpu.is_done();
+  collecting = vpu_wb_pending && tc.vpu.is_done();
   if (xlu_busy) {
     tc.vrf.v[xlu_dst] = tc.xlu.result;
     xlu_busy = false;
   }
+  if (collecting) tc.vrf.v[vpu_wb_dst] = tc.vpu.result;  // first, so a main-FSM write overrides it
   if (phase == Phase::kIdle || phase == Phase::kHalted) {
-    if (collect_ready) collect_vpu(tc);
-    return;
-  }
-  ++cycles;
-  if (phase == Phase::kVpuCollect) {  // synchronous DISPATCH_VPU / SELECT waiting for its result
-    if (collect_ready) {
-      collect_vpu(tc);
+  } else if (phase == Phase::kVpuCollect) {  // synchronous DISPATCH_VPU / SELECT waiting for its result
+    ++cycles;
+    if (collecting) {
       ++pc;
       phase = Phase::kFetch;
     } else {
       ++stall_cycles;
     }
-    return;
-  }
-  if (collect_ready && tc.cfg.bg_collect == TensorCoreConfig::BgCollect::kCollectFirst) {
-    collect_vpu(tc);
-    ++stall_cycles;
-    return;
-  }
-  bool fired = true;
-  if (phase == Phase::kFetch) {
+  } else if (phase == Phase::kFetch) {
+    ++cycles;
     fetch(tc);
   } else {
+    ++cycles;
     switch (kSxuOps[cur.op].exec(tc)) {
       case Exec::kBlocked:
-        fired = false;
+      case Exec::kPoll:
         ++stall_cycles;
         break;
       case Exec::kFired:
         ++step;
-        break;
-      case Exec::kPoll:
-        ++stall_cycles;
         break;
       case Exec::kNext:
         ++pc;
@@ -66,7 +57,7 @@ void Sxu::tick(TensorCore& tc) {
         break;
     }
   }
-  if (!fired && collect_ready) collect_vpu(tc);
+  if (collecting) vpu_wb_pending = false;
 }
 
 void Sxu::fetch(TensorCore& tc) {
@@ -75,11 +66,6 @@ void Sxu::fetch(TensorCore& tc) {
   step = 0;
   if (cur.op >= kNumSxuOps) tc.fail("undefined SXU opcode: the reference stays in FETCH forever");
   phase = cur.op == 7 ? Phase::kHalted : Phase::kExec;  // HALT retires in its FETCH cycle
-}
-
-void Sxu::collect_vpu(TensorCore& tc) {
-  tc.vrf.v[vpu_wb_dst] = tc.vpu.result;
-  vpu_wb_pending = false;
 }
 
 namespace sxu_exec {
@@ -117,7 +103,8 @@ Exec start_mxu(TensorCore& tc, const MxuDispatch& d) {
 // Synchronous epilogue (42, 46): EXEC starts the MXU, then wait for Done, then one write-back cycle.
 Exec run_epilogue(TensorCore& tc, const MxuDispatch& d, bool wb_vmem) {
   switch (tc.sxu.step) {
-    case 0:
+    case 0:  // a VPU write-back in this cycle out-ranks the dispatch (bsc G0010)
+      if (tc.sxu.collecting) return Exec::kBlocked;
       return start_mxu(tc, d) == Exec::kNext ? Exec::kFired : Exec::kBlocked;
     case 1:
       return tc.ctrl.is_done() ? Exec::kFired : Exec::kPoll;
@@ -151,8 +138,8 @@ Exec xlu_dispatch(TensorCore& tc, Op op) {
   return Exec::kNext;
 }
 
-// SXU writes to the PSUM bank share one RegFile port with the MXU drain. bsc's urgency between them
-// is unknown (hardware.md §8 item 2); this model lets the drain win and stalls the SXU one cycle.
+// SXU writes to the PSUM bank share one RegFile port with the MXU drain, which bsc makes more urgent
+// (G0010 in the reference's schedule; hardware.md §8 item 2 left it open): the SXU stalls a cycle.
 bool psum_port_free(TensorCore& tc) { return !tc.psum_port_taken; }
 
 Tile lanewise(const Tile& t, int32_t (*f)(int32_t)) {

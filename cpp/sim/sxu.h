@@ -20,6 +20,7 @@ struct Sxu {
   uint8_t step = 0;  // EXEC cycle within a multi-cycle instruction
   bool pred = false;
   bool xlu_busy = false, vpu_wb_pending = false;
+  bool collecting = false;  // the VPU write-back retires in the current cycle
   uint8_t xlu_dst = 0, vpu_wb_dst = 0;
   std::array<uint8_t, TensorCoreConfig::kLoopDepth> loop_count{}, loop_ret{};
   uint8_t loop_top = 0;
@@ -40,7 +41,6 @@ struct Sxu {
 
  private:
   void fetch(TensorCore& tc);
-  void collect_vpu(TensorCore& tc);
 };
 
 }  // namespace tinytpu

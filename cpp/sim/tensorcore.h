@@ -41,12 +41,12 @@ class TensorCore {
   Controller ctrl;
 
   uint64_t xlu_busy_cycles = 0;
-  bool psum_port_taken = false;  // this cycle the MXU drain owns the PSUM write port
+  bool psum_port_taken = false;  // the MXU drain owns the PSUM write port this cycle
 
   void tick() {
     bool vpu_busy = !vpu.is_done();
     bool mxu_busy = ctrl.active();
-    psum_port_taken = ctrl.psum_write_this_cycle();
+    psum_port_taken = ctrl.draining();
     sxu.tick(*this);
     if (vpu_busy) vpu.tick();
     if (mxu_busy) ctrl.tick(array, wsram, asram, psum);

@@ -1,6 +1,10 @@
 #include "sim/xlu.h"
 
+#include "sim/memories.h"
+
 namespace tinytpu {
+
+Xlu::Xlu() { fill_uninit(result); }
 
 void Xlu::rotate(const Tile& src, int amount) {
   for (int s = 0; s < kRows; ++s)

@@ -6,7 +6,8 @@ namespace tinytpu {
 // XLU#(4,4) (hardware.md §2.6): every operation writes the result register in the dispatch cycle;
 // the SXU collects it into a vreg the next cycle. No busy state of its own.
 struct Xlu {
-  Tile result{};
+  Tile result;  // mkRegU: Bluesim's 0xAA fill until the first operation
+  Xlu();
   void rotate(const Tile& src, int amount);       // out[s][i] = src[s][(i + amt) mod 4]
   void broadcast_col(const Tile& src, int lane);  // out[s][i] = src[s][lane] (BROADCAST, COL)
   void broadcast_scalar(const Tile& src, int row, int col);
