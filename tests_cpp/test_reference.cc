@@ -18,5 +18,5 @@ TEST_CASE("recorded reference runs reproduce exactly") {
     CHECK(run_bundle(parse_wire(test::read_file(entry.path()))).output() == test::read_file(expected));
     ++checked;
   }
-  CHECK(checked >= 44);
+  CHECK(checked >= 49);
 }
