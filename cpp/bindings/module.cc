@@ -2,8 +2,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "compiler/ir.h"
 #include "isa/bundle.h"
 #include "isa/tasm.h"
+#include "runtime/executor.h"
 #include "sim/errors.h"
 #include "sim/runner.h"
 
@@ -14,6 +16,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "tinytpu C++ core: TASM toolchain and the cycle-accurate TensorCore model";
   py::register_exception<SimError>(m, "SimError", PyExc_RuntimeError);
   py::register_exception<AsmError>(m, "AsmError", PyExc_ValueError);
+  py::register_exception<compiler::Unsupported>(m, "Unsupported", PyExc_NotImplementedError);
 
   py::class_<Bundle>(m, "Bundle").def_property_readonly("num_records", [](const Bundle& b) {
     return b.records.size();
@@ -49,4 +52,35 @@ PYBIND11_MODULE(_core, m) {
         return run_bundle(b, cfg);
       },
       py::arg("bundle"), py::arg("max_cycles") = TensorCoreConfig{}.max_cycles);
+
+  py::class_<DeviceBuffer>(m, "DeviceBuffer", py::buffer_protocol())
+      .def(py::init<size_t>())
+      .def("view", &DeviceBuffer::view)
+      .def_property_readonly("size", &DeviceBuffer::size)
+      .def_buffer([](DeviceBuffer& b) {
+        return py::buffer_info(b.data(), 1, py::format_descriptor<uint8_t>::format(), 1, {b.size()}, {1});
+      });
+
+  py::class_<KernelStats>(m, "KernelStats")
+      .def_readonly("launches", &KernelStats::launches)
+      .def_readonly("cycles", &KernelStats::cycles)
+      .def_readonly("sxu_cycles", &KernelStats::sxu_cycles)
+      .def_readonly("tasm", &KernelStats::tasm);
+
+  py::class_<CompiledKernel>(m, "Kernel")
+      .def(py::init([](py::bytes ir) { return CompiledKernel(std::string(ir)); }))
+      .def_property_readonly("name", &CompiledKernel::name)
+      .def("run",
+           [](const CompiledKernel& k, std::vector<DeviceBuffer> bufs, std::vector<int64_t> vals, bool tasm) {
+             py::gil_scoped_release release;
+             return k.run(bufs, vals, tasm);
+           });
+
+  m.def(
+      "check_kernel", [](const std::string& ir) { compiler::parse_kernel(ir); },
+      "Raise NotImplementedError if the kernel has an op or dtype the compiler cannot lower");
+  m.def("compile_kernel", [](const std::string& ir) {
+    compiler::parse_kernel(ir);
+    return py::bytes(ir);
+  });
 }

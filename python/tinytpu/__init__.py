@@ -1,10 +1,11 @@
-"""tinytpu: a cycle-accurate TinyTPU TensorCore model, its TASM toolchain, and (soon) a tinygrad device."""
+"""tinytpu: a cycle-accurate TinyTPU TensorCore model, its TASM toolchain, and the TINYTPU tinygrad device."""
 from __future__ import annotations
 from dataclasses import dataclass, field
 from tinytpu import _core
 from tinytpu._core import SimError
 
-__all__ = ["SimError", "RunResult", "run_tasm", "run_bundle", "assemble", "disassemble", "DEFAULT_MAX_CYCLES"]
+__all__ = ["SimError", "RunResult", "run_tasm", "run_bundle", "assemble", "disassemble", "DEFAULT_MAX_CYCLES", "counters",
+           "reset_counters"]
 
 DEFAULT_MAX_CYCLES = 50000  # the reference testbench's timeout
 
@@ -39,3 +40,9 @@ def assemble(text: str) -> str:
 def disassemble(text: str) -> str:
   """Numeric bundle (or TASM) -> canonical TASM."""
   return _core.disassemble(_core.parse_bundle(text))
+
+# `import tinytpu` registers the device: tinygrad finds devices only as tinygrad.runtime.ops_<name>.
+import sys as _sys
+from tinytpu import device as _device
+_sys.modules.setdefault("tinygrad.runtime.ops_tinytpu", _device)
+counters, reset_counters = _device.counters, _device.reset_counters

@@ -1,0 +1,94 @@
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tinytpu::compiler {
+
+// A kernel tinygrad asks for that this backend cannot lower. Python: NotImplementedError.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class DType : uint8_t {
+  kVoid,
+  kBool,
+  kI8,
+  kU8,
+  kI16,
+  kU16,
+  kI32,
+  kU32,
+  kF32,
+  kIndex,
+  kWeakFloat,
+  kOther
+};
+int dtype_bytes(DType d);
+bool is_float(DType d);
+bool is_signed(DType d);
+const char* dtype_name(DType d);
+
+// The UOps the renderer serialises (tinygrad/uop Ops names).
+enum class Op : uint8_t {
+  SINK,
+  PARAM,
+  BUFFER,
+  CONST,
+  CAST,
+  BITCAST,
+  RANGE,
+  END,
+  INDEX,
+  LOAD,
+  STORE,
+  AFTER,
+  GROUP,
+  IF,
+  ENDIF,
+  NOOP,
+  BARRIER,
+  ADD,
+  SUB,
+  MUL,
+  NEG,
+  MAX,
+  CMPLT,
+  CMPNE,
+  CMPEQ,
+  WHERE,
+  AND,
+  OR,
+  XOR,
+  SHL,
+  SHR,
+  CDIV,
+  CMOD,
+  RECIPROCAL,
+  TRUNC,
+  kCount
+};
+const char* op_name(Op op);
+
+struct Node {
+  Op op;
+  DType dtype;
+  std::string dtype_text;  // as serialised, for messages
+  std::vector<int> src;
+  int64_t ivalue = 0;   // CONST int value; PARAM slot; RANGE axis
+  uint32_t fbits = 0;   // CONST float value as float32 bits
+  bool global = true;   // PARAM: buffer (true) or scalar variable (false)
+  bool reduce = false;  // RANGE: AxisType.REDUCE
+};
+
+struct Kernel {
+  std::string name;
+  std::vector<Node> nodes;
+};
+
+// Parses the renderer's text IR and checks every op/dtype pair is one the lowering handles.
+Kernel parse_kernel(std::string_view text);
+
+}  // namespace tinytpu::compiler

@@ -1,0 +1,430 @@
+#include "compiler/lower.h"
+
+#include <algorithm>
+#include <bitset>
+#include <map>
+
+namespace tinytpu::compiler {
+
+namespace {
+
+// SXU and VPU opcodes used by the code generator (hardware.md §2.7, §3).
+enum Sxu : uint8_t {
+  kLoad = 0,
+  kStore = 1,
+  kVpu = 2,
+  kHalt = 7,
+  kSelect = 8,
+  kVzero = 30,
+  kVfill = 31,
+  kVneg = 34,
+  kVabs = 35
+};
+enum Vpu : uint8_t {
+  kAdd = 0,
+  kMul = 1,
+  kMax = 3,
+  kCmplt = 5,
+  kCmpne = 6,
+  kSub = 7,
+  kCmpeq = 8,
+  kShl = 10,
+  kShr = 11,
+  kDiv = 14,
+  kAnd = 15,
+  kOr = 16,
+  kXor = 17,
+  kFadd = 18,
+  kFmul = 19,
+  kFsub = 20,
+  kFmax = 21,
+  kFcmplt = 22,
+  kI2f = 24,
+  kF2i = 25,
+  kNot = 26,
+  kMaxU32 = 83
+};
+
+constexpr int kMaxInstrs = 255;  // + HALT
+constexpr int kSlots = 32, kVregs = 16, kMaxDrains = 31;
+// Worst case of one tile node: instructions, new VMEM tiles and scratch vregs it may need.
+constexpr int kNodeInstrs = 24, kNodeSlots = 6, kNodeTemps = 5;
+
+bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16; }
+
+class Emitter {
+ public:
+  explicit Emitter(const TileProgram& p) : p_(p), vreg_(p.nodes.size(), -1), spilled_(p.nodes.size(), false) {
+    // Last use of each node, in the emission order (nodes interleaved with stores).
+    last_use_.assign(p.nodes.size(), -1);
+    needed_.assign(p.nodes.size(), false);
+    for (const auto& s : p.stores) needed_[s.value] = true;
+    for (int i = int(p.nodes.size()) - 1; i >= 0; --i)
+      if (needed_[i])
+        for (int o : {p.nodes[i].a, p.nodes[i].b, p.nodes[i].c})
+          if (o >= 0) needed_[o] = true;
+    for (int i = 0; i < int(p.nodes.size()); ++i)
+      for (int o : {p.nodes[i].a, p.nodes[i].b, p.nodes[i].c})
+        if (o >= 0 && needed_[i]) last_use_[o] = std::max(last_use_[o], 2 * i);
+    for (int s = 0; s < int(p.stores.size()); ++s) {
+      int at = 2 * p.stores[s].after + 1;
+      last_use_[p.stores[s].value] = std::max(last_use_[p.stores[s].value], at);
+    }
+    begin_launch();
+  }
+
+  std::vector<Launch> run() {
+    size_t next_store = 0;
+    for (int i = 0; i <= int(p_.nodes.size()); ++i) {
+      while (next_store < p_.stores.size() && p_.stores[next_store].after == i) emit_store(int(next_store++));
+      if (i < int(p_.nodes.size()) && needed_[i]) emit_node(i);
+    }
+    finish_launch();
+    return std::move(launches_);
+  }
+
+ private:
+  const TileProgram& p_;
+  std::vector<int> vreg_;      // node -> vreg holding it in the current launch
+  std::vector<bool> spilled_;  // node value saved in scratch by an earlier launch
+  std::vector<int> last_use_;  // emission position (2*node or 2*after+1) of the last read
+  std::vector<bool> needed_;
+  std::vector<Launch> launches_;
+  Launch cur_;
+  std::bitset<kVregs> busy_;
+  enum SlotState : uint8_t { kFree, kFilled, kUsed, kOut };
+  std::array<SlotState, kSlots> slot_{};
+  std::map<int, int> fill_slot_;  // node -> slot it is filled into this launch
+  int pos_ = 0;                   // current emission position
+
+  void begin_launch() {
+    cur_ = Launch{};
+    busy_.reset();
+    slot_.fill(kFree);
+    fill_slot_.clear();
+    std::fill(vreg_.begin(), vreg_.end(), -1);
+  }
+  void finish_launch() {
+    if (cur_.program.empty() && cur_.drains.empty()) return;
+    cur_.program.push_back(Instr{kHalt});
+    launches_.push_back(std::move(cur_));
+    begin_launch();
+  }
+  int free_slots() const { return int(std::count(slot_.begin(), slot_.end(), kFree)); }
+  int reusable_slots() const {
+    return int(
+        std::count_if(slot_.begin(), slot_.end(), [](SlotState s) { return s == kFree || s == kUsed; }));
+  }
+  // Ends the launch if the next step might not fit; live values move to scratch.
+  void make_room(int instrs, int slots, int vregs, int drains) {
+    int live = 0;
+    for (int n = 0; n < int(vreg_.size()); ++n) live += vreg_[n] >= 0 && last_use_[n] > pos_;
+    bool fits = int(cur_.program.size()) + instrs + live <= kMaxInstrs && free_slots() >= slots + live &&
+                kVregs - int(busy_.count()) >= vregs && int(cur_.drains.size()) + drains + live <= kMaxDrains;
+    if (fits) return;
+    for (int n = 0; n < int(vreg_.size()); ++n) {
+      if (vreg_[n] < 0 || last_use_[n] <= pos_) continue;
+      int s = take_out_slot();
+      emit(Instr{kStore, uint8_t(s), 0, uint8_t(vreg_[n])});
+      cur_.drains.push_back({s, -1, n});
+      spilled_[n] = true;
+    }
+    finish_launch();
+  }
+  int take_out_slot() {
+    for (int s = 0; s < kSlots; ++s)
+      if (slot_[s] == kUsed || slot_[s] == kFree) {
+        slot_[s] = kOut;
+        return s;
+      }
+    throw Unsupported("internal: no VMEM tile left for an output");
+  }
+  int alloc_vreg() {
+    for (int r = 0; r < kVregs; ++r)
+      if (!busy_[r]) {
+        busy_.set(r);
+        return r;
+      }
+    throw Unsupported("internal: out of vregs");
+  }
+  void release(int r) { busy_.reset(r); }
+  void emit(Instr in) { cur_.program.push_back(in); }
+  void vpu(uint8_t op, int d, int a, int b = 0) {
+    emit(Instr{kVpu, 0, uint8_t(d), uint8_t(a), op, uint8_t(b)});
+  }
+
+  // A VMEM tile filled by the loader (a leaf, a constant, or a spilled value), loaded into a fresh vreg.
+  int load_fill(int node) {
+    int s = 0;
+    while (slot_[s] != kFree) ++s;
+    slot_[s] = kUsed;  // consumed by the LOAD below, so the slot can take an output later
+    cur_.fills.push_back({s, node});
+    int r = alloc_vreg();
+    emit(Instr{kLoad, uint8_t(s), uint8_t(r)});
+    return r;
+  }
+  // A constant tile: VZERO/VFILL when the value allows, else a loader constant.
+  int constant(int32_t value) {
+    int r;
+    if (value == 0) {
+      r = alloc_vreg();
+      emit(Instr{kVzero, 0, uint8_t(r)});
+    } else if (value >= -128 && value <= 127) {
+      r = alloc_vreg();
+      emit(Instr{kVfill, 0, uint8_t(r), 0, 0, 0, uint8_t(int8_t(value))});
+    } else {
+      consts_.push_back(value);
+      r = load_fill(-int(consts_.size()));  // negative node ids name constants
+    }
+    return r;
+  }
+
+ public:
+  std::vector<int32_t> consts_;  // constant tiles, named -1, -2, ... in SlotFill::node
+
+ private:
+  int operand(int node) {
+    if (vreg_[node] >= 0) return vreg_[node];
+    if (!spilled_[node]) throw Unsupported("internal: operand not computed");
+    vreg_[node] = load_fill(node);
+    return vreg_[node];
+  }
+  void drop_dead(int node) {
+    for (int o : {p_.nodes[node].a, p_.nodes[node].b, p_.nodes[node].c})
+      if (o >= 0 && vreg_[o] >= 0 && last_use_[o] <= pos_) {
+        release(vreg_[o]);
+        vreg_[o] = -1;
+      }
+  }
+
+  // Narrow integer results wrap at their width; lanes hold them sign- or zero-extended.
+  void wrap(DType d, int r) {
+    if (!narrow(d)) return;
+    int bits = d == DType::kI8 || d == DType::kU8 ? 8 : 16;
+    int m = constant((1 << bits) - 1);
+    vpu(kAnd, r, r, m);
+    release(m);
+    if (d == DType::kI8 || d == DType::kI16) {  // (x ^ sign) - sign
+      int s = constant(1 << (bits - 1));
+      vpu(kXor, r, r, s);
+      vpu(kSub, r, r, s);
+      release(s);
+    }
+  }
+  // isnan(x) as 0/1 into d.
+  void isnan(int d, int x) {
+    int m = constant(0x7FFFFFFF), inf = constant(0x7F800000);
+    vpu(kAnd, d, x, m);
+    vpu(kCmplt, d, inf, d);
+    release(m);
+    release(inf);
+  }
+  void float_ne(int d, int a, int b) {
+    int t = alloc_vreg();
+    vpu(kFcmplt, d, a, b);
+    vpu(kFcmplt, t, b, a);
+    vpu(kOr, d, d, t);
+    isnan(t, a);
+    vpu(kOr, d, d, t);
+    isnan(t, b);
+    vpu(kOr, d, d, t);
+    release(t);
+  }
+  // Arithmetic shift right of 32-bit lanes: the VPU's SHR is logical.
+  void sar(int d, int a, int n) {
+    int ones = constant(-1), t = alloc_vreg(), neg = alloc_vreg();
+    vpu(kShr, t, ones, n);
+    vpu(kNot, t, t);  // the bits a logical shift cleared
+    int zero = constant(0);
+    vpu(kCmplt, neg, a, zero);
+    emit(Instr{kVneg, 0, uint8_t(neg), uint8_t(neg)});  // 0 or all ones
+    vpu(kAnd, t, t, neg);
+    vpu(kShr, d, a, n);
+    vpu(kOr, d, d, t);
+    for (int r : {ones, t, neg, zero}) release(r);
+  }
+  // int32/uint32 -> float32 with round-to-nearest-even: I2F truncates above 2^24, so convert the
+  // 16-bit halves exactly and let one FADD round.
+  void int_to_float(int d, int x, bool is_signed) {
+    int mag = alloc_vreg(), lo = alloc_vreg(), sign = alloc_vreg();
+    if (is_signed) {
+      int zero = constant(0);
+      vpu(kCmplt, sign, x, zero);
+      release(zero);
+      emit(Instr{kVabs, 0, uint8_t(mag), uint8_t(x)});  // INT_MIN stays 0x80000000 = 2^31 unsigned
+    } else {
+      emit(Instr{kVzero, 0, uint8_t(sign)});
+      vpu(kAnd, mag, x, x);
+    }
+    int k16 = constant(16), m16 = constant(0xFFFF);
+    vpu(kAnd, lo, mag, m16);
+    vpu(kShr, mag, mag, k16);
+    vpu(kI2f, mag, mag);
+    vpu(kI2f, lo, lo);
+    int scale = constant(0x47800000);  // 65536.0f
+    vpu(kFmul, mag, mag, scale);
+    vpu(kFadd, d, mag, lo);
+    int k31 = constant(31);
+    vpu(kShl, sign, sign, k31);
+    vpu(kXor, d, d, sign);
+    for (int r : {mag, lo, sign, k16, m16, scale, k31}) release(r);
+  }
+
+  void emit_node(int i) {
+    pos_ = 2 * i;
+    const TileNode& n = p_.nodes[i];
+    make_room(kNodeInstrs, kNodeSlots, kNodeTemps + 1, 0);
+    int a = n.a >= 0 ? operand(n.a) : -1;
+    int b = n.b >= 0 ? operand(n.b) : -1;
+    int c = n.c >= 0 ? operand(n.c) : -1;
+    int d = n.op == Op::LOAD ? -1 : alloc_vreg();
+    DType from = n.from;
+    bool f = is_float(n.dtype) || (n.op != Op::CAST && is_float(from));
+    switch (n.op) {
+      case Op::LOAD: {
+        bool uniform_const = true;
+        for (const auto& l : n.leaf) uniform_const = uniform_const && l.buf < 0 && l.bits == n.leaf[0].bits;
+        d = uniform_const ? constant(int32_t(n.leaf[0].bits)) : load_fill(i);
+        break;
+      }
+      case Op::ADD:
+        vpu(f ? kFadd : kAdd, d, a, b);
+        break;
+      case Op::SUB:
+        vpu(f ? kFsub : kSub, d, a, b);
+        break;
+      case Op::MUL:
+        vpu(f ? kFmul : kMul, d, a, b);
+        break;
+      case Op::NEG:
+        if (f) {
+          int s = constant(int32_t(0x80000000u));
+          vpu(kXor, d, a, s);
+          release(s);
+        } else {
+          emit(Instr{kVneg, 0, uint8_t(d), uint8_t(a)});
+        }
+        break;
+      case Op::MAX:
+        vpu(f ? kFmax : n.dtype == DType::kU32 ? kMaxU32 : kMax, d, a, b);
+        break;
+      case Op::CMPLT:
+        if (f) {
+          vpu(kFcmplt, d, a, b);
+        } else if (from == DType::kU32) {  // flip the sign bits, then compare signed
+          int s = constant(int32_t(0x80000000u)), t = alloc_vreg();
+          vpu(kXor, d, a, s);
+          vpu(kXor, t, b, s);
+          vpu(kCmplt, d, d, t);
+          release(s);
+          release(t);
+        } else {
+          vpu(kCmplt, d, a, b);
+        }
+        break;
+      case Op::CMPNE:
+      case Op::CMPEQ:
+        if (f) {
+          float_ne(d, a, b);
+          if (n.op == Op::CMPEQ) {
+            int one = constant(1);
+            vpu(kXor, d, d, one);
+            release(one);
+          }
+        } else {
+          vpu(n.op == Op::CMPNE ? kCmpne : kCmpeq, d, a, b);
+        }
+        break;
+      case Op::WHERE:
+        emit(Instr{kSelect, 0, uint8_t(d), uint8_t(a), 0, uint8_t(b), uint8_t(c)});
+        break;
+      case Op::AND:
+        vpu(kAnd, d, a, b);
+        break;
+      case Op::OR:
+        vpu(kOr, d, a, b);
+        break;
+      case Op::XOR:
+        vpu(kXor, d, a, b);
+        break;
+      case Op::SHL:
+        vpu(kShl, d, a, b);
+        break;
+      case Op::SHR:
+        if (is_signed(n.dtype))
+          sar(d, a, b);
+        else
+          vpu(kShr, d, a, b);
+        break;
+      case Op::CDIV:
+        vpu(kDiv, d, a, b);
+        break;
+      case Op::CMOD: {  // a - (a / b) * b, sign of the dividend
+        vpu(kDiv, d, a, b);
+        vpu(kMul, d, d, b);
+        vpu(kSub, d, a, d);
+        break;
+      }
+      case Op::BITCAST:
+        vpu(kAnd, d, a, a);
+        break;
+      case Op::CAST:
+        if (n.dtype == DType::kBool) {
+          if (is_float(from)) {  // x != 0.0: any bit but the sign set
+            int m = constant(0x7FFFFFFF);
+            vpu(kAnd, d, a, m);
+            release(m);
+            a = d;
+          }
+          int zero = constant(0);
+          vpu(kCmpne, d, a, zero);
+          release(zero);
+        } else if (is_float(n.dtype) && !is_float(from)) {
+          if (from == DType::kI32 || from == DType::kU32)
+            int_to_float(d, a, from == DType::kI32);
+          else
+            vpu(kI2f, d, a);  // exact below 2^24
+        } else if (!is_float(n.dtype) && is_float(from)) {
+          vpu(kF2i, d, a);
+        } else {
+          vpu(kAnd, d, a, a);
+        }
+        break;
+      default:
+        throw Unsupported(std::string("internal: no lowering for ") + op_name(n.op));
+    }
+    if (n.op != Op::LOAD && n.op != Op::CMPLT && n.op != Op::CMPNE && n.op != Op::CMPEQ && !is_float(n.dtype))
+      wrap(n.dtype, d);
+    vreg_[i] = d;
+    if (last_use_[i] < 0) {  // computed only for a store that a later store overwrote
+      release(d);
+      vreg_[i] = -1;
+    }
+    drop_dead(i);
+  }
+
+  void emit_store(int s) {
+    const TileStore& st = p_.stores[s];
+    pos_ = 2 * st.after + 1;
+    make_room(2, 1, 0, 1);
+    int r = operand(st.value);
+    int slot = take_out_slot();
+    emit(Instr{kStore, uint8_t(slot), 0, uint8_t(r)});
+    cur_.drains.push_back({slot, s, -1});
+    if (last_use_[st.value] <= pos_) {
+      release(r);
+      vreg_[st.value] = -1;
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<Launch> lower(const TileProgram& prog, std::vector<int32_t>& constants) {
+  Emitter e(prog);
+  auto launches = e.run();
+  constants = e.consts_;
+  return launches;
+}
+
+}  // namespace tinytpu::compiler

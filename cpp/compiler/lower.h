@@ -1,0 +1,32 @@
+#pragma once
+#include <vector>
+
+#include "compiler/tracer.h"
+#include "isa/instr.h"
+
+namespace tinytpu::compiler {
+
+// Where a launch's VMEM tiles come from and go to. A tile node's value crossing a launch boundary
+// is spilled to host-side scratch (a drain) and comes back as a fill.
+struct SlotFill {
+  int slot;
+  int node;  // a leaf node's lanes, the spilled value of a computed node, or constant -k (constants[k-1])
+};
+struct SlotDrain {
+  int slot;
+  int store = -1;  // index into TileProgram::stores, or
+  int spill = -1;  // a node whose value must survive into the next launch
+};
+
+// One bundle: at most 256 instructions, 32 VMEM tiles, 16 vregs, 31 outputs (checked by validate()).
+struct Launch {
+  std::vector<Instr> program;  // ends in HALT
+  std::vector<SlotFill> fills;
+  std::vector<SlotDrain> drains;
+};
+
+// Instruction selection, register and VMEM allocation, and splitting into launches.
+// Constant tiles the code needs are returned in `constants` (uniform values).
+std::vector<Launch> lower(const TileProgram& prog, std::vector<int32_t>& constants);
+
+}  // namespace tinytpu::compiler

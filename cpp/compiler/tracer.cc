@@ -1,0 +1,348 @@
+#include "compiler/tracer.h"
+
+#include <algorithm>
+#include <map>
+
+namespace tinytpu::compiler {
+
+namespace {
+
+struct Value {
+  enum Kind : uint8_t { kNone, kConst, kTile, kBuf, kPtr } kind = kNone;
+  DType dtype = DType::kVoid;
+  Lanes v{};      // kConst: per-lane value (integers as integers, float32 as bits); kPtr: element index
+  int tile = -1;  // kTile
+  int buf = -1;   // kBuf / kPtr: PARAM slot, or the BUFFER node for registers
+  bool reg = false;
+};
+
+bool is_int_like(DType d) { return !is_float(d) && d != DType::kVoid; }
+
+// Two's-complement wrap of a mathematical integer to the dtype's width.
+int64_t wrap(DType d, int64_t v) {
+  switch (d) {
+    case DType::kBool:
+      return v != 0;
+    case DType::kI8:
+      return int8_t(v);
+    case DType::kU8:
+      return uint8_t(v);
+    case DType::kI16:
+      return int16_t(v);
+    case DType::kU16:
+      return uint16_t(v);
+    case DType::kI32:
+      return int32_t(v);
+    case DType::kU32:
+      return uint32_t(v);
+    default:
+      return v;
+  }
+}
+
+int64_t fold(Op op, DType d, int64_t a, int64_t b, int64_t c) {
+  switch (op) {
+    case Op::ADD:
+      return wrap(d, a + b);
+    case Op::SUB:
+      return wrap(d, a - b);
+    case Op::MUL:
+      return wrap(d, int64_t(uint64_t(a) * uint64_t(b)));
+    case Op::NEG:
+      return wrap(d, -a);
+    case Op::MAX:
+      return std::max(a, b);
+    case Op::CMPLT:
+      return a < b;
+    case Op::CMPNE:
+      return a != b;
+    case Op::CMPEQ:
+      return a == b;
+    case Op::AND:
+      return a & b;
+    case Op::OR:
+      return a | b;
+    case Op::XOR:
+      return wrap(d, a ^ b);
+    case Op::SHL:
+      return wrap(d, int64_t(uint64_t(a) << (b & 63)));
+    case Op::SHR:
+      return a >> (b & 63);
+    case Op::CDIV:
+      return b == 0 ? 0 : a / b;
+    case Op::CMOD:
+      return b == 0 ? 0 : a % b;
+    case Op::WHERE:
+      return a ? b : c;
+    default:
+      throw Unsupported(std::string("cannot fold ") + op_name(op));
+  }
+}
+
+bool is_alu(Op op) { return op >= Op::ADD && op <= Op::TRUNC; }
+
+}  // namespace
+
+int64_t Tracer::uniform_value(int node, const std::vector<int64_t>& known) const {
+  const Node& n = k_.nodes[node];
+  auto arg = [&](int i) { return uniform_value(n.src[i], known); };
+  switch (n.op) {
+    case Op::CONST:
+      return n.ivalue;
+    case Op::CAST:
+      return wrap(n.dtype, arg(0));
+    case Op::PARAM:
+      if (!n.global) return known[n.ivalue];
+      break;
+    default:
+      if (is_alu(n.op) && is_int_like(n.dtype))
+        return fold(n.op, n.dtype, arg(0), n.src.size() > 1 ? arg(1) : 0, n.src.size() > 2 ? arg(2) : 0);
+  }
+  throw Unsupported("loop bound of kernel " + k_.name + " depends on " + op_name(n.op));
+}
+
+Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes)
+    : k_(k), sizes_(buffer_sizes) {
+  // Scalar variables arrive in `vals` in PARAM slot order; index them by slot.
+  std::vector<int64_t> var_slots;
+  for (const Node& n : k.nodes)
+    if (n.op == Op::PARAM && !n.global) var_slots.push_back(n.ivalue);
+  std::sort(var_slots.begin(), var_slots.end());
+  int64_t max_slot = var_slots.empty() ? 0 : var_slots.back();
+  vals_.assign(max_slot + 1, 0);
+  for (size_t i = 0; i < var_slots.size() && i < vals.size(); ++i) vals_[var_slots[i]] = vals[i];
+  // Lane-parallel ranges: not REDUCE and not inside a REDUCE range; they must nest in one chain.
+  std::vector<int> open;  // RANGE nodes currently open
+  int reduce_depth = 0;
+  for (int i = 0; i < int(k.nodes.size()); ++i) {
+    const Node& n = k.nodes[i];
+    if (n.op == Op::RANGE) {
+      if (!n.reduce && reduce_depth == 0) {
+        for (int p : parallel_)
+          if (std::find(open.begin(), open.end(), p) == open.end())
+            throw Unsupported("kernel " + k.name + " has sibling loop nests");
+        parallel_.push_back(i);
+        bounds_.push_back(uniform_value(n.src[0], vals_));
+        points_ *= std::max<int64_t>(bounds_.back(), 0);
+      }
+      reduce_depth += n.reduce || reduce_depth > 0;
+      open.push_back(i);
+    } else if (n.op == Op::END) {
+      if (n.src.size() != 2) throw Unsupported("kernel " + k.name + " has a conditional loop back-edge");
+      open.erase(std::remove(open.begin(), open.end(), n.src[1]), open.end());
+      const Node& r = k.nodes[n.src[1]];
+      if (reduce_depth > 0 &&
+          (r.reduce || std::find(parallel_.begin(), parallel_.end(), n.src[1]) == parallel_.end()))
+        --reduce_depth;
+    }
+  }
+}
+
+void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
+  const auto& nodes = k_.nodes;
+  std::vector<Value> val(nodes.size());
+  std::vector<int64_t> iter(nodes.size(), 0), bound(nodes.size(), 0);
+  std::map<int, std::map<int64_t, Value>> regs;  // BUFFER(REG) node -> element -> value
+  std::vector<std::array<bool, kLanes>> masks;
+  std::array<bool, kLanes> active;
+  std::vector<Lanes> lane_range(parallel_.size());
+  for (int l = 0; l < kLanes; ++l) {
+    int64_t f = chunk * kLanes + l;
+    active[l] = f < points_;
+    if (!active[l]) f = std::max<int64_t>(points_ - 1, 0);
+    for (int r = int(parallel_.size()) - 1; r >= 0; --r) {
+      lane_range[r][l] = bounds_[r] ? f % bounds_[r] : 0;
+      f = bounds_[r] ? f / bounds_[r] : 0;
+    }
+  }
+  masks.push_back(active);
+
+  auto uniform = [](DType d, int64_t x) {
+    Value v;
+    v.kind = Value::kConst;
+    v.dtype = d;
+    v.v.fill(x);
+    return v;
+  };
+  auto new_tile = [&](TileNode t) {
+    out.nodes.push_back(t);
+    Value v;
+    v.kind = Value::kTile;
+    v.dtype = t.dtype;
+    v.tile = int(out.nodes.size()) - 1;
+    return v;
+  };
+  auto to_tile = [&](const Value& x) -> int {  // constants become leaf tiles
+    if (x.kind == Value::kTile) return x.tile;
+    if (x.kind != Value::kConst) throw Unsupported("kernel " + k_.name + ": a pointer used as a value");
+    TileNode t{Op::LOAD, x.dtype};
+    for (int l = 0; l < kLanes; ++l) t.leaf[l].bits = uint32_t(x.v[l]);
+    return new_tile(t).tile;
+  };
+  auto lane_mask = [&] { return masks.back(); };
+
+  for (size_t ip = 0; ip < nodes.size(); ++ip) {
+    const Node& n = nodes[ip];
+    auto src = [&](int i) -> Value& { return val[n.src[i]]; };
+    Value& res = val[ip];
+    switch (n.op) {
+      case Op::SINK:
+      case Op::GROUP:
+      case Op::NOOP:
+      case Op::BARRIER:
+        break;
+      case Op::PARAM:
+        if (n.global) {
+          res.kind = Value::kBuf;
+          res.buf = int(n.ivalue);
+        } else {
+          res = uniform(n.dtype, vals_[n.ivalue]);
+        }
+        break;
+      case Op::BUFFER:
+        res.kind = Value::kBuf;
+        res.buf = int(ip);
+        res.reg = true;
+        regs[int(ip)].clear();
+        break;
+      case Op::CONST:
+        res = uniform(n.dtype, is_float(n.dtype) ? n.fbits : n.ivalue);
+        break;
+      case Op::AFTER:
+        res = src(0);
+        break;
+      case Op::RANGE: {
+        auto p = std::find(parallel_.begin(), parallel_.end(), int(ip));
+        if (p != parallel_.end()) {
+          res.kind = Value::kConst;
+          res.dtype = n.dtype;
+          res.v = lane_range[p - parallel_.begin()];
+          break;
+        }
+        bound[ip] = uniform_value(n.src[0], vals_);
+        iter[ip] = 0;
+        if (bound[ip] <= 0) {  // skip to after the matching END
+          size_t e = ip + 1;
+          while (!(nodes[e].op == Op::END && nodes[e].src[1] == int(ip))) ++e;
+          ip = e;
+          break;
+        }
+        res = uniform(n.dtype, 0);
+        break;
+      }
+      case Op::END: {
+        int r = n.src[1];
+        if (std::find(parallel_.begin(), parallel_.end(), r) != parallel_.end()) break;
+        if (++iter[r] < bound[r]) {
+          val[r] = uniform(nodes[r].dtype, iter[r]);
+          ip = size_t(r);  // the loop resumes at r + 1
+        }
+        break;
+      }
+      case Op::IF: {
+        const Value& c = src(0);
+        if (c.kind != Value::kConst) throw Unsupported("kernel " + k_.name + ": store gated by data");
+        auto m = lane_mask();
+        for (int l = 0; l < kLanes; ++l) m[l] = m[l] && c.v[l];
+        masks.push_back(m);
+        break;
+      }
+      case Op::ENDIF:
+        masks.pop_back();
+        break;
+      case Op::INDEX: {
+        const Value& b = src(0);
+        const Value& i = src(1);
+        if (b.kind != Value::kBuf) throw Unsupported("kernel " + k_.name + ": INDEX into a value");
+        if (i.kind != Value::kConst)
+          throw Unsupported("kernel " + k_.name + ": index depends on loaded data");
+        res = b;
+        res.kind = Value::kPtr;
+        res.dtype = n.dtype;
+        res.v = i.v;
+        break;
+      }
+      case Op::LOAD: {
+        const Value& p = src(0);
+        if (p.reg) {
+          res = regs[p.buf][p.v[0]];
+          if (res.kind == Value::kNone) res = uniform(n.dtype, 0);
+          break;
+        }
+        const Value* gate = n.src.size() == 3 ? &src(2) : nullptr;
+        const Value* alt = n.src.size() == 3 ? &src(1) : nullptr;
+        if (gate && gate->kind != Value::kConst)
+          throw Unsupported("kernel " + k_.name + ": load gated by data");
+        if (alt && alt->kind != Value::kConst)
+          throw Unsupported("kernel " + k_.name + ": computed load fallback");
+        TileNode t{Op::LOAD, n.dtype};
+        auto m = lane_mask();
+        for (int l = 0; l < kLanes; ++l) {
+          if (!m[l]) continue;
+          if (gate && !gate->v[l]) {
+            t.leaf[l].bits = uint32_t(alt->v[l]);
+          } else {
+            if (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf))
+              throw Unsupported("kernel " + k_.name + ": load of element " + std::to_string(p.v[l]) +
+                                " outside buffer " + std::to_string(p.buf));
+            t.leaf[l].buf = p.buf;
+            t.leaf[l].index = p.v[l];
+          }
+        }
+        res = new_tile(t);
+        break;
+      }
+      case Op::STORE: {
+        const Value& p = src(0);
+        const Value& x = src(1);
+        if (p.reg) {
+          regs[p.buf][p.v[0]] = x;
+          break;
+        }
+        TileStore s{0, p.buf, p.v, lane_mask(), 0};
+        for (int l = 0; l < kLanes; ++l)
+          if (s.active[l] && (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)))
+            throw Unsupported("kernel " + k_.name + ": store outside buffer " + std::to_string(p.buf));
+        s.value = to_tile(x);
+        s.after = int(out.nodes.size());
+        out.stores.push_back(s);
+        break;
+      }
+      case Op::CAST:
+      case Op::BITCAST: {
+        const Value& x = src(0);
+        bool foldable = x.kind == Value::kConst && !is_float(x.dtype) && !is_float(n.dtype);
+        if (foldable) {
+          res = x;
+          res.dtype = n.dtype;
+          for (auto& e : res.v) e = wrap(n.dtype, e);
+        } else if (x.kind == Value::kConst && n.op == Op::BITCAST) {
+          res = x;
+          res.dtype = n.dtype;
+        } else {
+          TileNode t{n.op, n.dtype, x.dtype, to_tile(x)};
+          res = new_tile(t);
+        }
+        break;
+      }
+      default: {  // ALU
+        bool all_const = !is_float(n.dtype);
+        for (int s : n.src) all_const = all_const && val[s].kind == Value::kConst && !is_float(val[s].dtype);
+        if (all_const) {
+          res = uniform(n.dtype, 0);
+          for (int l = 0; l < kLanes; ++l)
+            res.v[l] = fold(n.op, n.dtype, src(0).v[l], n.src.size() > 1 ? src(1).v[l] : 0,
+                            n.src.size() > 2 ? src(2).v[l] : 0);
+          break;
+        }
+        TileNode t{n.op, n.dtype, src(0).dtype};
+        t.a = to_tile(src(0));
+        if (n.src.size() > 1) t.b = to_tile(src(1));
+        if (n.src.size() > 2) t.c = to_tile(src(2));
+        res = new_tile(t);
+      }
+    }
+  }
+}
+
+}  // namespace tinytpu::compiler

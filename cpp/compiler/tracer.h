@@ -1,0 +1,62 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "compiler/ir.h"
+
+namespace tinytpu::compiler {
+
+constexpr int kLanes = 16;
+using Lanes = std::array<int64_t, kLanes>;
+
+// One lane's operand of a leaf tile: an element of a kernel buffer, or a constant (32-bit pattern).
+struct LeafLane {
+  int buf = -1;  // PARAM slot; -1 for a constant
+  int64_t index = 0;
+  uint32_t bits = 0;
+};
+
+// A node of the tile-level dataflow graph: 16 lanes computed by the same operation.
+struct TileNode {
+  Op op;                      // ALU op, CAST, BITCAST; LOAD marks a leaf
+  DType dtype;                // result dtype
+  DType from = DType::kVoid;  // CAST/BITCAST source dtype
+  int a = -1, b = -1, c = -1;
+  std::array<LeafLane, kLanes> leaf{};
+};
+
+struct TileStore {
+  int after;  // emitted once this many tile nodes exist (keeps stores in program order)
+  int buf;
+  Lanes index;
+  std::array<bool, kLanes> active;
+  int value;  // TileNode
+};
+
+// The straight-line tile program for one or more chunks of 16 lanes, in program order.
+struct TileProgram {
+  std::vector<TileNode> nodes;
+  std::vector<TileStore> stores;
+};
+
+// Maps the kernel's iteration space onto lanes: every RANGE outside all REDUCE ranges is lane-parallel,
+// and 16 consecutive points of their flattened product form a chunk; REDUCE ranges and everything else
+// are unrolled while tracing. Index arithmetic is evaluated per lane here, so loads and stores carry
+// concrete element indices: the data plan gathers and scatters them.
+class Tracer {
+ public:
+  Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes);
+  int64_t num_chunks() const { return (points_ + kLanes - 1) / kLanes; }
+  void trace_chunk(int64_t chunk, TileProgram& out);
+
+ private:
+  const Kernel& k_;
+  std::vector<int64_t> vals_, sizes_;
+  std::vector<int> parallel_;    // lane-parallel RANGE nodes, outermost first
+  std::vector<int64_t> bounds_;  // their trip counts
+  int64_t points_ = 1;
+  int64_t uniform_value(int node, const std::vector<int64_t>& known) const;
+};
+
+}  // namespace tinytpu::compiler

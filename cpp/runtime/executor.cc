@@ -1,0 +1,148 @@
+#include "runtime/executor.h"
+
+#include <map>
+
+#include "compiler/lower.h"
+#include "compiler/tracer.h"
+#include "isa/tasm.h"
+#include "sim/errors.h"
+#include "sim/runner.h"
+
+namespace tinytpu {
+
+using namespace compiler;
+
+namespace {
+
+// Lanes are 32 bits: narrow integers are widened on the way in (sign- or zero-extended, bool as 0/1)
+// and narrowed on the way out.
+int32_t read_lane(const uint8_t* p, DType d) {
+  switch (d) {
+    case DType::kBool:
+      return *p != 0;
+    case DType::kI8:
+      return int8_t(*p);
+    case DType::kU8:
+      return *p;
+    case DType::kI16: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case DType::kU16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    default: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+  }
+}
+void write_lane(uint8_t* p, DType d, int32_t v) {
+  if (d == DType::kBool) v = v != 0;
+  std::memcpy(p, &v, dtype_bytes(d));  // little-endian: the low bytes
+}
+
+struct ParamInfo {
+  DType dtype = DType::kVoid;
+  int bytes = 0;
+};
+
+}  // namespace
+
+KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
+                                bool keep_tasm) const {
+  std::map<int, ParamInfo> params;
+  for (const Node& n : kernel_.nodes)
+    if (n.op == Op::PARAM && n.global) params[int(n.ivalue)] = {n.dtype, dtype_bytes(n.dtype)};
+  if (params.size() != bufs.size())
+    throw SimError("kernel " + kernel_.name + " takes " + std::to_string(params.size()) + " buffers, got " +
+                   std::to_string(bufs.size()));
+  std::vector<int64_t> sizes;
+  std::vector<DeviceBuffer*> by_slot;
+  std::vector<ParamInfo> info;
+  size_t i = 0;
+  for (auto& [slot, p] : params) {
+    if (int(sizes.size()) != slot) throw SimError("kernel " + kernel_.name + ": buffer slots are not dense");
+    sizes.push_back(int64_t(bufs[i].size() / p.bytes));
+    by_slot.push_back(&bufs[i++]);
+    info.push_back(p);
+  }
+  // Loads see the buffers as they were when the kernel started, like one pass of tinygrad's loops.
+  std::vector<std::vector<uint8_t>> snapshot(bufs.size());
+  for (size_t s = 0; s < bufs.size(); ++s)
+    snapshot[s].assign(by_slot[s]->data(), by_slot[s]->data() + by_slot[s]->size());
+
+  Tracer tracer(kernel_, vals, sizes);
+  KernelStats stats;
+  constexpr size_t kBatchNodes = 96;  // tile nodes traced before lowering a batch of chunks
+  TileProgram prog;
+  auto flush = [&] {
+    if (prog.stores.empty()) return;
+    std::vector<int32_t> consts;
+    auto launches = lower(prog, consts);
+    std::map<int, Tile> scratch;  // spilled node values
+    for (const Launch& l : launches) {
+      Bundle b;
+      for (const SlotFill& f : l.fills) {
+        Record r{RecordType::kVmemTile, f.slot};
+        if (f.node < 0) {
+          r.data.fill(consts[-f.node - 1]);
+        } else if (scratch.count(f.node)) {
+          r.data = scratch[f.node];
+        } else {
+          const TileNode& t = prog.nodes[f.node];
+          for (int lane = 0; lane < kLanes; ++lane) {
+            const LeafLane& s = t.leaf[lane];
+            r.data[lane] = s.buf < 0 ? int32_t(s.bits)
+                                     : read_lane(snapshot[s.buf].data() + s.index * info[s.buf].bytes,
+                                                 info[s.buf].dtype);
+          }
+        }
+        b.records.push_back(r);
+      }
+      for (const Instr& in : l.program) {
+        Record r{RecordType::kInstr};
+        r.instr = in;
+        b.records.push_back(r);
+      }
+      for (const SlotDrain& d : l.drains) b.records.push_back(Record{RecordType::kOutputVmem, d.slot});
+      if (keep_tasm) stats.tasm.push_back(disassemble(b));
+      RunResult res;
+      try {
+        res = run_bundle(b);
+      } catch (const std::exception& e) {
+        throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
+                       disassemble(b));
+      }
+      for (size_t k = 0; k < l.drains.size(); ++k) {
+        const SlotDrain& d = l.drains[k];
+        const Tile& t = res.vmem_results[k];
+        if (d.spill >= 0) {
+          scratch[d.spill] = t;
+          continue;
+        }
+        const TileStore& st = prog.stores[d.store];
+        for (int lane = 0; lane < kLanes; ++lane)
+          if (st.active[lane])
+            write_lane(by_slot[st.buf]->data() + st.index[lane] * info[st.buf].bytes, info[st.buf].dtype,
+                       t[lane]);
+      }
+      ++stats.launches;
+      stats.cycles += res.cycles;
+      stats.sxu_cycles += res.sxu_cycles;
+    }
+    prog = TileProgram{};
+  };
+  for (int64_t c = 0; c < std::max<int64_t>(tracer.num_chunks(), 1); ++c) {
+    tracer.trace_chunk(c, prog);
+    if (prog.nodes.size() >= kBatchNodes) flush();
+  }
+  flush();
+  return stats;
+}
+
+}  // namespace tinytpu

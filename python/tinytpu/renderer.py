@@ -1,0 +1,61 @@
+"""TinyTPURenderer: hands tinygrad's linearized UOps to the C++ compiler as a compact text IR."""
+from __future__ import annotations
+from tinygrad.renderer import Renderer
+from tinygrad.device import Compiler
+from tinygrad.dtype import dtypes, DType
+from tinygrad.uop.ops import Ops, UOp
+from tinytpu import _core
+
+# dtype -> IR code. Lanes are 32 bits wide; narrower integers wrap at their own width.
+DTYPE_CODES: dict[DType, str] = {dtypes.void: "void", dtypes.bool: "bool", dtypes.int8: "i8", dtypes.uint8: "u8",
+  dtypes.int16: "i16", dtypes.uint16: "u16", dtypes.int32: "i32", dtypes.uint32: "u32", dtypes.int64: "i64",
+  dtypes.uint64: "u64", dtypes.float16: "f16", dtypes.bfloat16: "bf16", dtypes.float32: "f32", dtypes.float64: "f64",
+  dtypes.weakint: "idx", dtypes.weakfloat: "wf"}
+SUPPORTED_DTYPES = {dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
+                    dtypes.float32}
+
+def _dtype(dt: DType) -> str: return DTYPE_CODES.get(dt.scalar() if hasattr(dt, "scalar") else dt, dt.name.replace(" ", "_"))
+
+def _const(v) -> str:
+  if isinstance(v, bool): return str(int(v))
+  if isinstance(v, int): return str(v)
+  if isinstance(v, float): return v.hex()
+  raise NotImplementedError(f"TINYTPU: constant {v!r} of type {type(v).__name__}")
+
+def _arg(u: UOp) -> list[str]:
+  if u.op is Ops.CONST: return [_const(u.arg)]
+  if u.op is Ops.PARAM:
+    a = u.arg
+    lo, hi = a.vmin_vmax if a.vmin_vmax is not None else (0, 0)
+    return [str(a.slot), a.addrspace.name if a.addrspace is not None else "GLOBAL", str(int(lo)), str(int(hi))]
+  if u.op is Ops.RANGE: return [str(u.arg[0]), u.arg[1].name]
+  if u.op is Ops.BUFFER: return [getattr(u.arg, "addrspace", u.arg).name if hasattr(getattr(u.arg, "addrspace", u.arg), "name") else str(u.arg)]
+  return []
+
+def serialize(uops: list[UOp], name: str) -> str:
+  """One line per UOp: OP DTYPE NSRC SRC... ARG..."""
+  index = {u: i for i, u in enumerate(uops)}
+  lines = [f"KERNEL {name.encode('ascii', 'ignore').decode().replace(' ', '_') or 'kernel'}"]
+  for u in uops:
+    lines.append(" ".join([u.op.name, _dtype(u.dtype), str(len(u.src)), *(str(index[s]) for s in u.src), *_arg(u)]))
+  return "\n".join(lines) + "\n"
+
+class TinyTPUCompiler(Compiler):
+  def compile(self, src: str) -> bytes: return _core.compile_kernel(src)
+
+class TinyTPURenderer(Renderer):
+  supports_float4 = False  # scalar LOAD/STORE: the data plan gathers lanes itself
+  has_local = False
+  has_shared = False
+  global_max = None
+  # Ops the VPU does directly or in a few instructions; tinygrad decomposes the rest.
+  code_for_op = {op: None for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ,
+                                     Ops.WHERE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CDIV, Ops.CMOD,
+                                     Ops.RECIPROCAL, Ops.TRUNC)}
+  compiler = TinyTPUCompiler()
+  def supported_dtypes(self) -> set[DType]: return set(SUPPORTED_DTYPES)
+  def render(self, uops: list[UOp]) -> str:
+    name = next((u.arg.name for u in uops if u.op is Ops.SINK and u.arg is not None), "kernel")
+    src = serialize(uops, name)
+    _core.check_kernel(src)  # NotImplementedError naming the op, dtype and kernel
+    return src
