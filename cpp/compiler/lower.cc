@@ -55,29 +55,40 @@ bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::
 class Emitter {
  public:
   explicit Emitter(const TileProgram& p) : p_(p), vreg_(p.nodes.size(), -1), spilled_(p.nodes.size(), false) {
-    // Last use of each node, in the emission order (nodes interleaved with stores).
-    last_use_.assign(p.nodes.size(), -1);
+    // Emission order: each node, with the stores that follow it in program order. Positions in this
+    // order give every read a last-use time.
     needed_.assign(p.nodes.size(), false);
     for (const auto& s : p.stores) needed_[s.value] = true;
     for (int i = int(p.nodes.size()) - 1; i >= 0; --i)
       if (needed_[i])
         for (int o : {p.nodes[i].a, p.nodes[i].b, p.nodes[i].c})
           if (o >= 0) needed_[o] = true;
-    for (int i = 0; i < int(p.nodes.size()); ++i)
-      for (int o : {p.nodes[i].a, p.nodes[i].b, p.nodes[i].c})
-        if (o >= 0 && needed_[i]) last_use_[o] = std::max(last_use_[o], 2 * i);
-    for (int s = 0; s < int(p.stores.size()); ++s) {
-      int at = 2 * p.stores[s].after + 1;
-      last_use_[p.stores[s].value] = std::max(last_use_[p.stores[s].value], at);
+    size_t next_store = 0;
+    for (int i = 0; i <= int(p.nodes.size()); ++i) {
+      while (next_store < p.stores.size() && p.stores[next_store].after == i)
+        events_.push_back({false, int(next_store++)});
+      if (i < int(p.nodes.size()) && needed_[i]) events_.push_back({true, i});
+    }
+    last_use_.assign(p.nodes.size(), -1);
+    for (int e = 0; e < int(events_.size()); ++e) {
+      auto [is_node, id] = events_[e];
+      if (!is_node) {
+        last_use_[p.stores[id].value] = e;
+        continue;
+      }
+      for (int o : {p.nodes[id].a, p.nodes[id].b, p.nodes[id].c})
+        if (o >= 0) last_use_[o] = e;
     }
     begin_launch();
   }
 
   std::vector<Launch> run() {
-    size_t next_store = 0;
-    for (int i = 0; i <= int(p_.nodes.size()); ++i) {
-      while (next_store < p_.stores.size() && p_.stores[next_store].after == i) emit_store(int(next_store++));
-      if (i < int(p_.nodes.size()) && needed_[i]) emit_node(i);
+    for (pos_ = 0; pos_ < int(events_.size()); ++pos_) {
+      auto [is_node, id] = events_[pos_];
+      if (is_node)
+        emit_node(id);
+      else
+        emit_store(id);
     }
     finish_launch();
     return std::move(launches_);
@@ -85,23 +96,22 @@ class Emitter {
 
  private:
   const TileProgram& p_;
-  std::vector<int> vreg_;      // node -> vreg holding it in the current launch
-  std::vector<bool> spilled_;  // node value saved in scratch by an earlier launch
-  std::vector<int> last_use_;  // emission position (2*node or 2*after+1) of the last read
+  std::vector<int> vreg_;                     // node -> vreg holding it in the current launch
+  std::vector<bool> spilled_;                 // node value saved in scratch by an earlier launch
+  std::vector<std::pair<bool, int>> events_;  // (is a node, node or store index) in emission order
+  std::vector<int> last_use_;                 // event position of the last read
   std::vector<bool> needed_;
   std::vector<Launch> launches_;
   Launch cur_;
   std::bitset<kVregs> busy_;
   enum SlotState : uint8_t { kFree, kFilled, kUsed, kOut };
   std::array<SlotState, kSlots> slot_{};
-  std::map<int, int> fill_slot_;  // node -> slot it is filled into this launch
-  int pos_ = 0;                   // current emission position
+  int pos_ = 0;  // current emission position
 
   void begin_launch() {
     cur_ = Launch{};
     busy_.reset();
     slot_.fill(kFree);
-    fill_slot_.clear();
     std::fill(vreg_.begin(), vreg_.end(), -1);
   }
   void finish_launch() {
@@ -271,7 +281,6 @@ class Emitter {
   }
 
   void emit_node(int i) {
-    pos_ = 2 * i;
     const TileNode& n = p_.nodes[i];
     make_room(kNodeInstrs, kNodeSlots, kNodeTemps + 1, 0);
     int a = n.a >= 0 ? operand(n.a) : -1;
@@ -405,7 +414,6 @@ class Emitter {
 
   void emit_store(int s) {
     const TileStore& st = p_.stores[s];
-    pos_ = 2 * st.after + 1;
     make_room(2, 1, 0, 1);
     int r = operand(st.value);
     int slot = take_out_slot();

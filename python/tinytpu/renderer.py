@@ -28,7 +28,7 @@ def _arg(u: UOp) -> list[str]:
     a = u.arg
     lo, hi = a.vmin_vmax if a.vmin_vmax is not None else (0, 0)
     return [str(a.slot), a.addrspace.name if a.addrspace is not None else "GLOBAL", str(int(lo)), str(int(hi))]
-  if u.op is Ops.RANGE: return [str(u.arg[0]), u.arg[1].name]
+  if u.op is Ops.RANGE: return [str(u.arg[0]), u.arg[-1].name]  # (axis, [sub-axis,] AxisType)
   if u.op is Ops.BUFFER: return [getattr(u.arg, "addrspace", u.arg).name if hasattr(getattr(u.arg, "addrspace", u.arg), "name") else str(u.arg)]
   return []
 
