@@ -128,12 +128,12 @@ class Emitter {
   // Ends the launch if the next step might not fit; live values move to scratch.
   void make_room(int instrs, int slots, int vregs, int drains) {
     int live = 0;
-    for (int n = 0; n < int(vreg_.size()); ++n) live += vreg_[n] >= 0 && last_use_[n] > pos_;
+    for (int n = 0; n < int(vreg_.size()); ++n) live += vreg_[n] >= 0 && last_use_[n] >= pos_;
     bool fits = int(cur_.program.size()) + instrs + live <= kMaxInstrs && free_slots() >= slots + live &&
                 kVregs - int(busy_.count()) >= vregs && int(cur_.drains.size()) + drains + live <= kMaxDrains;
     if (fits) return;
     for (int n = 0; n < int(vreg_.size()); ++n) {
-      if (vreg_[n] < 0 || last_use_[n] <= pos_) continue;
+      if (vreg_[n] < 0 || last_use_[n] < pos_) continue;  // the current event still reads it
       int s = take_out_slot();
       emit(Instr{kStore, uint8_t(s), 0, uint8_t(vreg_[n])});
       cur_.drains.push_back({s, -1, n});
