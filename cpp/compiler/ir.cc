@@ -30,11 +30,11 @@ const DTypeRow& row(DType d) {
   return other;
 }
 
-constexpr const char* kOpNames[] = {"SINK",  "PARAM", "BUFFER",  "CONST", "CAST",  "BITCAST",    "RANGE",
-                                    "END",   "INDEX", "LOAD",    "STORE", "AFTER", "GROUP",      "IF",
-                                    "ENDIF", "NOOP",  "BARRIER", "ADD",   "SUB",   "MUL",        "NEG",
-                                    "MAX",   "CMPLT", "CMPNE",   "CMPEQ", "WHERE", "AND",        "OR",
-                                    "XOR",   "SHL",   "SHR",     "CDIV",  "CMOD",  "RECIPROCAL", "TRUNC"};
+constexpr const char* kOpNames[] = {
+    "SINK", "PARAM", "BUFFER", "CONST", "CAST", "BITCAST", "RANGE", "END",        "INDEX",
+    "LOAD", "STORE", "AFTER",  "GROUP", "IF",   "ENDIF",   "NOOP",  "BARRIER",    "STACK",
+    "ADD",  "SUB",   "MUL",    "NEG",   "MAX",  "CMPLT",   "CMPNE", "CMPEQ",      "WHERE",
+    "AND",  "OR",    "XOR",    "SHL",   "SHR",  "CDIV",    "CMOD",  "RECIPROCAL", "TRUNC"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == size_t(Op::kCount));
 
 bool is_int(DType d) {
@@ -72,12 +72,51 @@ bool lowerable(const Node& n) {
       return is_int(d) && d != DType::kU32;
     case Op::RECIPROCAL:
     case Op::TRUNC:
-      return false;
+      return d == DType::kF32;
+    case Op::STACK:
+      return n.src.empty();  // the empty shape of a scalar PARAM; vector STACKs never reach us
     case Op::CAST:
     case Op::BITCAST:
       return value || d == DType::kWeakFloat;
     default:
       return true;
+  }
+}
+
+int min_sources(Op op) {
+  switch (op) {
+    case Op::WHERE:
+      return 3;
+    case Op::END:
+    case Op::INDEX:
+    case Op::STORE:
+    case Op::ADD:
+    case Op::SUB:
+    case Op::MUL:
+    case Op::MAX:
+    case Op::CMPLT:
+    case Op::CMPNE:
+    case Op::CMPEQ:
+    case Op::AND:
+    case Op::OR:
+    case Op::XOR:
+    case Op::SHL:
+    case Op::SHR:
+    case Op::CDIV:
+    case Op::CMOD:
+      return 2;
+    case Op::CAST:
+    case Op::BITCAST:
+    case Op::RANGE:
+    case Op::LOAD:
+    case Op::AFTER:
+    case Op::IF:
+    case Op::NEG:
+    case Op::RECIPROCAL:
+    case Op::TRUNC:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -140,6 +179,13 @@ Kernel parse_kernel(std::string_view text) {
       ls >> a0;
       if (a0 != "REG") throw Unsupported("TINYTPU has no " + a0 + " memory (kernel " + k.name + ")");
     }
+    for (int src : n.src)
+      if (src < 0 || src >= int(k.nodes.size()))
+        throw std::invalid_argument("malformed kernel IR line " + std::to_string(lineno) + ": bad source " +
+                                    std::to_string(src));
+    if (int(n.src.size()) < min_sources(n.op))
+      throw std::invalid_argument("malformed kernel IR line " + std::to_string(lineno) + ": " + op +
+                                  " needs " + std::to_string(min_sources(n.op)) + " sources");
     if (!lowerable(n))
       throw Unsupported(std::string("TINYTPU cannot lower ") + op + " on " + dt + " in kernel " + k.name);
     k.nodes.push_back(std::move(n));

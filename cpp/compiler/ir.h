@@ -50,6 +50,7 @@ enum class Op : uint8_t {
   ENDIF,
   NOOP,
   BARRIER,
+  STACK,
   ADD,
   SUB,
   MUL,

@@ -39,6 +39,7 @@ enum Vpu : uint8_t {
   kFsub = 20,
   kFmax = 21,
   kFcmplt = 22,
+  kFrecip = 23,
   kI2f = 24,
   kF2i = 25,
   kNot = 26,
@@ -47,8 +48,22 @@ enum Vpu : uint8_t {
 
 constexpr int kMaxInstrs = 255;  // + HALT
 constexpr int kSlots = 32, kVregs = 16, kMaxDrains = 31;
-// Worst case of one tile node: instructions, new VMEM tiles and scratch vregs it may need.
-constexpr int kNodeInstrs = 24, kNodeSlots = 6, kNodeTemps = 5;
+// Worst case of one tile node: instructions, new VMEM tiles (operands, constants) and vregs it may need.
+struct Budget {
+  int instrs, slots, vregs;
+};
+Budget budget(const TileNode& n) {
+  switch (n.op) {
+    case Op::RECIPROCAL:
+      return {40, 14, 8};
+    case Op::TRUNC:
+      return {16, 8, 6};
+    case Op::CAST:
+      return {24, 10, 8};
+    default:
+      return {24, 6, 6};
+  }
+}
 
 bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16; }
 
@@ -280,9 +295,76 @@ class Emitter {
     for (int r : {mag, lo, sign, k16, m16, scale, k31}) release(r);
   }
 
+  // 1/x from exact ops: FRECIP's estimate plus one more Newton step (within an ulp or two), with the
+  // operand scaled by a power of two where the estimate breaks down (|x| >= 2^125, |x| < 2^-125) and
+  // IEEE's answers for 0, inf and NaN selected in.
+  void reciprocal(int d, int x) {
+    int ax = alloc_vreg(), c = alloc_vreg(), t = alloc_vreg(), xs = alloc_vreg(), post = alloc_vreg();
+    int m = constant(0x7FFFFFFF);
+    vpu(kAnd, ax, x, m);
+    release(m);
+    auto scale_if = [&](uint32_t limit, bool above, uint32_t in_scale, uint32_t out_scale) {
+      int lim = constant(int32_t(limit));
+      vpu(kCmplt, c, above ? lim : ax, above ? ax : lim);
+      release(lim);
+      int k = constant(int32_t(in_scale));
+      vpu(kFmul, t, x, k);
+      release(k);
+      emit(Instr{kSelect, 0, uint8_t(xs), uint8_t(c), 0, uint8_t(t), uint8_t(xs)});
+      int o = constant(int32_t(out_scale));
+      emit(Instr{kSelect, 0, uint8_t(post), uint8_t(c), 0, uint8_t(o), uint8_t(post)});
+      release(o);
+    };
+    vpu(kAnd, xs, x, x);
+    int one = constant(int32_t(0x3F800000));
+    vpu(kAnd, post, one, one);
+    release(one);
+    scale_if(0x7E000000u, true, 0x3E800000u, 0x3E800000u);   // |x| > 2^125: 1/(x/4) / 4
+    scale_if(0x01000000u, false, 0x4B800000u, 0x4B800000u);  // |x| < 2^-125: 1/(x*2^24) * 2^24
+    vpu(kFrecip, d, xs);
+    vpu(kFmul, t, xs, d);
+    int two = constant(int32_t(0x40000000));
+    vpu(kFsub, t, two, t);
+    release(two);
+    vpu(kFmul, d, d, t);
+    vpu(kFmul, d, d, post);
+    // Specials: 1/±0 = ±inf, 1/±inf = ±0, NaN stays NaN.
+    int sign = constant(int32_t(0x80000000u)), inf = constant(0x7F800000);
+    vpu(kAnd, t, x, sign);
+    vpu(kCmpeq, c, ax, inf);  // |x| == inf -> ±0
+    emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(t), uint8_t(d)});
+    vpu(kOr, t, t, inf);
+    int zero = constant(0);
+    vpu(kCmpeq, c, ax, zero);  // x == ±0 -> ±inf
+    emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(t), uint8_t(d)});
+    vpu(kCmplt, c, inf, ax);  // NaN
+    emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(x), uint8_t(d)});
+    for (int r : {ax, c, t, xs, post, sign, inf, zero}) release(r);
+  }
+  // Round toward zero: below 2^23 in magnitude through F2I/I2F (keeping the sign of -0.x), else x.
+  void trunc(int d, int x) {
+    int ax = alloc_vreg(), c = alloc_vreg();
+    int m = constant(0x7FFFFFFF);
+    vpu(kAnd, ax, x, m);
+    release(m);
+    int lim = constant(0x4B000000);  // 2^23
+    vpu(kCmplt, c, ax, lim);
+    release(lim);
+    vpu(kF2i, d, x);
+    vpu(kI2f, d, d);
+    int sign = constant(int32_t(0x80000000u));
+    vpu(kAnd, ax, x, sign);
+    vpu(kOr, d, d, ax);
+    release(sign);
+    emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(d), uint8_t(x)});
+    release(ax);
+    release(c);
+  }
+
   void emit_node(int i) {
     const TileNode& n = p_.nodes[i];
-    make_room(kNodeInstrs, kNodeSlots, kNodeTemps + 1, 0);
+    Budget need = budget(n);
+    make_room(need.instrs, need.slots, need.vregs, 0);
     int a = n.a >= 0 ? operand(n.a) : -1;
     int b = n.b >= 0 ? operand(n.b) : -1;
     int c = n.c >= 0 ? operand(n.c) : -1;
@@ -376,6 +458,12 @@ class Emitter {
       }
       case Op::BITCAST:
         vpu(kAnd, d, a, a);
+        break;
+      case Op::RECIPROCAL:
+        reciprocal(d, a);
+        break;
+      case Op::TRUNC:
+        trunc(d, a);
         break;
       case Op::CAST:
         if (n.dtype == DType::kBool) {

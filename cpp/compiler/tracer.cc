@@ -190,6 +190,7 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
       case Op::GROUP:
       case Op::NOOP:
       case Op::BARRIER:
+      case Op::STACK:
         break;
       case Op::PARAM:
         if (n.global) {
@@ -273,14 +274,12 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
         const Value* alt = n.src.size() == 3 ? &src(1) : nullptr;
         if (gate && gate->kind != Value::kConst)
           throw Unsupported("kernel " + k_.name + ": load gated by data");
-        if (alt && alt->kind != Value::kConst)
-          throw Unsupported("kernel " + k_.name + ": computed load fallback");
         TileNode t{Op::LOAD, n.dtype};
         auto m = lane_mask();
         for (int l = 0; l < kLanes; ++l) {
           if (!m[l]) continue;
           if (gate && !gate->v[l]) {
-            t.leaf[l].bits = uint32_t(alt->v[l]);
+            if (alt->kind == Value::kConst) t.leaf[l].bits = uint32_t(alt->v[l]);
           } else {
             if (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf))
               throw Unsupported("kernel " + k_.name + ": load of element " + std::to_string(p.v[l]) +
@@ -290,6 +289,12 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
           }
         }
         res = new_tile(t);
+        if (alt && alt->kind != Value::kConst) {  // a computed fallback: select it where the gate is off
+          Value g = *gate;
+          g.dtype = DType::kBool;
+          TileNode w{Op::WHERE, n.dtype, DType::kBool, to_tile(g), res.tile, to_tile(*alt)};
+          res = new_tile(w);
+        }
         break;
       }
       case Op::STORE: {
