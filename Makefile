@@ -5,7 +5,10 @@ DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang
 PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothesis cmake ninja
 CPP_BUILD := build/cpp
 
-.PHONY: deps install cpp-build test test-cpp test-py demo bench clean format
+UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
+TINYGRAD_SDIST := $(UPSTREAM_CACHE)/tinygrad-0.14.0.tar.gz
+
+.PHONY: deps install cpp-build test test-cpp test-py test-upstream demo bench clean format
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -34,7 +37,17 @@ test-cpp: cpp-build
 test-py: install
 	$(PYTHON) -m pytest -q tests_py
 
-test: test-cpp test-py
+# tinygrad's own test/test_tiny.py from the 0.14.0 sdist, kept outside the repo, run on TINYTPU.
+$(TINYGRAD_SDIST):
+	mkdir -p $(UPSTREAM_CACHE)
+	$(PYTHON) -m pip download -q --no-binary :all: --no-deps tinygrad==0.14.0 -d $(UPSTREAM_CACHE)
+
+test-upstream: install $(TINYGRAD_SDIST)
+	rm -rf build/upstream && mkdir -p build/upstream
+	tar -xzf $(TINYGRAD_SDIST) -C build/upstream tinygrad-0.14.0/test/test_tiny.py
+	cd build/upstream/tinygrad-0.14.0 && DEV=TINYTPU $(PYTHON) -m pytest -q -p no:cacheprovider test/test_tiny.py
+
+test: test-cpp test-py test-upstream
 
 demo: install
 	$(PYTHON) -m tinytpu demo
