@@ -1,0 +1,122 @@
+"""The TINYTPU device against tinygrad's CPU device: same expression, same inputs, results compared
+exactly for integers and within float32 tolerance for floats."""
+import numpy as np
+import pytest
+import tinytpu
+from tinygrad import Tensor, dtypes, Device
+
+INT_DTYPES = [dtypes.int32, dtypes.int16, dtypes.int8, dtypes.uint8, dtypes.uint16, dtypes.uint32]
+rng = np.random.default_rng(0)
+
+def data(shape, dtype, lo=-100, hi=100):
+  if dtypes.is_float(dtype): return rng.uniform(lo, hi, size=shape).astype(np.float32)
+  if dtype == dtypes.bool: return rng.integers(0, 2, size=shape).astype(np.bool_)
+  info = np.iinfo(dtypes.as_numpy_dtype(dtype) if hasattr(dtypes, "as_numpy_dtype") else np.dtype(dtype.fmt))
+  return rng.integers(max(lo, info.min), min(hi, info.max) + 1, size=shape).astype(np.dtype(dtype.fmt))
+
+def both(fn, *arrays, dtype=None):
+  outs = []
+  for dev in ("TINYTPU", "CPU"):
+    ts = [Tensor(a, device=dev, dtype=dtype) if dtype is not None else Tensor(a, device=dev) for a in arrays]
+    outs.append(fn(*ts).numpy())
+  return outs
+
+def check(fn, *arrays, dtype=None, atol=1e-6, rtol=1e-6):
+  got, want = both(fn, *arrays, dtype=dtype)
+  assert got.dtype == want.dtype and got.shape == want.shape
+  if np.issubdtype(got.dtype, np.floating): np.testing.assert_allclose(got, want, atol=atol, rtol=rtol, equal_nan=True)
+  else: np.testing.assert_array_equal(got, want)
+
+BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+          "max": lambda a, b: a.maximum(b), "min": lambda a, b: a.minimum(b), "lt": lambda a, b: a < b,
+          "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "gt": lambda a, b: a > b}
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+@pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.float32, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint32])
+def test_binary(op, dtype):
+  check(BINARY[op], data((7, 5), dtype), data((7, 5), dtype), dtype=dtype)
+
+@pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.int16, dtypes.int8])
+def test_int_division_and_mod(dtype):
+  a, b = data((40,), dtype), data((40,), dtype)
+  b[b == 0] = 3
+  check(lambda x, y: x // y, a, b, dtype=dtype)
+  check(lambda x, y: x % y, a, b, dtype=dtype)
+
+@pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.uint8, dtypes.int16])
+def test_bitwise_and_shifts(dtype):
+  a, b = data((33,), dtype, 0, 100), data((33,), dtype, 0, 100)
+  check(lambda x, y: (x & y) | (x ^ 5), a, b, dtype=dtype)
+  check(lambda x: (x << 2) + (x >> 1), a, dtype=dtype)
+
+def test_int_wraparound():
+  a = np.array([2**31 - 1, -2**31, 12345678, -7], dtype=np.int32)
+  check(lambda x: x * 3 + 7, a)
+  check(lambda x: x.cast(dtypes.int8) * 3, a)
+  check(lambda x: x.cast(dtypes.uint16) + 65535, a)
+
+FLOAT_UNARY = {"neg": lambda x: -x, "abs": lambda x: x.abs(), "relu": lambda x: x.relu(), "recip": lambda x: 1 / x,
+               "div": lambda x: x / 3.0, "trunc": lambda x: x.trunc(), "floor": lambda x: x.floor(),
+               "exp": lambda x: x.exp(), "log": lambda x: x.abs().log(), "sqrt": lambda x: x.abs().sqrt(),
+               "sigmoid": lambda x: x.sigmoid(), "tanh": lambda x: x.tanh()}
+
+@pytest.mark.parametrize("op", sorted(FLOAT_UNARY))
+def test_float_unary(op):
+  check(FLOAT_UNARY[op], data((6, 6), dtypes.float32, -5, 5), atol=1e-5, rtol=1e-5)
+
+def test_float_add_mul_bit_exact():
+  a, b = data((64,), dtypes.float32, -1e6, 1e6), data((64,), dtypes.float32, -1e-3, 1e-3)
+  got, want = both(lambda x, y: x * y + x, a, b)
+  np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+
+@pytest.mark.parametrize("src,dst", [(dtypes.int32, dtypes.float32), (dtypes.float32, dtypes.int32), (dtypes.int32, dtypes.bool),
+                                     (dtypes.float32, dtypes.bool), (dtypes.uint8, dtypes.int32), (dtypes.int32, dtypes.uint8),
+                                     (dtypes.bool, dtypes.float32), (dtypes.int16, dtypes.float32)])
+def test_casts(src, dst):
+  a = data((50,), src, -1000, 1000)
+  if src == dtypes.int32: a[:4] = [2**31 - 1, -2**31, 16777217, -16777217]
+  check(lambda x: x.cast(dst), a, dtype=src)
+
+REDUCTION_CASES = [(op, dt) for op in ("sum", "max", "min", "prod", "mean") for dt in (dtypes.int32, dtypes.float32)]
+
+@pytest.mark.parametrize("op,dtype", REDUCTION_CASES)
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_reductions(op, dtype, axis):
+  a = data((5, 9), dtype, -3, 4)
+  check(lambda x: getattr(x, op)(axis=axis), a, dtype=dtype, atol=1e-5, rtol=1e-5)
+  check(lambda x: getattr(x, op)(axis=axis, keepdim=True) if axis is not None else getattr(x, op)(), a, dtype=dtype,
+        atol=1e-5, rtol=1e-5)
+
+@pytest.mark.parametrize("op", ["argmax", "argmin", "any", "all", "cumsum"])
+def test_other_reductions(op):
+  a = data((6, 7), dtypes.int32, -5, 5)
+  check(lambda x: getattr(x, op)(axis=1), a)
+
+MOVEMENT = {"reshape": lambda x: x.reshape(4, 6), "permute": lambda x: x.permute(1, 0) + 0,
+            "expand": lambda x: x[:, :1].expand(6, 4) + 0, "pad": lambda x: x.pad(((1, 2), (0, 3))),
+            "shrink": lambda x: x[1:5, 1:3] + 0, "flip": lambda x: x.flip(0) + 0,
+            "cat": lambda x: x.cat(x * 2, dim=1), "stack": lambda x: Tensor.stack(x, x + 1),
+            "getitem": lambda x: x[::2, 1] + 0, "where": lambda x: (x > 0).where(x, -x)}
+
+@pytest.mark.parametrize("op", sorted(MOVEMENT))
+def test_movement(op):
+  check(MOVEMENT[op], data((6, 4), dtypes.int32))
+
+@pytest.mark.parametrize("n", [1, 17, 1000, 100_003])
+def test_sizes(n):
+  a, b = data((n,), dtypes.int32), data((n,), dtypes.int32)
+  check(lambda x, y: x * 2 + y, a, b)
+
+def test_float_matmul_on_vpu():
+  check(lambda x, y: x @ y, data((5, 7), dtypes.float32, -1, 1), data((7, 3), dtypes.float32, -1, 1), atol=1e-5)
+
+def test_counters_and_simulated_time():
+  tinytpu.reset_counters()
+  a = Tensor(np.arange(16, dtype=np.int32), device="TINYTPU")
+  (a + a).realize()
+  c = tinytpu.counters()
+  assert c["kernels"] >= 1 and c["launches"] >= 1 and c["cycles"] >= c["sxu_cycles"] > 0
+
+def test_unsupported_raises_at_render_time():
+  with pytest.raises(NotImplementedError, match="TINYTPU"):
+    Tensor([1.5, 2.5], device="TINYTPU", dtype=dtypes.float16).cast(dtypes.float64).realize()
