@@ -46,7 +46,21 @@ OUTPUT_VMEM VMEM[3]
 END
 """
 
+def tinygrad_examples():
+  from tinygrad import Tensor, dtypes
+  def show(name, t):
+    tinytpu.reset_counters()
+    out = t.tolist()
+    c = tinytpu.counters()
+    print(f"{name:11s} {out}\n            cycles {c['cycles']} in {c['launches']} launch(es), {c['kernels']} kernel(s)")
+  a = Tensor([1, 2, 3, 4], dtype=dtypes.int32, device="TINYTPU")
+  show("int add", a + Tensor([10, 20, 30, 40], dtype=dtypes.int32, device="TINYTPU"))
+  show("relu", (Tensor(list(range(8)), device="TINYTPU") - 4).relu())
+  show("sum", Tensor(list(range(256)), device="TINYTPU").sum())
+  show("float", (Tensor([0.5, -1.25, 3.0], device="TINYTPU") * 2.5 + 1).exp())
+
 def main():
+  print("-- TASM programs on the TensorCore model")
   r = tinytpu.run_tasm(ADD)
   print(f"add_16      {r.vmem_results[0]}\n            cycles {r.cycles} (sxu {r.sxu_cycles})")
   r = tinytpu.run_tasm(GEMM)
@@ -54,6 +68,8 @@ def main():
   r = tinytpu.run_tasm(FLOAT)
   print(f"float fma   {[unf32(v) for v in r.vmem_results[0]]}")
   print(f"float max   {unf32(r.vmem_results[1][0])}\n            cycles {r.cycles} (sxu {r.sxu_cycles})")
+  print("-- tinygrad on device TINYTPU")
+  tinygrad_examples()
 
 if __name__ == "__main__":
   main()

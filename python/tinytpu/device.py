@@ -18,6 +18,7 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
     self.dev, self.name, self.kernel = dev, obj.name, _core.Kernel(obj.lib)
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
     stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4)
+    for i, tasm in enumerate(stats.tasm): print(f"# {self.name} launch {i}\n{tasm}", end="")
     _counters["kernels"] += 1
     _counters["launches"] += stats.launches
     _counters["cycles"] += stats.cycles
