@@ -48,22 +48,9 @@ enum Vpu : uint8_t {
 
 constexpr int kMaxInstrs = 255;  // + HALT
 constexpr int kSlots = 32, kVregs = 16, kMaxDrains = 31;
-// Worst case of one tile node: instructions, new VMEM tiles (operands, constants) and vregs it may need.
-struct Budget {
-  int instrs, slots, vregs;
-};
-Budget budget(const TileNode& n) {
-  switch (n.op) {
-    case Op::RECIPROCAL:
-      return {40, 14, 8};
-    case Op::TRUNC:
-      return {16, 8, 6};
-    case Op::CAST:
-      return {24, 10, 8};
-    default:
-      return {24, 6, 6};
-  }
-}
+// Thrown when the node being emitted does not fit the current launch: the emitter rolls back, ends the
+// launch (spilling live values) and emits the node again into a fresh one.
+struct NoRoom {};
 
 bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16; }
 
@@ -99,11 +86,9 @@ class Emitter {
 
   std::vector<Launch> run() {
     for (pos_ = 0; pos_ < int(events_.size()); ++pos_) {
-      auto [is_node, id] = events_[pos_];
-      if (is_node)
-        emit_node(id);
-      else
-        emit_store(id);
+      bool is_node = events_[pos_].first;
+      int id = events_[pos_].second;
+      transact([&] { is_node ? emit_node(id) : emit_store(id); });
     }
     finish_launch();
     return std::move(launches_);
@@ -140,29 +125,57 @@ class Emitter {
     return int(
         std::count_if(slot_.begin(), slot_.end(), [](SlotState s) { return s == kFree || s == kUsed; }));
   }
-  // Ends the launch if the next step might not fit; live values move to scratch.
-  void make_room(int instrs, int slots, int vregs, int drains) {
-    int live = 0;
-    for (int n = 0; n < int(vreg_.size()); ++n) live += vreg_[n] >= 0 && last_use_[n] >= pos_;
-    bool fits = int(cur_.program.size()) + instrs + live <= kMaxInstrs && free_slots() >= slots + live &&
-                kVregs - int(busy_.count()) >= vregs && int(cur_.drains.size()) + drains + live <= kMaxDrains;
-    if (fits) return;
+  // Ends the launch: values still to be read move to scratch through output tiles. The invariants kept
+  // by emit(), take_out_slot() and alloc_vreg() (room for one STORE and one output per busy vreg)
+  // guarantee this fits.
+  void cut() {
     for (int n = 0; n < int(vreg_.size()); ++n) {
-      if (vreg_[n] < 0 || last_use_[n] < pos_) continue;  // the current event still reads it
-      int s = take_out_slot();
-      emit(Instr{kStore, uint8_t(s), 0, uint8_t(vreg_[n])});
+      if (vreg_[n] < 0 || last_use_[n] < pos_) continue;  // the current event may still read it
+      int s = 0;
+      while (slot_[s] == kOut) ++s;
+      slot_[s] = kOut;
+      cur_.program.push_back(Instr{kStore, uint8_t(s), 0, uint8_t(vreg_[n])});
       cur_.drains.push_back({s, -1, n});
       spilled_[n] = true;
     }
     finish_launch();
   }
+  // Runs one event's emission as a transaction against the launch limits.
+  template <class Body>
+  void transact(Body body) {
+    Launch saved_launch = cur_;
+    auto saved_busy = busy_;
+    auto saved_slots = slot_;
+    auto saved_vregs = vreg_;
+    size_t saved_consts = consts_.size();
+    try {
+      body();
+      return;
+    } catch (const NoRoom&) {
+    }
+    cur_ = std::move(saved_launch);
+    busy_ = saved_busy;
+    slot_ = saved_slots;
+    vreg_ = std::move(saved_vregs);
+    consts_.resize(saved_consts);
+    cut();
+    try {
+      body();
+    } catch (const NoRoom&) {
+      throw Unsupported("internal: one tile operation does not fit an empty launch");
+    }
+  }
+  int out_slots() const { return int(std::count(slot_.begin(), slot_.end(), kOut)); }
   int take_out_slot() {
+    if (out_slots() + 1 + int(busy_.count()) > kSlots ||
+        int(cur_.drains.size()) + 1 + int(busy_.count()) > kMaxDrains)
+      throw NoRoom{};
     for (int s = 0; s < kSlots; ++s)
       if (slot_[s] == kUsed || slot_[s] == kFree) {
         slot_[s] = kOut;
         return s;
       }
-    throw Unsupported("internal: no VMEM tile left for an output");
+    throw NoRoom{};
   }
   int alloc_vreg() {
     for (int r = 0; r < kVregs; ++r)
@@ -170,18 +183,21 @@ class Emitter {
         busy_.set(r);
         return r;
       }
-    throw Unsupported("internal: out of vregs");
+    throw NoRoom{};
   }
   void release(int r) { busy_.reset(r); }
-  void emit(Instr in) { cur_.program.push_back(in); }
+  void emit(Instr in) {
+    if (int(cur_.program.size()) + 1 + int(busy_.count()) > kMaxInstrs) throw NoRoom{};
+    cur_.program.push_back(in);
+  }
   void vpu(uint8_t op, int d, int a, int b = 0) {
     emit(Instr{kVpu, 0, uint8_t(d), uint8_t(a), op, uint8_t(b)});
   }
 
   // A VMEM tile filled by the loader (a leaf, a constant, or a spilled value), loaded into a fresh vreg.
   int load_fill(int node) {
-    int s = 0;
-    while (slot_[s] != kFree) ++s;
+    int s = int(std::find(slot_.begin(), slot_.end(), kFree) - slot_.begin());
+    if (s == kSlots) throw NoRoom{};
     slot_[s] = kUsed;  // consumed by the LOAD below, so the slot can take an output later
     cur_.fills.push_back({s, node});
     int r = alloc_vreg();
@@ -363,8 +379,6 @@ class Emitter {
 
   void emit_node(int i) {
     const TileNode& n = p_.nodes[i];
-    Budget need = budget(n);
-    make_room(need.instrs, need.slots, need.vregs, 0);
     int a = n.a >= 0 ? operand(n.a) : -1;
     int b = n.b >= 0 ? operand(n.b) : -1;
     int c = n.c >= 0 ? operand(n.c) : -1;
@@ -502,7 +516,6 @@ class Emitter {
 
   void emit_store(int s) {
     const TileStore& st = p_.stores[s];
-    make_room(2, 1, 0, 1);
     int r = operand(st.value);
     int slot = take_out_slot();
     emit(Instr{kStore, uint8_t(slot), 0, uint8_t(r)});
