@@ -1,0 +1,96 @@
+// The UOp compiler: IR parsing and checks, lane tracing, lowering within the hardware limits, execution.
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "compiler/ir.h"
+#include "compiler/lower.h"
+#include "compiler/tracer.h"
+#include "runtime/executor.h"
+#include "sim/config.h"
+
+using namespace tinytpu;
+using namespace tinytpu::compiler;
+using Catch::Matchers::Contains;
+
+namespace {
+// out[i] = a[i] * b[i] + 3 for i < n (int32), as the renderer serialises it.
+std::string muladd_ir(int n) {
+  return "KERNEL muladd\n"
+         "CONST idx 0 " +
+         std::to_string(n) +
+         "\n"                                              // 0
+         "PARAM i32 1 0 0 GLOBAL 0 0\n"                    // 1 out
+         "PARAM i32 1 0 1 GLOBAL 0 0\n"                    // 2 a
+         "PARAM i32 1 0 2 GLOBAL 0 0\n"                    // 3 b
+         "RANGE i32 1 0 0 WEAK\n"                          // 4
+         "INDEX i32 2 2 4\nLOAD i32 1 5\n"                 // 5, 6
+         "INDEX i32 2 3 4\nLOAD i32 1 7\n"                 // 7, 8
+         "MUL i32 2 6 8\nCONST i32 0 3\nADD i32 2 9 10\n"  // 9, 10, 11
+         "INDEX i32 2 1 4\nSTORE void 2 12 11\n"           // 12, 13
+         "END void 2 13 4\nSINK void 1 14\n";
+}
+}  // namespace
+
+TEST_CASE("IR: unknown ops and dtypes are NotImplemented, malformed IR is rejected") {
+  CHECK_THROWS_WITH(parse_kernel("KERNEL k\nCONST f64 0 1\n"), Contains("dtype f64") && Contains("kernel k"));
+  CHECK_THROWS_WITH(parse_kernel("KERNEL k\nWMMA f32 0\n"), Contains("op WMMA"));
+  CHECK_THROWS_AS(parse_kernel("KERNEL k\nCONST i32 0 1\nCDIV u32 2 0 0\n"), Unsupported);
+  CHECK_THROWS_AS(parse_kernel("KERNEL k\nADD i32 2 0 5\n"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_kernel("KERNEL k\nCONST i32 0 1\nADD i32 1 0\n"), std::invalid_argument);
+  CHECK(parse_kernel(muladd_ir(5)).nodes.size() == 16);
+}
+
+TEST_CASE("tracer: 16 iterations per chunk, inactive lanes past the end") {
+  Kernel k = parse_kernel(muladd_ir(20));
+  Tracer t(k, {}, {20, 20, 20});
+  REQUIRE(t.num_chunks() == 2);
+  TileProgram p;
+  t.trace_chunk(1, p);
+  REQUIRE(p.stores.size() == 1);
+  const TileStore& s = p.stores[0];
+  for (int l = 0; l < kLanes; ++l) {
+    CHECK(s.active[l] == (l < 4));
+    if (l < 4) CHECK(s.index[l] == 16 + l);
+  }
+  const TileNode& leaf = p.nodes[p.nodes[p.nodes[s.value].a].a];  // (a*b)+3 -> a*b -> a
+  CHECK(leaf.op == Op::LOAD);
+  CHECK(leaf.leaf[2].buf == 1);
+  CHECK(leaf.leaf[2].index == 18);
+}
+
+TEST_CASE("lowering splits long tile programs into launches within the hardware limits") {
+  Kernel k = parse_kernel(muladd_ir(16 * 40));
+  Tracer t(k, {}, {640, 640, 640});
+  TileProgram p;
+  for (int c = 0; c < 40; ++c) t.trace_chunk(c, p);
+  std::vector<int32_t> consts;
+  auto launches = lower(p, consts);
+  CHECK(launches.size() > 1);
+  size_t stores = 0;
+  for (const Launch& l : launches) {
+    CHECK(l.program.size() <= size_t(TensorCoreConfig::kProgDepth));
+    CHECK(l.fills.size() <= size_t(TensorCoreConfig::kDepth));
+    CHECK(l.drains.size() <= size_t(TensorCoreConfig::kMaxOutputs));
+    CHECK(l.program.back().op == 7);  // HALT
+    for (const SlotDrain& d : l.drains) stores += d.store >= 0;
+  }
+  CHECK(stores == 40);
+}
+
+TEST_CASE("executor: a kernel runs on the TensorCore and writes device memory") {
+  CompiledKernel k(muladd_ir(21));
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(21 * 4), DeviceBuffer(21 * 4), DeviceBuffer(21 * 4)};
+  for (int i = 0; i < 21; ++i) {
+    int32_t a = i - 10, b = 1000 * i;
+    std::memcpy(bufs[1].data() + 4 * i, &a, 4);
+    std::memcpy(bufs[2].data() + 4 * i, &b, 4);
+  }
+  KernelStats s = k.run(bufs, {}, true);
+  for (int i = 0; i < 21; ++i) {
+    int32_t out;
+    std::memcpy(&out, bufs[0].data() + 4 * i, 4);
+    CHECK(out == (i - 10) * 1000 * i + 3);
+  }
+  CHECK(s.launches == s.tasm.size());
+  CHECK(s.cycles > s.sxu_cycles);
+}
