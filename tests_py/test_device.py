@@ -120,3 +120,14 @@ def test_counters_and_simulated_time():
 def test_unsupported_raises_at_render_time():
   with pytest.raises(NotImplementedError, match="TINYTPU"):
     Tensor([1.5, 2.5], device="TINYTPU", dtype=dtypes.float16).cast(dtypes.float64).realize()
+
+def test_fast_math_is_opt_in():
+  import os, subprocess, sys
+  code = ("import tinytpu, numpy as np; from tinygrad import Tensor; "
+          "t = Tensor(np.array([0.5, 2.0], dtype=np.float32), device='TINYTPU'); print(t.exp2().numpy()[0], (1 / t).numpy()[1])")
+  run = lambda fast: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                    env={**os.environ, "TINYTPU_FAST_MATH": fast}).stdout.split()
+  exact, fast = run("0"), run("1")
+  assert abs(float(exact[0]) - 2 ** 0.5) < 1e-6 and float(exact[1]) == 0.5
+  # The TranscUnit's EXP2 polynomial (hardware.md §2.5) is visibly approximate; FRECIP is close.
+  assert abs(float(fast[0]) - 2 ** 0.5) > 1e-3 and abs(float(fast[1]) - 0.5) < 1e-6

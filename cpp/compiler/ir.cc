@@ -31,10 +31,10 @@ const DTypeRow& row(DType d) {
 }
 
 constexpr const char* kOpNames[] = {
-    "SINK", "PARAM", "BUFFER", "CONST", "CAST", "BITCAST", "RANGE", "END",        "INDEX",
-    "LOAD", "STORE", "AFTER",  "GROUP", "IF",   "ENDIF",   "NOOP",  "BARRIER",    "STACK",
-    "ADD",  "SUB",   "MUL",    "NEG",   "MAX",  "CMPLT",   "CMPNE", "CMPEQ",      "WHERE",
-    "AND",  "OR",    "XOR",    "SHL",   "SHR",  "CDIV",    "CMOD",  "RECIPROCAL", "TRUNC"};
+    "SINK",  "PARAM", "BUFFER", "CONST", "CAST",       "BITCAST", "RANGE",   "END",   "INDEX", "LOAD",
+    "STORE", "AFTER", "GROUP",  "IF",    "ENDIF",      "NOOP",    "BARRIER", "STACK", "ADD",   "SUB",
+    "MUL",   "NEG",   "MAX",    "CMPLT", "CMPNE",      "CMPEQ",   "WHERE",   "AND",   "OR",    "XOR",
+    "SHL",   "SHR",   "CDIV",   "CMOD",  "RECIPROCAL", "TRUNC",   "EXP2",    "LOG2",  "SIN"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == size_t(Op::kCount));
 
 bool is_int(DType d) {
@@ -44,7 +44,7 @@ bool is_int(DType d) {
 
 // Which (op, result dtype) pairs the lowering implements. Index arithmetic (kIndex) is folded at compile
 // time and never reaches the TensorCore.
-bool lowerable(const Node& n) {
+bool lowerable(const Node& n, bool fast_math) {
   DType d = n.dtype;
   bool value = is_int(d) || d == DType::kBool || d == DType::kF32;
   switch (n.op) {
@@ -73,6 +73,10 @@ bool lowerable(const Node& n) {
     case Op::RECIPROCAL:
     case Op::TRUNC:
       return d == DType::kF32;
+    case Op::EXP2:
+    case Op::LOG2:
+    case Op::SIN:
+      return d == DType::kF32 && fast_math;  // only listed in code_for_op under TINYTPU_FAST_MATH
     case Op::STACK:
       return n.src.empty();  // the empty shape of a scalar PARAM; vector STACKs never reach us
     case Op::CAST:
@@ -114,6 +118,9 @@ int min_sources(Op op) {
     case Op::NEG:
     case Op::RECIPROCAL:
     case Op::TRUNC:
+    case Op::EXP2:
+    case Op::LOG2:
+    case Op::SIN:
       return 1;
     default:
       return 0;
@@ -140,7 +147,9 @@ Kernel parse_kernel(std::string_view text) {
     std::string op, dt;
     ls >> op;
     if (op == "KERNEL") {
-      ls >> k.name;
+      std::string flag;
+      ls >> k.name >> flag;
+      k.fast_math = flag == "fastmath";
       continue;
     }
     ls >> dt;
@@ -186,7 +195,7 @@ Kernel parse_kernel(std::string_view text) {
     if (int(n.src.size()) < min_sources(n.op))
       throw std::invalid_argument("malformed kernel IR line " + std::to_string(lineno) + ": " + op +
                                   " needs " + std::to_string(min_sources(n.op)) + " sources");
-    if (!lowerable(n))
+    if (!lowerable(n, k.fast_math))
       throw Unsupported(std::string("TINYTPU cannot lower ") + op + " on " + dt + " in kernel " + k.name);
     k.nodes.push_back(std::move(n));
   }

@@ -69,6 +69,9 @@ enum class Op : uint8_t {
   CMOD,
   RECIPROCAL,
   TRUNC,
+  EXP2,
+  LOG2,
+  SIN,
   kCount
 };
 const char* op_name(Op op);
@@ -86,6 +89,7 @@ struct Node {
 
 struct Kernel {
   std::string name;
+  bool fast_math = false;  // TINYTPU_FAST_MATH: FRECIP alone, TranscUnit EXP2/LOG2/SIN (approximate)
   std::vector<Node> nodes;
 };
 

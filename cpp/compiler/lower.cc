@@ -43,6 +43,9 @@ enum Vpu : uint8_t {
   kI2f = 24,
   kF2i = 25,
   kNot = 26,
+  kExp2 = 51,
+  kLog2 = 52,
+  kSin = 53,
   kMaxU32 = 83
 };
 
@@ -56,7 +59,8 @@ bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::
 
 class Emitter {
  public:
-  explicit Emitter(const TileProgram& p) : p_(p), vreg_(p.nodes.size(), -1), spilled_(p.nodes.size(), false) {
+  Emitter(const TileProgram& p, bool fast_math)
+      : p_(p), fast_math_(fast_math), vreg_(p.nodes.size(), -1), spilled_(p.nodes.size(), false) {
     // Emission order: each node, with the stores that follow it in program order. Positions in this
     // order give every read a last-use time.
     needed_.assign(p.nodes.size(), false);
@@ -96,6 +100,7 @@ class Emitter {
 
  private:
   const TileProgram& p_;
+  bool fast_math_;
   std::vector<int> vreg_;                     // node -> vreg holding it in the current launch
   std::vector<bool> spilled_;                 // node value saved in scratch by an earlier launch
   std::vector<std::pair<bool, int>> events_;  // (is a node, node or store index) in emission order
@@ -474,7 +479,19 @@ class Emitter {
         vpu(kAnd, d, a, a);
         break;
       case Op::RECIPROCAL:
-        reciprocal(d, a);
+        if (fast_math_)
+          vpu(kFrecip, d, a);
+        else
+          reciprocal(d, a);
+        break;
+      case Op::EXP2:
+        vpu(kExp2, d, a);
+        break;
+      case Op::LOG2:
+        vpu(kLog2, d, a);
+        break;
+      case Op::SIN:
+        vpu(kSin, d, a);
         break;
       case Op::TRUNC:
         trunc(d, a);
@@ -529,8 +546,8 @@ class Emitter {
 
 }  // namespace
 
-std::vector<Launch> lower(const TileProgram& prog, std::vector<int32_t>& constants) {
-  Emitter e(prog);
+std::vector<Launch> lower(const TileProgram& prog, std::vector<int32_t>& constants, bool fast_math) {
+  Emitter e(prog, fast_math);
   auto launches = e.run();
   constants = e.consts_;
   return launches;

@@ -27,6 +27,6 @@ struct Launch {
 
 // Instruction selection, register and VMEM allocation, and splitting into launches.
 // Constant tiles the code needs are returned in `constants` (uniform values).
-std::vector<Launch> lower(const TileProgram& prog, std::vector<int32_t>& constants);
+std::vector<Launch> lower(const TileProgram& prog, std::vector<int32_t>& constants, bool fast_math = false);
 
 }  // namespace tinytpu::compiler

@@ -83,7 +83,7 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
   auto flush = [&] {
     if (prog.stores.empty()) return;
     std::vector<int32_t> consts;
-    auto launches = lower(prog, consts);
+    auto launches = lower(prog, consts, kernel_.fast_math);
     std::map<int, Tile> scratch;  // spilled node values
     for (const Launch& l : launches) {
       Bundle b;

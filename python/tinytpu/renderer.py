@@ -4,7 +4,10 @@ from tinygrad.renderer import Renderer
 from tinygrad.device import Compiler
 from tinygrad.dtype import dtypes, DType
 from tinygrad.uop.ops import Ops, UOp
+from tinygrad.helpers import getenv
 from tinytpu import _core
+
+FAST_MATH = bool(getenv("TINYTPU_FAST_MATH", 0))
 
 # dtype -> IR code. Lanes are 32 bits wide; narrower integers wrap at their own width.
 DTYPE_CODES: dict[DType, str] = {dtypes.void: "void", dtypes.bool: "bool", dtypes.int8: "i8", dtypes.uint8: "u8",
@@ -35,7 +38,7 @@ def _arg(u: UOp) -> list[str]:
 def serialize(uops: list[UOp], name: str) -> str:
   """One line per UOp: OP DTYPE NSRC SRC... ARG..."""
   index = {u: i for i, u in enumerate(uops)}
-  lines = [f"KERNEL {name.encode('ascii', 'ignore').decode().replace(' ', '_') or 'kernel'}"]
+  lines = [f"KERNEL {name.encode('ascii', 'ignore').decode().replace(' ', '_') or 'kernel'}{' fastmath' if FAST_MATH else ''}"]
   for u in uops:
     lines.append(" ".join([u.op.name, _dtype(u.dtype), str(len(u.src)), *(str(index[s]) for s in u.src), *_arg(u)]))
   return "\n".join(lines) + "\n"
@@ -49,9 +52,11 @@ class TinyTPURenderer(Renderer):
   has_shared = False
   global_max = None
   # Ops the VPU does directly or in a few instructions; tinygrad decomposes the rest.
+  # With TINYTPU_FAST_MATH=1 the TranscUnit's EXP2/LOG2/SIN and FRECIP's estimate are used directly
+  # (hardware.md §2.5: polynomial approximations); by default tinygrad decomposes them over exact ops.
   code_for_op = {op: None for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ,
                                      Ops.WHERE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CDIV, Ops.CMOD,
-                                     Ops.RECIPROCAL, Ops.TRUNC)}
+                                     Ops.RECIPROCAL, Ops.TRUNC) + ((Ops.EXP2, Ops.LOG2, Ops.SIN) if FAST_MATH else ())}
   compiler = TinyTPUCompiler()
   def supported_dtypes(self) -> set[DType]: return set(SUPPORTED_DTYPES)
   def render(self, uops: list[UOp]) -> str:
