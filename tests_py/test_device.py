@@ -131,3 +131,11 @@ def test_fast_math_is_opt_in():
   assert abs(float(exact[0]) - 2 ** 0.5) < 1e-6 and float(exact[1]) == 0.5
   # The TranscUnit's EXP2 polynomial (hardware.md §2.5) is visibly approximate; FRECIP is close.
   assert abs(float(fast[0]) - 2 ** 0.5) > 1e-3 and abs(float(fast[1]) - 0.5) < 1e-6
+
+@pytest.mark.parametrize("n", [4096, 4100])
+def test_many_outputs_per_launch(n):
+  # Launches holding many output tiles must still leave room to spill live values (31-output limit).
+  check(lambda x: (x * 2).relu(), data((n,), dtypes.float32))
+
+def test_float_gemm_64():
+  check(lambda x, y: x @ y, data((64, 64), dtypes.float32, -1, 1), data((64, 64), dtypes.float32, -1, 1), atol=1e-4)

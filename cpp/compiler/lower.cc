@@ -183,6 +183,11 @@ class Emitter {
     throw NoRoom{};
   }
   int alloc_vreg() {
+    // Every busy vreg may need a STORE and an output tile if the launch is cut: keep room for them.
+    int busy = int(busy_.count()) + 1;
+    if (int(cur_.program.size()) + busy > kMaxInstrs || out_slots() + busy > kSlots ||
+        int(cur_.drains.size()) + busy > kMaxDrains)
+      throw NoRoom{};
     for (int r = 0; r < kVregs; ++r)
       if (!busy_[r]) {
         busy_.set(r);
