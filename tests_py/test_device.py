@@ -139,3 +139,15 @@ def test_many_outputs_per_launch(n):
 
 def test_float_gemm_64():
   check(lambda x, y: x @ y, data((64, 64), dtypes.float32, -1, 1), data((64, 64), dtypes.float32, -1, 1), atol=1e-4)
+
+@pytest.mark.xfail(strict=True, reason="known: division is x * RECIPROCAL(y) and the reciprocal is within 1 ulp, not "
+                   "correctly rounded, so trunc(6 / -3) comes out -1 (upstream test_div_rounding_mode); needs an exact FDIV")
+def test_trunc_division_is_exact():
+  x = np.array([5.0, 6, 7, 0, -5, -6, -7], dtype=np.float32)
+  check(lambda a, b: a.div(b, rounding_mode="trunc"), x, np.full(7, -3.0, dtype=np.float32))
+
+def test_exact_sin_is_refused_not_wrong():
+  # tinygrad's exact sin decomposition needs uint64 lanes (Payne-Hanek); until sin is lowered natively it must
+  # be a clear NotImplementedError rather than a wrong number.
+  with pytest.raises(NotImplementedError, match="u64"):
+    Tensor([1.0, 2.0], device="TINYTPU").sin().realize()
