@@ -151,3 +151,13 @@ def test_exact_sin_is_refused_not_wrong():
   # be a clear NotImplementedError rather than a wrong number.
   with pytest.raises(NotImplementedError, match="u64"):
     Tensor([1.0, 2.0], device="TINYTPU").sin().realize()
+
+def test_gather_by_tensor_indices():
+  w, idx = data((10, 4), dtypes.float32), np.array([3, 0, 9, 3, 7], dtype=np.int32)
+  check(lambda t, i: t[i], w, idx)
+  check(lambda t, i: t[i, 2] + t[i, 0], w, idx)
+  check(lambda t, i: t.gather(0, i.reshape(5, 1).expand(5, 4)), w, idx)
+
+def test_cross_entropy_with_class_indices():
+  logits, target = data((6, 10), dtypes.float32, -3, 3), np.array([1, 0, 9, 4, 4, 2], dtype=np.int32)
+  check(lambda x, y: x.sparse_categorical_crossentropy(y), logits, target, atol=1e-5, rtol=1e-5)

@@ -389,7 +389,8 @@ class Emitter {
 
   void emit_node(int i) {
     const TileNode& n = p_.nodes[i];
-    int a = n.a >= 0 ? operand(n.a) : -1;
+    if (n.dynamic && !spilled_[n.a]) throw NoRoom{};  // the gather's indices must come from an earlier launch
+    int a = n.a >= 0 && !n.dynamic ? operand(n.a) : -1;
     int b = n.b >= 0 ? operand(n.b) : -1;
     int c = n.c >= 0 ? operand(n.c) : -1;
     int d = n.op == Op::LOAD ? -1 : alloc_vreg();
@@ -399,7 +400,7 @@ class Emitter {
       case Op::LOAD: {
         bool uniform_const = true;
         for (const auto& l : n.leaf) uniform_const = uniform_const && l.buf < 0 && l.bits == n.leaf[0].bits;
-        d = uniform_const ? constant(int32_t(n.leaf[0].bits)) : load_fill(i);
+        d = uniform_const && !n.dynamic ? constant(int32_t(n.leaf[0].bits)) : load_fill(i);
         break;
       }
       case Op::ADD:

@@ -14,6 +14,7 @@ struct Value {
   int tile = -1;  // kTile
   int buf = -1;   // kBuf / kPtr: PARAM slot, or the BUFFER node for registers
   bool reg = false;
+  int dyn = -1;  // kPtr: tile holding data-dependent element indices (gathers)
 };
 
 bool is_int_like(DType d) { return !is_float(d) && d != DType::kVoid; }
@@ -255,12 +256,15 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
         const Value& b = src(0);
         const Value& i = src(1);
         if (b.kind != Value::kBuf) throw Unsupported("kernel " + k_.name + ": INDEX into a value");
-        if (i.kind != Value::kConst)
-          throw Unsupported("kernel " + k_.name + ": index depends on loaded data");
         res = b;
         res.kind = Value::kPtr;
         res.dtype = n.dtype;
-        res.v = i.v;
+        if (i.kind == Value::kTile) {
+          if (b.reg) throw Unsupported("kernel " + k_.name + ": register index depends on loaded data");
+          res.dyn = i.tile;
+        } else {
+          res.v = i.v;
+        }
         break;
       }
       case Op::LOAD: {
@@ -272,24 +276,34 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
         }
         const Value* gate = n.src.size() == 3 ? &src(2) : nullptr;
         const Value* alt = n.src.size() == 3 ? &src(1) : nullptr;
-        if (gate && gate->kind != Value::kConst)
-          throw Unsupported("kernel " + k_.name + ": load gated by data");
+        bool data_gate = gate && gate->kind == Value::kTile;
         TileNode t{Op::LOAD, n.dtype};
         auto m = lane_mask();
+        t.dynamic = p.dyn >= 0;
+        t.gated = data_gate;
+        t.a = p.dyn;
         for (int l = 0; l < kLanes; ++l) {
           if (!m[l]) continue;
-          if (gate && !gate->v[l]) {
+          if (gate && !data_gate && !gate->v[l]) {
             if (alt->kind == Value::kConst) t.leaf[l].bits = uint32_t(alt->v[l]);
+          } else if (t.dynamic) {
+            t.leaf[l].buf = p.buf;  // element index known only when the index tile has run
           } else {
-            if (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf))
+            if (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)) {
+              if (data_gate) continue;  // discarded by the gate's select below
               throw Unsupported("kernel " + k_.name + ": load of element " + std::to_string(p.v[l]) +
                                 " outside buffer " + std::to_string(p.buf));
+            }
             t.leaf[l].buf = p.buf;
             t.leaf[l].index = p.v[l];
           }
         }
         res = new_tile(t);
-        if (alt && alt->kind != Value::kConst) {  // a computed fallback: select it where the gate is off
+        if (data_gate) {
+          TileNode w{Op::WHERE, n.dtype, DType::kBool, gate->tile, res.tile, to_tile(*alt)};
+          res = new_tile(w);
+        } else if (alt &&
+                   alt->kind != Value::kConst) {  // a computed fallback: select it where the gate is off
           Value g = *gate;
           g.dtype = DType::kBool;
           TileNode w{Op::WHERE, n.dtype, DType::kBool, to_tile(g), res.tile, to_tile(*alt)};
@@ -304,6 +318,7 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
           regs[p.buf][p.v[0]] = x;
           break;
         }
+        if (p.dyn >= 0) throw Unsupported("kernel " + k_.name + ": store index depends on loaded data");
         TileStore s{0, p.buf, p.v, lane_mask(), 0};
         for (int l = 0; l < kLanes; ++l)
           if (s.active[l] && (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)))

@@ -24,6 +24,12 @@ struct TileNode {
   DType from = DType::kVoid;  // CAST/BITCAST source dtype
   int a = -1, b = -1, c = -1;
   std::array<LeafLane, kLanes> leaf{};
+  // A gather whose element indices are data: lanes with buf >= 0 read element `a`'s value (an int32 tile
+  // computed by an earlier launch) of that buffer. The loader only moves data; it does no arithmetic.
+  bool dynamic = false;
+  // The load sits under a data-dependent gate: lanes whose index is out of range read 0, which the gate's
+  // select then discards. Without a gate an out-of-range index is an error.
+  bool gated = false;
 };
 
 struct TileStore {

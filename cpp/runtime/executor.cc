@@ -97,9 +97,20 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
           const TileNode& t = prog.nodes[f.node];
           for (int lane = 0; lane < kLanes; ++lane) {
             const LeafLane& s = t.leaf[lane];
-            r.data[lane] = s.buf < 0 ? int32_t(s.bits)
-                                     : read_lane(snapshot[s.buf].data() + s.index * info[s.buf].bytes,
-                                                 info[s.buf].dtype);
+            if (s.buf < 0) {
+              r.data[lane] = int32_t(s.bits);
+              continue;
+            }
+            int64_t index = t.dynamic ? scratch.at(t.a)[lane] : s.index;
+            if ((index < 0 || index >= sizes[s.buf]) && t.gated) {
+              r.data[lane] = 0;  // a gated-off lane: the gate's select discards it
+              continue;
+            }
+            if (index < 0 || index >= sizes[s.buf])
+              throw SimError("kernel " + kernel_.name + ": gather index " + std::to_string(index) +
+                             " outside buffer " + std::to_string(s.buf) + " of " +
+                             std::to_string(sizes[s.buf]) + " elements");
+            r.data[lane] = read_lane(snapshot[s.buf].data() + index * info[s.buf].bytes, info[s.buf].dtype);
           }
         }
         b.records.push_back(r);
