@@ -34,7 +34,7 @@ std::string muladd_ir(int n) {
 TEST_CASE("IR: unknown ops and dtypes are NotImplemented, malformed IR is rejected") {
   CHECK_THROWS_WITH(parse_kernel("KERNEL k\nCONST f64 0 1\n"), Contains("dtype f64") && Contains("kernel k"));
   CHECK_THROWS_WITH(parse_kernel("KERNEL k\nWMMA f32 0\n"), Contains("op WMMA"));
-  CHECK_THROWS_AS(parse_kernel("KERNEL k\nCONST i32 0 1\nCDIV u32 2 0 0\n"), Unsupported);
+  CHECK_THROWS_AS(parse_kernel("KERNEL k\nCONST f32 0 1\nSHL f32 2 0 0\n"), Unsupported);
   CHECK_THROWS_AS(parse_kernel("KERNEL k\nADD i32 2 0 5\n"), std::invalid_argument);
   CHECK_THROWS_AS(parse_kernel("KERNEL k\nCONST i32 0 1\nADD i32 1 0\n"), std::invalid_argument);
   CHECK(parse_kernel(muladd_ir(5)).nodes.size() == 16);

@@ -161,3 +161,11 @@ def test_gather_by_tensor_indices():
 def test_cross_entropy_with_class_indices():
   logits, target = data((6, 10), dtypes.float32, -3, 3), np.array([1, 0, 9, 4, 4, 2], dtype=np.int32)
   check(lambda x, y: x.sparse_categorical_crossentropy(y), logits, target, atol=1e-5, rtol=1e-5)
+
+def test_uint32_division_and_mod():
+  a = rng.integers(0, 2**32, 300, dtype=np.uint64).astype(np.uint32)
+  b = rng.integers(1, 2**32, 300, dtype=np.uint64).astype(np.uint32)
+  b[:100] = rng.integers(1, 50, 100).astype(np.uint32)
+  a[:5], b[100:105] = 2**32 - 1, 2**31 + 7  # largest dividend, divisors >= 2^31
+  check(lambda x, y: x // y, a, b, dtype=dtypes.uint32)
+  check(lambda x, y: x % y, a, b, dtype=dtypes.uint32)

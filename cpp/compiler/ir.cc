@@ -69,7 +69,7 @@ bool lowerable(const Node& n, bool fast_math) {
       return is_int(d);
     case Op::CDIV:
     case Op::CMOD:
-      return is_int(d) && d != DType::kU32;
+      return is_int(d);
     case Op::RECIPROCAL:
     case Op::TRUNC:
       return d == DType::kF32;

@@ -387,6 +387,32 @@ class Emitter {
     release(c);
   }
 
+  // Unsigned 32-bit quotient from the signed divider: a divisor >= 2^31 gives (a >= b); otherwise
+  // q = ((a >> 1) / b) << 1 is the true quotient or one less, and the remainder decides which.
+  void udiv(int d, int a, int b) {
+    int sign = constant(int32_t(0x80000000u)), one = constant(1);
+    int t = alloc_vreg(), ax = alloc_vreg(), bx = alloc_vreg(), big = alloc_vreg();
+    auto less_unsigned = [&](int out, int x, int y) {  // out = x < y as unsigned
+      vpu(kXor, ax, x, sign);
+      vpu(kXor, bx, y, sign);
+      vpu(kCmplt, out, ax, bx);
+    };
+    vpu(kShr, t, a, one);
+    vpu(kDiv, d, t, b);
+    vpu(kShl, d, d, one);
+    vpu(kMul, t, d, b);
+    vpu(kSub, t, a, t);      // remainder, in [0, 2b)
+    less_unsigned(t, t, b);  // 1 when the remainder is already below b
+    vpu(kXor, t, t, one);
+    vpu(kAdd, d, d, t);
+    less_unsigned(t, a, b);  // big divisor: quotient is a >= b
+    vpu(kXor, t, t, one);
+    int zero = constant(0);
+    vpu(kCmplt, big, b, zero);  // b >= 2^31
+    emit(Instr{kSelect, 0, uint8_t(d), uint8_t(big), 0, uint8_t(t), uint8_t(d)});
+    for (int r : {sign, one, t, ax, bx, big, zero}) release(r);
+  }
+
   void emit_node(int i) {
     const TileNode& n = p_.nodes[i];
     if (n.dynamic && !spilled_[n.a]) throw NoRoom{};  // the gather's indices must come from an earlier launch
@@ -473,10 +499,16 @@ class Emitter {
           vpu(kShr, d, a, b);
         break;
       case Op::CDIV:
-        vpu(kDiv, d, a, b);
+        if (n.dtype == DType::kU32)
+          udiv(d, a, b);
+        else
+          vpu(kDiv, d, a, b);
         break;
       case Op::CMOD: {  // a - (a / b) * b, sign of the dividend
-        vpu(kDiv, d, a, b);
+        if (n.dtype == DType::kU32)
+          udiv(d, a, b);
+        else
+          vpu(kDiv, d, a, b);
         vpu(kMul, d, d, b);
         vpu(kSub, d, a, d);
         break;
