@@ -146,11 +146,21 @@ def test_trunc_division_is_exact():
   x = np.array([5.0, 6, 7, 0, -5, -6, -7], dtype=np.float32)
   check(lambda a, b: a.div(b, rounding_mode="trunc"), x, np.full(7, -3.0, dtype=np.float32))
 
-def test_exact_sin_is_refused_not_wrong():
-  # tinygrad's exact sin decomposition needs uint64 lanes (Payne-Hanek); until sin is lowered natively it must
-  # be a clear NotImplementedError rather than a wrong number.
-  with pytest.raises(NotImplementedError, match="u64"):
-    Tensor([1.0, 2.0], device="TINYTPU").sin().realize()
+def test_sin_cos_tan_small_and_huge_arguments():
+  # Cody-Waite below 30, the 32-bit Payne-Hanek reduction above (up to float32's max), NaN for inf/NaN.
+  x = np.concatenate([data((200,), dtypes.float32, -40, 40), data((100,), dtypes.float32, -1e6, 1e6),
+                      np.array([0, -0.0, 1e-30, 29.99, 30, 1e30, -3.4e38, np.inf, -np.inf, np.nan], dtype=np.float32)])
+  # (the CPU device's clang contracts the Cody-Waite steps into FMAs, so the two differ by an ulp or two)
+  for fn in (lambda t: t.sin(), lambda t: t.cos()): check(fn, x, atol=2e-6, rtol=2e-5)
+  check(lambda t: t.tan(), x[:200], atol=1e-5, rtol=1e-4)
+
+def test_float_max_keeps_nan_like_cpu():
+  x = np.array([np.nan, 1.0, -0.0, 0.0, np.inf, np.nan], dtype=np.float32)
+  y = np.array([1.0, np.nan, 0.0, -0.0, np.nan, np.nan], dtype=np.float32)
+  got, want = both(lambda a, b: a.maximum(b), x, y)
+  np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+  check(lambda a: a.clip(-1, 1), x)
+  check(lambda a: a.max(), x)
 
 def test_gather_by_tensor_indices():
   w, idx = data((10, 4), dtypes.float32), np.array([3, 0, 9, 3, 7], dtype=np.int32)

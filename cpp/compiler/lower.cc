@@ -37,7 +37,6 @@ enum Vpu : uint8_t {
   kFadd = 18,
   kFmul = 19,
   kFsub = 20,
-  kFmax = 21,
   kFcmplt = 22,
   kFrecip = 23,
   kI2f = 24,
@@ -448,7 +447,14 @@ class Emitter {
         }
         break;
       case Op::MAX:
-        vpu(f ? kFmax : n.dtype == DType::kU32 ? kMaxU32 : kMax, d, a, b);
+        if (f) {  // a < b ? b : a, tinygrad's definition: a NaN in b keeps a (FMAX would pick b)
+          int c = alloc_vreg();
+          vpu(kFcmplt, c, a, b);
+          emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(b), uint8_t(a)});
+          release(c);
+        } else {
+          vpu(n.dtype == DType::kU32 ? kMaxU32 : kMax, d, a, b);
+        }
         break;
       case Op::CMPLT:
         if (f) {

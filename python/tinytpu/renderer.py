@@ -3,9 +3,10 @@ from __future__ import annotations
 from tinygrad.renderer import Renderer
 from tinygrad.device import Compiler
 from tinygrad.dtype import dtypes, DType
-from tinygrad.uop.ops import Ops, UOp
+from tinygrad.uop.ops import Ops, UOp, UPat, PatternMatcher
 from tinygrad.helpers import getenv
 from tinytpu import _core
+from tinytpu.sin32 import sin32
 
 FAST_MATH = bool(getenv("TINYTPU_FAST_MATH", 0))
 
@@ -56,8 +57,11 @@ class TinyTPURenderer(Renderer):
   # (hardware.md §2.5: polynomial approximations); by default tinygrad decomposes them over exact ops.
   code_for_op = {op: None for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ,
                                      Ops.WHERE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CDIV, Ops.CMOD,
-                                     Ops.RECIPROCAL, Ops.TRUNC) + ((Ops.EXP2, Ops.LOG2, Ops.SIN) if FAST_MATH else ())}
+                                     Ops.RECIPROCAL, Ops.TRUNC, Ops.SIN) + ((Ops.EXP2, Ops.LOG2) if FAST_MATH else ())}
   compiler = TinyTPUCompiler()
+  # SIN stays in code_for_op so tinygrad's uint64 Payne-Hanek never appears; sin32 builds it in 32 bits.
+  extra_matcher = None if FAST_MATH else PatternMatcher([(UPat(Ops.SIN, dtypes.float32, src=(UPat.var("d"),)),
+                                                          lambda d: sin32(d))])
   def supported_dtypes(self) -> set[DType]: return set(SUPPORTED_DTYPES)
   def render(self, uops: list[UOp]) -> str:
     name = next((u.arg.name for u in uops if u.op is Ops.SINK and u.arg is not None), "kernel")
