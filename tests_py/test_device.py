@@ -140,11 +140,23 @@ def test_many_outputs_per_launch(n):
 def test_float_gemm_64():
   check(lambda x, y: x @ y, data((64, 64), dtypes.float32, -1, 1), data((64, 64), dtypes.float32, -1, 1), atol=1e-4)
 
-@pytest.mark.xfail(strict=True, reason="known: division is x * RECIPROCAL(y) and the reciprocal is within 1 ulp, not "
-                   "correctly rounded, so trunc(6 / -3) comes out -1 (upstream test_div_rounding_mode); needs an exact FDIV")
 def test_trunc_division_is_exact():
   x = np.array([5.0, 6, 7, 0, -5, -6, -7], dtype=np.float32)
   check(lambda a, b: a.div(b, rounding_mode="trunc"), x, np.full(7, -3.0, dtype=np.float32))
+
+def test_float_division_rounds_like_ieee():
+  # FDIV corrects a * (1/b) by the exact remainder: bit-exact wherever |a/b| and |b| lie within
+  # [2^-50, 2^50]; outside, and for the specials, within 2 ulp / IEEE's answer.
+  def mk(n, span):
+    return (rng.uniform(1, 2, n) * np.exp2(rng.uniform(-span, span, n)) * rng.choice([-1, 1], n)).astype(np.float32)
+  a, b = mk(3000, 20), mk(3000, 20)
+  got, want = both(lambda x, y: x / y, a, b)
+  np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+  got, want = both(lambda y: 1 / y, b)
+  np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+  sp = np.array([0, -0.0, np.inf, -np.inf, np.nan, 1e-40, 3e38, 1e-38, 6, -3], dtype=np.float32)
+  a, b = mk(1000, 120), mk(1000, 120)
+  check(lambda x, y: x / y, np.concatenate([a, np.repeat(sp, 10)]), np.concatenate([b, np.tile(sp, 10)]), atol=0, rtol=3e-7)
 
 def test_sin_cos_tan_small_and_huge_arguments():
   # Cody-Waite below 30, the 32-bit Payne-Hanek reduction above (up to float32's max), NaN for inf/NaN.

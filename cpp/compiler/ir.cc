@@ -34,7 +34,7 @@ constexpr const char* kOpNames[] = {
     "SINK",  "PARAM", "BUFFER", "CONST", "CAST",       "BITCAST", "RANGE",   "END",   "INDEX", "LOAD",
     "STORE", "AFTER", "GROUP",  "IF",    "ENDIF",      "NOOP",    "BARRIER", "STACK", "ADD",   "SUB",
     "MUL",   "NEG",   "MAX",    "CMPLT", "CMPNE",      "CMPEQ",   "WHERE",   "AND",   "OR",    "XOR",
-    "SHL",   "SHR",   "CDIV",   "CMOD",  "RECIPROCAL", "TRUNC",   "EXP2",    "LOG2",  "SIN"};
+    "SHL",   "SHR",   "CDIV",   "CMOD",  "RECIPROCAL", "TRUNC",   "EXP2",    "LOG2",  "SIN",   "FDIV"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == size_t(Op::kCount));
 
 bool is_int(DType d) {
@@ -72,6 +72,7 @@ bool lowerable(const Node& n, bool fast_math) {
       return is_int(d);
     case Op::RECIPROCAL:
     case Op::TRUNC:
+    case Op::FDIV:
       return d == DType::kF32;
     case Op::EXP2:
     case Op::LOG2:
@@ -108,6 +109,7 @@ int min_sources(Op op) {
     case Op::SHR:
     case Op::CDIV:
     case Op::CMOD:
+    case Op::FDIV:
       return 2;
     case Op::CAST:
     case Op::BITCAST:

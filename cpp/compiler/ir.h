@@ -72,6 +72,7 @@ enum class Op : uint8_t {
   EXP2,
   LOG2,
   SIN,
+  FDIV,
   kCount
 };
 const char* op_name(Op op);

@@ -366,6 +366,80 @@ class Emitter {
     emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(x), uint8_t(d)});
     for (int r : {ax, c, t, xs, post, sign, inf, zero}) release(r);
   }
+  // a / b: q0 = a * (1/b) within an ulp or two, then one correction by the exact remainder
+  // a - q0*b (Dekker's product from 12-bit halves, Sterbenz's exact subtraction), which rounds like IEEE
+  // division but for quotients within ~2^-40 ulp of a midpoint. The product is exact while |q0|, |b| are
+  // within [2^-50, 2^100] (so |a| >= 2^-100, the low halves' products stay normal and 4097*x finite);
+  // outside (subnormal b or results, after scaling), and for zeros, infs and NaNs, q0 stands.
+  void divide(int d, int a0, int b0) {
+    // a/b = (a*s)/(b*s) with s a power of two bringing a tiny |b| to [2^-40, 2^-39) or a huge one to
+    // [2^90, 2^91): 1/b then neither overflows nor goes subnormal, and a*s can only overflow or
+    // underflow where a/b itself does. s = 2^(214-E) or 2^(344-E) in exponent field terms, E b's field.
+    int a = alloc_vreg(), b = alloc_vreg(), r = alloc_vreg(), q = alloc_vreg();
+    {
+      int m = constant(0x7FFFFFFF), k23 = constant(23), tiny = constant(0x26800000),
+          huge = constant(0x71800000);
+      vpu(kAnd, r, b0, m);
+      vpu(kShr, q, r, k23);     // E
+      vpu(kCmplt, a, r, tiny);  // |b| < 2^-50
+      vpu(kCmplt, b, huge, r);  // |b| > 2^100 (and inf, NaN)
+      for (int c : {m, tiny, huge}) release(c);
+      int f_tiny = constant(214), f_huge = constant(344), one = constant(0x3F800000);
+      vpu(kSub, r, f_tiny, q);
+      vpu(kSub, q, f_huge, q);
+      vpu(kShl, r, r, k23);
+      vpu(kShl, q, q, k23);
+      emit(Instr{kSelect, 0, uint8_t(q), uint8_t(b), 0, uint8_t(q), uint8_t(one)});
+      emit(Instr{kSelect, 0, uint8_t(q), uint8_t(a), 0, uint8_t(r), uint8_t(q)});  // s
+      for (int c : {k23, f_tiny, f_huge, one}) release(c);
+      vpu(kFmul, a, a0, q);
+      vpu(kFmul, b, b0, q);
+    }
+    reciprocal(r, b);
+    vpu(kFmul, q, a, r);
+    int ok = alloc_vreg(), t1 = alloc_vreg(), t2 = alloc_vreg();
+    int m = constant(0x7FFFFFFF), lo = constant(0x26800000), hi = constant(0x71800000);  // 2^-50, 2^100
+    auto require_in_range = [&](int x, bool first) {  // |x|'s bits between 2^-50's and 2^100's; NaN fails
+      vpu(kAnd, t1, x, m);
+      vpu(kCmplt, t2, lo, t1);
+      if (first)
+        vpu(kAnd, ok, t2, t2);
+      else
+        vpu(kAnd, ok, ok, t2);
+      vpu(kCmplt, t2, t1, hi);
+      vpu(kAnd, ok, ok, t2);
+    };
+    require_in_range(q, true);
+    require_in_range(b, false);
+    for (int c : {m, lo, hi}) release(c);
+    int t3 = alloc_vreg(), t4 = alloc_vreg(), p = alloc_vreg(), e = alloc_vreg();
+    int k = constant(0x45801000);  // 4097.0: Veltkamp's split into 12-bit halves
+    auto split = [&](int x, int h, int l) {
+      vpu(kFmul, h, x, k);
+      vpu(kFsub, l, h, x);
+      vpu(kFsub, h, h, l);
+      vpu(kFsub, l, x, h);
+    };
+    split(q, t1, t2);  // q = t1 + t2
+    split(b, t3, t4);  // b = t3 + t4
+    release(k);
+    vpu(kFmul, p, q, b);
+    vpu(kFmul, e, t1, t3);  // e = q*b - p exactly: ((qh*bh - p) + qh*bl + ql*bh) + ql*bl
+    vpu(kFsub, e, e, p);
+    vpu(kFmul, t1, t1, t4);
+    vpu(kFadd, e, e, t1);
+    vpu(kFmul, t3, t2, t3);
+    vpu(kFadd, e, e, t3);
+    vpu(kFmul, t2, t2, t4);
+    vpu(kFadd, e, e, t2);
+    vpu(kFsub, p, a, p);  // exact: p is within a few ulps of a
+    vpu(kFsub, p, p, e);
+    vpu(kFmul, p, p, r);
+    vpu(kFadd, p, q, p);
+    emit(Instr{kSelect, 0, uint8_t(d), uint8_t(ok), 0, uint8_t(p), uint8_t(q)});
+    for (int x : {a, b, r, q, ok, t1, t2, t3, t4, p, e}) release(x);
+  }
+
   // Round toward zero: below 2^23 in magnitude through F2I/I2F (keeping the sign of -0.x), else x.
   void trunc(int d, int x) {
     int ax = alloc_vreg(), c = alloc_vreg();
@@ -521,6 +595,14 @@ class Emitter {
       }
       case Op::BITCAST:
         vpu(kAnd, d, a, a);
+        break;
+      case Op::FDIV:
+        if (fast_math_) {
+          vpu(kFrecip, d, b);
+          vpu(kFmul, d, a, d);
+        } else {
+          divide(d, a, b);
+        }
         break;
       case Op::RECIPROCAL:
         if (fast_math_)
