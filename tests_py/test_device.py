@@ -87,16 +87,52 @@ def test_reductions(op, dtype, axis):
   check(lambda x: getattr(x, op)(axis=axis, keepdim=True) if axis is not None else getattr(x, op)(), a, dtype=dtype,
         atol=1e-5, rtol=1e-5)
 
-@pytest.mark.parametrize("op", ["argmax", "argmin", "any", "all", "cumsum"])
-def test_other_reductions(op):
-  a = data((6, 7), dtypes.int32, -5, 5)
-  check(lambda x: getattr(x, op)(axis=1), a)
+@pytest.mark.parametrize("op", ["argmax", "argmin", "any", "all"])
+@pytest.mark.parametrize("axis", [None, 0, 1, 2])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.float32])
+def test_index_and_bool_reductions(op, axis, keepdim, dtype):
+  a = data((3, 5, 7), dtype, -4, 4)  # small range: ties, so argmax/argmin must pick the first
+  check(lambda x: getattr(x, op)(axis=axis, keepdim=keepdim), a)
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+@pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.float32, dtypes.uint8])
+def test_cumsum(axis, dtype):
+  check(lambda x: x.cumsum(axis), data((3, 5, 7), dtype, 0, 9), atol=1e-5)
+
+@pytest.mark.parametrize("op", ["sum", "max", "min", "prod", "mean"])
+@pytest.mark.parametrize("axis", [(0, 2), 2, -2])
+def test_reductions_3d(op, axis):
+  check(lambda x: getattr(x, op)(axis=axis, keepdim=True), data((3, 5, 7), dtypes.float32, -2, 2), atol=1e-5, rtol=1e-5)
+  check(lambda x: getattr(x, op)(axis=axis), data((3, 5, 7), dtypes.int32, -3, 3))
 
 MOVEMENT = {"reshape": lambda x: x.reshape(4, 6), "permute": lambda x: x.permute(1, 0) + 0,
             "expand": lambda x: x[:, :1].expand(6, 4) + 0, "pad": lambda x: x.pad(((1, 2), (0, 3))),
             "shrink": lambda x: x[1:5, 1:3] + 0, "flip": lambda x: x.flip(0) + 0,
             "cat": lambda x: x.cat(x * 2, dim=1), "stack": lambda x: Tensor.stack(x, x + 1),
             "getitem": lambda x: x[::2, 1] + 0, "where": lambda x: (x > 0).where(x, -x)}
+
+SETITEM = {"index": lambda t, v: t.__setitem__(2, v[0]), "slice": lambda t, v: t.__setitem__(slice(1, 5, 2), v[:2]),
+           "2d": lambda t, v: t.reshape(2, 5).__setitem__((1, slice(None, 3)), v[1:4]),
+           "tensor_index": lambda t, v: t.__setitem__(Tensor([7, 1, 4], device=t.device), v[:3]),
+           "negative": lambda t, v: t.__setitem__(slice(-3, None), v[2:])}
+
+@pytest.mark.parametrize("op", sorted(SETITEM))
+def test_setitem(op):
+  def fn(t, v):
+    t = t.contiguous()
+    SETITEM[op](t, v)
+    return t
+  check(fn, data((10,), dtypes.int32, 0, 9), data((5,), dtypes.int32))
+
+def test_scatter_and_data_dependent_outputs():
+  idx = np.array([[4, 0, 2], [1, 1, 3]], dtype=np.int32)
+  check(lambda t, i, v: t.scatter(1, i, v), data((2, 5), dtypes.float32), idx, data((2, 3), dtypes.float32))
+  check(lambda t, i, v: t.scatter_reduce(1, i, v, reduce="sum"), data((2, 5), dtypes.float32), idx, data((2, 3), dtypes.float32))
+  check(lambda t: t.nonzero(), np.array([0, 3, 0, 0, 5, 1], dtype=np.int32))
+  check(lambda t: t.masked_select(t > 0), data((20,), dtypes.int32, -3, 3))
+  for op in ("cumprod", "cummax"):
+    check(lambda t: getattr(t, op)(0) if op == "cumprod" else t.cummax(0)[0], data((33,), dtypes.float32, 0.5, 1.5), rtol=1e-5)
 
 @pytest.mark.parametrize("op", sorted(MOVEMENT))
 def test_movement(op):

@@ -63,7 +63,8 @@ class Emitter {
     // Emission order: each node, with the stores that follow it in program order. Positions in this
     // order give every read a last-use time.
     needed_.assign(p.nodes.size(), false);
-    for (const auto& s : p.stores) needed_[s.value] = true;
+    for (const auto& s : p.stores)
+      for (int n : store_reads(s)) needed_[n] = true;
     for (int i = int(p.nodes.size()) - 1; i >= 0; --i)
       if (needed_[i])
         for (int o : {p.nodes[i].a, p.nodes[i].b, p.nodes[i].c})
@@ -78,7 +79,7 @@ class Emitter {
     for (int e = 0; e < int(events_.size()); ++e) {
       auto [is_node, id] = events_[e];
       if (!is_node) {
-        last_use_[p.stores[id].value] = e;
+        for (int n : store_reads(p.stores[id])) last_use_[n] = e;
         continue;
       }
       for (int o : {p.nodes[id].a, p.nodes[id].b, p.nodes[id].c})
@@ -657,16 +658,29 @@ class Emitter {
     drop_dead(i);
   }
 
+  static std::vector<int> store_reads(const TileStore& s) {
+    std::vector<int> r{s.value};
+    if (s.gate >= 0) r.push_back(s.gate);
+    if (s.index_node >= 0) r.push_back(s.index_node);
+    return r;
+  }
+  // The value's tile, then the gate's and the indices' for a data-dependent store, in one launch.
   void emit_store(int s) {
     const TileStore& st = p_.stores[s];
-    int r = operand(st.value);
-    int slot = take_out_slot();
-    emit(Instr{kStore, uint8_t(slot), 0, uint8_t(r)});
-    cur_.drains.push_back({slot, s, -1});
-    if (last_use_[st.value] <= pos_) {
-      release(r);
-      vreg_[st.value] = -1;
+    std::pair<int, SlotDrain::Role> parts[] = {
+        {st.value, SlotDrain::kValue}, {st.gate, SlotDrain::kGate}, {st.index_node, SlotDrain::kIndex}};
+    for (auto [node, role] : parts) {
+      if (node < 0) continue;
+      int r = operand(node);
+      int slot = take_out_slot();
+      emit(Instr{kStore, uint8_t(slot), 0, uint8_t(r)});
+      cur_.drains.push_back({slot, s, -1, role});
     }
+    for (auto [node, role] : parts)
+      if (node >= 0 && vreg_[node] >= 0 && last_use_[node] <= pos_) {
+        release(vreg_[node]);
+        vreg_[node] = -1;
+      }
   }
 };
 

@@ -13,9 +13,11 @@ struct SlotFill {
   int node;  // a leaf node's lanes, the spilled value of a computed node, or constant -k (constants[k-1])
 };
 struct SlotDrain {
+  enum Role : uint8_t { kValue, kGate, kIndex };
   int slot;
-  int store = -1;  // index into TileProgram::stores, or
+  int store = -1;  // index into TileProgram::stores (its value, gate or element indices), or
   int spill = -1;  // a node whose value must survive into the next launch
+  Role role = kValue;
 };
 
 // One bundle: at most 256 instructions, 32 VMEM tiles, 16 vregs, 31 outputs (checked by validate()).

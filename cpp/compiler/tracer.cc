@@ -157,6 +157,8 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
     }
   }
   masks.push_back(active);
+  std::vector<int> data_gates{
+      -1};  // innermost data-dependent IF condition as a bool tile (AND of nested ones)
 
   auto uniform = [](DType d, int64_t x) {
     Value v;
@@ -242,15 +244,23 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
         break;
       }
       case Op::IF: {
-        const Value& c = src(0);
-        if (c.kind != Value::kConst) throw Unsupported("kernel " + k_.name + ": store gated by data");
+        Value c = src(0);
+        int gate = data_gates.back();
         auto m = lane_mask();
-        for (int l = 0; l < kLanes; ++l) m[l] = m[l] && c.v[l];
+        if (c.kind == Value::kConst) {
+          for (int l = 0; l < kLanes; ++l) m[l] = m[l] && c.v[l];
+        } else {
+          c.dtype = DType::kBool;
+          gate = gate < 0 ? to_tile(c)
+                          : new_tile(TileNode{Op::AND, DType::kBool, DType::kBool, gate, to_tile(c)}).tile;
+        }
         masks.push_back(m);
+        data_gates.push_back(gate);
         break;
       }
       case Op::ENDIF:
         masks.pop_back();
+        data_gates.pop_back();
         break;
       case Op::INDEX: {
         const Value& b = src(0);
@@ -280,7 +290,7 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
         TileNode t{Op::LOAD, n.dtype};
         auto m = lane_mask();
         t.dynamic = p.dyn >= 0;
-        t.gated = data_gate;
+        t.gated = data_gate || data_gates.back() >= 0;
         t.a = p.dyn;
         for (int l = 0; l < kLanes; ++l) {
           if (!m[l]) continue;
@@ -290,7 +300,7 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
             t.leaf[l].buf = p.buf;  // element index known only when the index tile has run
           } else {
             if (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)) {
-              if (data_gate) continue;  // discarded by the gate's select below
+              if (t.gated) continue;  // discarded by the gate's select, or stored nowhere
               throw Unsupported("kernel " + k_.name + ": load of element " + std::to_string(p.v[l]) +
                                 " outside buffer " + std::to_string(p.buf));
             }
@@ -314,14 +324,20 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
       case Op::STORE: {
         const Value& p = src(0);
         const Value& x = src(1);
+        int gate = data_gates.back();
         if (p.reg) {
-          regs[p.buf][p.v[0]] = x;
+          Value& r = regs[p.buf][p.v[0]];
+          if (gate >= 0) {  // a register written under a data gate keeps its old value where the gate is off
+            Value old = r.kind == Value::kNone ? uniform(x.dtype, 0) : r;
+            r = new_tile(TileNode{Op::WHERE, x.dtype, DType::kBool, gate, to_tile(x), to_tile(old)});
+          } else {
+            r = x;
+          }
           break;
         }
-        if (p.dyn >= 0) throw Unsupported("kernel " + k_.name + ": store index depends on loaded data");
-        TileStore s{0, p.buf, p.v, lane_mask(), 0};
+        TileStore s{0, p.buf, p.v, lane_mask(), 0, gate, p.dyn};
         for (int l = 0; l < kLanes; ++l)
-          if (s.active[l] && (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)))
+          if (p.dyn < 0 && s.active[l] && (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)))
             throw Unsupported("kernel " + k_.name + ": store outside buffer " + std::to_string(p.buf));
         s.value = to_tile(x);
         s.after = int(out.nodes.size());

@@ -38,6 +38,11 @@ struct TileStore {
   Lanes index;
   std::array<bool, kLanes> active;
   int value;  // TileNode
+  // Data-dependent stores: a bool tile gating each lane (IF on loaded data), and an int32 tile of
+  // element indices (a scatter). Both are drained beside the value; the loader applies them on the way
+  // out, in program order, without computing anything.
+  int gate = -1;
+  int index_node = -1;
 };
 
 // The straight-line tile program for one or more chunks of 16 lanes, in program order.

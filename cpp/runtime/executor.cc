@@ -129,18 +129,30 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
         throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
                        disassemble(b));
       }
+      // A store's gate and index tiles drain in the same launch as its value; writes go in program order.
+      std::map<std::pair<int, int>, const Tile*> parts;  // (store, role) -> drained tile
       for (size_t k = 0; k < l.drains.size(); ++k) {
         const SlotDrain& d = l.drains[k];
-        const Tile& t = res.vmem_results[k];
-        if (d.spill >= 0) {
-          scratch[d.spill] = t;
-          continue;
-        }
+        if (d.spill >= 0)
+          scratch[d.spill] = res.vmem_results[k];
+        else
+          parts[{d.store, d.role}] = &res.vmem_results[k];
+      }
+      for (const SlotDrain& d : l.drains) {
+        if (d.spill >= 0 || d.role != SlotDrain::kValue) continue;
         const TileStore& st = prog.stores[d.store];
-        for (int lane = 0; lane < kLanes; ++lane)
-          if (st.active[lane])
-            write_lane(by_slot[st.buf]->data() + st.index[lane] * info[st.buf].bytes, info[st.buf].dtype,
-                       t[lane]);
+        const Tile& t = *parts.at({d.store, SlotDrain::kValue});
+        const Tile* gate = st.gate >= 0 ? parts.at({d.store, SlotDrain::kGate}) : nullptr;
+        const Tile* index = st.index_node >= 0 ? parts.at({d.store, SlotDrain::kIndex}) : nullptr;
+        for (int lane = 0; lane < kLanes; ++lane) {
+          if (!st.active[lane] || (gate && !(*gate)[lane])) continue;
+          int64_t at = index ? (*index)[lane] : st.index[lane];
+          if (at < 0 || at >= sizes[st.buf])
+            throw SimError("kernel " + kernel_.name + ": scatter index " + std::to_string(at) +
+                           " outside buffer " + std::to_string(st.buf) + " of " +
+                           std::to_string(sizes[st.buf]) + " elements");
+          write_lane(by_slot[st.buf]->data() + at * info[st.buf].bytes, info[st.buf].dtype, t[lane]);
+        }
       }
       ++stats.launches;
       stats.cycles += res.cycles;
