@@ -73,17 +73,25 @@ class Emitter {
     for (int i = 0; i <= int(p.nodes.size()); ++i) {
       while (next_store < p.stores.size() && p.stores[next_store].after == i)
         events_.push_back({false, int(next_store++)});
-      if (i < int(p.nodes.size()) && needed_[i]) events_.push_back({true, i});
+      // Leaves are not events: each is filled right before its first read in a launch, so it costs no
+      // register while it waits and a cut never spills it (the loader fills it again).
+      if (i < int(p.nodes.size()) && needed_[i] && !is_leaf(i)) events_.push_back({true, i});
     }
     last_use_.assign(p.nodes.size(), -1);
     for (int e = 0; e < int(events_.size()); ++e) {
       auto [is_node, id] = events_[e];
       if (!is_node) {
-        for (int n : store_reads(p.stores[id])) last_use_[n] = e;
+        for (int n : store_reads(p.stores[id])) {
+          last_use_[n] = e;
+          if (is_leaf(n) && p.nodes[n].dynamic) last_use_[p.nodes[n].a] = e;  // its gather indices
+        }
         continue;
       }
-      for (int o : {p.nodes[id].a, p.nodes[id].b, p.nodes[id].c})
-        if (o >= 0) last_use_[o] = e;
+      for (int o : {p.nodes[id].a, p.nodes[id].b, p.nodes[id].c}) {
+        if (o < 0) continue;
+        last_use_[o] = e;
+        if (is_leaf(o) && p.nodes[o].dynamic) last_use_[p.nodes[o].a] = e;  // its gather indices
+      }
     }
     begin_launch();
   }
@@ -135,7 +143,7 @@ class Emitter {
   // guarantee this fits.
   void cut() {
     for (int n = 0; n < int(vreg_.size()); ++n) {
-      if (vreg_[n] < 0 || last_use_[n] < pos_) continue;  // the current event may still read it
+      if (vreg_[n] < 0 || last_use_[n] < pos_ || is_leaf(n)) continue;  // the current event may still read it
       int s = 0;
       while (slot_[s] == kOut) ++s;
       slot_[s] = kOut;
@@ -234,8 +242,20 @@ class Emitter {
   std::vector<int32_t> consts_;  // constant tiles, named -1, -2, ... in SlotFill::node
 
  private:
+  bool is_leaf(int node) const { return p_.nodes[node].op == Op::LOAD; }
+  // A leaf's lanes: a uniform constant (VZERO/VFILL or a constant tile), or a loader gather whose dynamic
+  // indices must already be in scratch.
+  int fill_leaf(int node) {
+    const TileNode& n = p_.nodes[node];
+    // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
+    if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a)) throw NoRoom{};
+    bool uniform_const = !n.dynamic;
+    for (const auto& l : n.leaf) uniform_const = uniform_const && l.buf < 0 && l.bits == n.leaf[0].bits;
+    return uniform_const ? constant(int32_t(n.leaf[0].bits)) : load_fill(node);
+  }
   int operand(int node) {
     if (vreg_[node] >= 0) return vreg_[node];
+    if (is_leaf(node)) return vreg_[node] = fill_leaf(node);
     if (!spilled_[node]) throw Unsupported("internal: operand not computed");
     vreg_[node] = load_fill(node);
     return vreg_[node];
@@ -489,20 +509,13 @@ class Emitter {
 
   void emit_node(int i) {
     const TileNode& n = p_.nodes[i];
-    if (n.dynamic && !spilled_[n.a]) throw NoRoom{};  // the gather's indices must come from an earlier launch
-    int a = n.a >= 0 && !n.dynamic ? operand(n.a) : -1;
+    int a = n.a >= 0 ? operand(n.a) : -1;
     int b = n.b >= 0 ? operand(n.b) : -1;
     int c = n.c >= 0 ? operand(n.c) : -1;
-    int d = n.op == Op::LOAD ? -1 : alloc_vreg();
+    int d = alloc_vreg();
     DType from = n.from;
     bool f = is_float(n.dtype) || (n.op != Op::CAST && is_float(from));
     switch (n.op) {
-      case Op::LOAD: {
-        bool uniform_const = true;
-        for (const auto& l : n.leaf) uniform_const = uniform_const && l.buf < 0 && l.bits == n.leaf[0].bits;
-        d = uniform_const && !n.dynamic ? constant(int32_t(n.leaf[0].bits)) : load_fill(i);
-        break;
-      }
       case Op::ADD:
         vpu(f ? kFadd : kAdd, d, a, b);
         break;
@@ -648,8 +661,7 @@ class Emitter {
       default:
         throw Unsupported(std::string("internal: no lowering for ") + op_name(n.op));
     }
-    if (n.op != Op::LOAD && n.op != Op::CMPLT && n.op != Op::CMPNE && n.op != Op::CMPEQ && !is_float(n.dtype))
-      wrap(n.dtype, d);
+    if (n.op != Op::CMPLT && n.op != Op::CMPNE && n.op != Op::CMPEQ && !is_float(n.dtype)) wrap(n.dtype, d);
     vreg_[i] = d;
     if (last_use_[i] < 0) {  // computed only for a store that a later store overwrote
       release(d);

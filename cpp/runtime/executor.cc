@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <functional>
 #include <map>
 
 #include "compiler/lower.h"
@@ -85,34 +86,41 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
     std::vector<int32_t> consts;
     auto launches = lower(prog, consts, kernel_.fast_math);
     std::map<int, Tile> scratch;  // spilled node values
+    // A leaf's lanes from the buffers; a dynamic leaf's element indices are a spilled value or a leaf.
+    std::function<Tile(int)> gather = [&](int node) {
+      const TileNode& t = prog.nodes[node];
+      Tile out{};
+      Tile dyn_index{};
+      if (t.dynamic) dyn_index = scratch.count(t.a) ? scratch[t.a] : gather(t.a);
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const LeafLane& s = t.leaf[lane];
+        if (s.buf < 0) {
+          out[lane] = int32_t(s.bits);
+          continue;
+        }
+        int64_t index = t.dynamic ? dyn_index[lane] : s.index;
+        if ((index < 0 || index >= sizes[s.buf]) && t.gated) {
+          out[lane] = 0;  // a gated-off lane: the gate's select discards it, or nothing stores it
+          continue;
+        }
+        if (index < 0 || index >= sizes[s.buf])
+          throw SimError("kernel " + kernel_.name + ": gather index " + std::to_string(index) +
+                         " outside buffer " + std::to_string(s.buf) + " of " + std::to_string(sizes[s.buf]) +
+                         " elements");
+        out[lane] = read_lane(snapshot[s.buf].data() + index * info[s.buf].bytes, info[s.buf].dtype);
+      }
+      return out;
+    };
     for (const Launch& l : launches) {
       Bundle b;
       for (const SlotFill& f : l.fills) {
         Record r{RecordType::kVmemTile, f.slot};
-        if (f.node < 0) {
+        if (f.node < 0)
           r.data.fill(consts[-f.node - 1]);
-        } else if (scratch.count(f.node)) {
+        else if (scratch.count(f.node))
           r.data = scratch[f.node];
-        } else {
-          const TileNode& t = prog.nodes[f.node];
-          for (int lane = 0; lane < kLanes; ++lane) {
-            const LeafLane& s = t.leaf[lane];
-            if (s.buf < 0) {
-              r.data[lane] = int32_t(s.bits);
-              continue;
-            }
-            int64_t index = t.dynamic ? scratch.at(t.a)[lane] : s.index;
-            if ((index < 0 || index >= sizes[s.buf]) && t.gated) {
-              r.data[lane] = 0;  // a gated-off lane: the gate's select discards it
-              continue;
-            }
-            if (index < 0 || index >= sizes[s.buf])
-              throw SimError("kernel " + kernel_.name + ": gather index " + std::to_string(index) +
-                             " outside buffer " + std::to_string(s.buf) + " of " +
-                             std::to_string(sizes[s.buf]) + " elements");
-            r.data[lane] = read_lane(snapshot[s.buf].data() + index * info[s.buf].bytes, info[s.buf].dtype);
-          }
-        }
+        else
+          r.data = gather(f.node);
         b.records.push_back(r);
       }
       for (const Instr& in : l.program) {
