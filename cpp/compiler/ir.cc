@@ -31,10 +31,10 @@ const DTypeRow& row(DType d) {
 }
 
 constexpr const char* kOpNames[] = {
-    "SINK",  "PARAM", "BUFFER", "CONST", "CAST",       "BITCAST", "RANGE",   "END",   "INDEX", "LOAD",
-    "STORE", "AFTER", "GROUP",  "IF",    "ENDIF",      "NOOP",    "BARRIER", "STACK", "ADD",   "SUB",
-    "MUL",   "NEG",   "MAX",    "CMPLT", "CMPNE",      "CMPEQ",   "WHERE",   "AND",   "OR",    "XOR",
-    "SHL",   "SHR",   "CDIV",   "CMOD",  "RECIPROCAL", "TRUNC",   "EXP2",    "LOG2",  "SIN",   "FDIV"};
+    "SINK",  "PARAM",      "BUFFER", "CONST", "CAST",  "BITCAST", "RANGE", "END",    "INDEX", "LOAD", "STORE",
+    "AFTER", "GROUP",      "IF",     "ENDIF", "NOOP",  "BARRIER", "STACK", "ADD",    "SUB",   "MUL",  "NEG",
+    "MAX",   "CMPLT",      "CMPNE",  "CMPEQ", "WHERE", "AND",     "OR",    "XOR",    "SHL",   "SHR",  "CDIV",
+    "CMOD",  "RECIPROCAL", "TRUNC",  "EXP2",  "LOG2",  "SIN",     "FDIV",  "MXU_DOT"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == size_t(Op::kCount));
 
 bool is_int(DType d) {
@@ -78,6 +78,8 @@ bool lowerable(const Node& n, bool fast_math) {
     case Op::LOG2:
     case Op::SIN:
       return d == DType::kF32 && fast_math;  // only listed in code_for_op under TINYTPU_FAST_MATH
+    case Op::MXU_DOT:
+      return false;  // made by the compiler, never read from IR
     case Op::STACK:
       return n.src.empty();  // the empty shape of a scalar PARAM; vector STACKs never reach us
     case Op::CAST:

@@ -73,6 +73,7 @@ enum class Op : uint8_t {
   LOG2,
   SIN,
   FDIV,
+  MXU_DOT,  // compiler-internal: an int8 dot-product block on the MXU (compiler/mxu_dot.h)
   kCount
 };
 const char* op_name(Op op);

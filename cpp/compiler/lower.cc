@@ -17,6 +17,11 @@ enum Sxu : uint8_t {
   kSelect = 8,
   kVzero = 30,
   kVfill = 31,
+  kDispatchMxu = 4,
+  kWaitMxu = 5,
+  kLoadMxuResult = 6,
+  kPsumRead = 17,
+  kPsumReadRow = 18,
   kVneg = 34,
   kVabs = 35
 };
@@ -387,6 +392,44 @@ class Emitter {
     emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(x), uint8_t(d)});
     for (int r : {ax, c, t, xs, post, sign, inf, zero}) release(r);
   }
+  // WS dispatches of one activation row each, their column sums written or accumulated into PSUM rows,
+  // then the whole bucket read once the MXU is done (bucket 0 is free again after the read). Results
+  // that live in row 0 alone are read with one 2-cycle instruction: LOAD_MXU_RESULT for a single
+  // dispatch (no PSUM at all), PSUM_READ_ROW otherwise.
+  int mxu_fill(bool weight, const std::array<int32_t, 16>& data) {
+    int used = 0;
+    for (const MxuFill& f : cur_.mxu_fills)
+      if (f.weight == weight) {
+        if (f.data == data) return f.addr;
+        ++used;
+      }
+    if (used == 32) throw NoRoom{};
+    cur_.mxu_fills.push_back({weight, used, data});
+    return used;
+  }
+  void mxu_dot(int d, const MxuDot& m) {
+    std::vector<int> w, a;
+    for (const auto& t : m.weights) w.push_back(mxu_fill(true, t));
+    for (const auto& t : m.acts) a.push_back(mxu_fill(false, t));
+    bool row0_only =
+        std::all_of(m.dispatches.begin(), m.dispatches.end(), [](auto& ds) { return ds.row == 0; });
+    bool direct = row0_only && m.dispatches.size() == 1;  // the column sums themselves: no PSUM
+    for (const auto& ds : m.dispatches) {
+      uint8_t mode = direct ? 0 : ds.accumulate ? 2 : 1;  // PSUM write 1, accumulate 2
+      emit(Instr{kDispatchMxu, 0, /*PSUM bucket*/ 0, uint8_t(ds.row), 0, mode, uint8_t(w[ds.weight]),
+                 uint8_t(a[ds.act]), /*tiles*/ 1});
+    }
+    if (direct) {
+      emit(Instr{kLoadMxuResult, 0, uint8_t(d)});  // blocks until Done: no WAIT_MXU needed
+      return;
+    }
+    emit(Instr{kWaitMxu});
+    if (row0_only)
+      emit(Instr{kPsumReadRow, /*bucket*/ 0, uint8_t(d), /*row*/ 0});
+    else
+      emit(Instr{kPsumRead, /*bucket*/ 0, uint8_t(d)});
+  }
+
   // a / b: q0 = a * (1/b) within an ulp or two, then one correction by the exact remainder
   // a - q0*b (Dekker's product from 12-bit halves, Sterbenz's exact subtraction), which rounds like IEEE
   // division but for quotients within ~2^-40 ulp of a midpoint. The product is exact while |q0|, |b| are
@@ -609,6 +652,9 @@ class Emitter {
       }
       case Op::BITCAST:
         vpu(kAnd, d, a, a);
+        break;
+      case Op::MXU_DOT:
+        mxu_dot(d, p_.mxu[n.mxu]);
         break;
       case Op::FDIV:
         if (fast_math_) {

@@ -20,11 +20,19 @@ struct SlotDrain {
   Role role = kValue;
 };
 
+// A WMEM weight tile or an AMEM activation row (lanes 0..3) for MXU_DOT dispatches.
+struct MxuFill {
+  bool weight;
+  int addr;
+  std::array<int32_t, 16> data;
+};
+
 // One bundle: at most 256 instructions, 32 VMEM tiles, 16 vregs, 31 outputs (checked by validate()).
 struct Launch {
   std::vector<Instr> program;  // ends in HALT
   std::vector<SlotFill> fills;
   std::vector<SlotDrain> drains;
+  std::vector<MxuFill> mxu_fills;
 };
 
 // Instruction selection, register and VMEM allocation, and splitting into launches.

@@ -30,6 +30,7 @@ struct TileNode {
   // The load sits under a data-dependent gate: lanes whose index is out of range read 0, which the gate's
   // select then discards. Without a gate an out-of-range index is an error.
   bool gated = false;
+  int mxu = -1;  // MXU_DOT: index into TileProgram::mxu
 };
 
 struct TileStore {
@@ -46,9 +47,24 @@ struct TileStore {
 };
 
 // The straight-line tile program for one or more chunks of 16 lanes, in program order.
+// Int8 dot products of 16 lanes on the MXU, in weight-stationary dispatches of one activation row:
+// lanes 4g..4g+3 share activation row `act` (their common operand), `weight` holds each lane's other
+// operand as W[k][c], and the column sums land in PSUM row g (written by a group's first dispatch,
+// accumulated by the others). Rows, weights and activations are int8 values read at launch time.
+struct MxuDot {
+  struct Dispatch {
+    int weight, act, row;
+    bool accumulate;
+  };
+  std::vector<std::array<int32_t, 16>> weights;  // 4x4, row-major W[k][c]
+  std::vector<std::array<int32_t, 16>> acts;     // activation rows a[k] in lanes 0..3
+  std::vector<Dispatch> dispatches;
+};
+
 struct TileProgram {
   std::vector<TileNode> nodes;
   std::vector<TileStore> stores;
+  std::vector<MxuDot> mxu;
 };
 
 // Maps the kernel's iteration space onto lanes: every RANGE outside all REDUCE ranges is lane-parallel,

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "compiler/lower.h"
+#include "compiler/mxu_dot.h"
 #include "compiler/tracer.h"
 #include "isa/tasm.h"
 #include "sim/errors.h"
@@ -83,8 +84,6 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
   TileProgram prog;
   auto flush = [&] {
     if (prog.stores.empty()) return;
-    std::vector<int32_t> consts;
-    auto launches = lower(prog, consts, kernel_.fast_math);
     std::map<int, Tile> scratch;  // spilled node values
     // A leaf's lanes from the buffers; a dynamic leaf's element indices are a spilled value or a leaf.
     std::function<Tile(int)> gather = [&](int node) {
@@ -111,6 +110,9 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
       }
       return out;
     };
+    fuse_mxu_dots(prog, [&](int node) { return gather(node); });  // reads the data: MXU only for int8 values
+    std::vector<int32_t> consts;
+    auto launches = lower(prog, consts, kernel_.fast_math);
     for (const Launch& l : launches) {
       Bundle b;
       for (const SlotFill& f : l.fills) {
@@ -121,6 +123,11 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
           r.data = scratch[f.node];
         else
           r.data = gather(f.node);
+        b.records.push_back(r);
+      }
+      for (const MxuFill& f : l.mxu_fills) {
+        Record r{f.weight ? RecordType::kWeightTile : RecordType::kActTile, f.addr};
+        r.data = f.data;
         b.records.push_back(r);
       }
       for (const Instr& in : l.program) {

@@ -1,0 +1,212 @@
+#include "compiler/mxu_dot.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+namespace tinytpu::compiler {
+
+namespace {
+
+using Lanes32 = std::array<int32_t, 16>;
+constexpr int kGroupLanes = 4;  // lanes sharing one activation row: one PSUM row, one MXU column each
+constexpr int kGroups = 16 / kGroupLanes;
+constexpr int kSliceTerms = 4;  // terms per dispatch: the array's rows
+// K-slices per MXU_DOT node: at most 16 weight tiles and 16 activation rows, so any node fits one launch.
+constexpr int kMaxSlices = 4;
+
+bool int_lane(DType d) {
+  return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16 || d == DType::kI32 ||
+         d == DType::kU32;
+}
+bool fits_int8(int32_t v) { return v >= -128 && v <= 127; }
+
+struct Term {
+  int mul;               // the MUL node
+  int x, y;              // its factors' leaves
+  std::vector<int> via;  // CAST nodes between the MUL and the leaves
+};
+
+class Fuser {
+ public:
+  Fuser(TileProgram& p, const std::function<Lanes32(int)>& leaf_values) : p_(p), leaf_values_(leaf_values) {
+    int n = int(p.nodes.size());
+    uses_.assign(n, 0);
+    live_.assign(n, {});
+    for (const auto& s : p.stores)
+      for (int r : {s.value, s.gate, s.index_node})
+        if (r >= 0) {
+          ++uses_[r];
+          for (int l = 0; l < 16; ++l) live_[r][l] = live_[r][l] || s.active[l];
+        }
+    // Lanes are independent in every tile op, so a node's live lanes are the union of its users'.
+    for (int i = n - 1; i >= 0; --i)
+      for (int o : {p.nodes[i].a, p.nodes[i].b, p.nodes[i].c})
+        if (o >= 0) {
+          ++uses_[o];
+          for (int l = 0; l < 16; ++l) live_[o][l] = live_[o][l] || live_[i][l];
+        }
+  }
+
+  void run() {
+    std::vector<bool> absorbed(p_.nodes.size(), false);
+    for (int root = int(p_.nodes.size()) - 1; root >= 0; --root) {
+      if (absorbed[root] || !is_sum(root)) continue;
+      std::vector<int> adds;
+      std::vector<Term> terms;
+      if (!collect(root, root, adds, terms) || terms.size() < 2) continue;
+      auto values = read(terms, live_[root]);
+      if (!values) continue;
+      for (int a : adds) absorbed[a] = true;
+      rewrite(root, adds, terms, *values);
+    }
+  }
+
+ private:
+  TileProgram& p_;
+  const std::function<Lanes32(int)>& leaf_values_;
+  std::vector<int> uses_;
+  std::vector<std::array<bool, 16>> live_;
+
+  const TileNode& node(int i) const { return p_.nodes[i]; }
+  bool is_leaf(int i) const { return node(i).op == Op::LOAD && !node(i).dynamic && !node(i).gated; }
+  bool is_zero(int i) const {
+    if (!is_leaf(i)) return false;
+    for (const auto& l : node(i).leaf)
+      if (l.buf >= 0 || l.bits != 0) return false;
+    return true;
+  }
+  bool is_sum(int i) const {
+    return node(i).op == Op::ADD && (node(i).dtype == DType::kI32 || node(i).dtype == DType::kU32);
+  }
+
+  // The leaf under an optional integer widening CAST, used only by this chain.
+  std::optional<int> factor(int i, std::vector<int>& via) const {
+    if (is_leaf(i)) return i;
+    const TileNode& n = node(i);
+    if (n.op == Op::CAST && int_lane(n.from) && uses_[i] == 1 && is_leaf(n.a)) {
+      via.push_back(i);
+      return n.a;
+    }
+    return std::nullopt;
+  }
+
+  // Flattens the ADD tree under root into product terms; every inner node must be used only here.
+  bool collect(int i, int root, std::vector<int>& adds, std::vector<Term>& terms) const {
+    const TileNode& n = node(i);
+    if (is_sum(i) && (i == root || uses_[i] == 1)) {
+      adds.push_back(i);
+      return collect(n.a, root, adds, terms) && collect(n.b, root, adds, terms);
+    }
+    if (is_zero(i)) return true;  // a reduce's initial value
+    if (n.op == Op::MUL && n.dtype == node(root).dtype && uses_[i] == 1) {
+      Term t{i, -1, -1, {}};
+      auto x = factor(n.a, t.via), y = factor(n.b, t.via);
+      if (!x || !y) return false;
+      t.x = *x;
+      t.y = *y;
+      terms.push_back(t);
+      return true;
+    }
+    return false;
+  }
+
+  struct Values {
+    std::vector<Lanes32> x, y;
+  };
+  // Leaf values at launch time: every live lane must fit int8.
+  std::optional<Values> read(const std::vector<Term>& terms, const std::array<bool, 16>& live) const {
+    Values v;
+    for (const Term& t : terms) {
+      v.x.push_back(leaf_values_(t.x));
+      v.y.push_back(leaf_values_(t.y));
+      for (int l = 0; l < 16; ++l)
+        if (live[l] && !(fits_int8(v.x.back()[l]) && fits_int8(v.y.back()[l]))) return std::nullopt;
+    }
+    // Each live group must share one factor of every term across its live lanes.
+    for (int g = 0; g < kGroups; ++g)
+      for (size_t k = 0; k < terms.size(); ++k)
+        if (!shared(v.x[k], live, g) && !shared(v.y[k], live, g)) return std::nullopt;
+    return v;
+  }
+  static bool shared(const Lanes32& v, const std::array<bool, 16>& live, int g) {
+    std::optional<int32_t> first;
+    for (int l = g * kGroupLanes; l < (g + 1) * kGroupLanes; ++l) {
+      if (!live[l]) continue;
+      if (first && *first != v[l]) return false;
+      first = v[l];
+    }
+    return true;
+  }
+
+  // One MXU_DOT per block of up to kMaxSlices K-slices, summed by ADDs; the new nodes reuse the
+  // absorbed nodes' positions (all before the root), so program order and every reference stay valid.
+  void rewrite(int root, const std::vector<int>& adds, const std::vector<Term>& terms, const Values& v) {
+    std::vector<int> slots;  // absorbed node positions, ascending; the root last
+    for (const Term& t : terms) {
+      slots.push_back(t.mul);
+      slots.insert(slots.end(), t.via.begin(), t.via.end());
+    }
+    for (int a : adds)
+      if (a != root) slots.push_back(a);
+    std::sort(slots.begin(), slots.end());
+    slots.push_back(root);
+    const auto& live = live_[root];
+    size_t block_terms = size_t(kSliceTerms * kMaxSlices);
+    std::vector<int> blocks;
+    size_t next_slot = 0;
+    for (size_t first = 0; first < terms.size(); first += block_terms) {
+      size_t last = std::min(terms.size(), first + block_terms);
+      MxuDot dot;
+      std::map<Lanes32, int> weight_ids, act_ids;
+      auto intern = [](std::map<Lanes32, int>& ids, std::vector<Lanes32>& out, const Lanes32& t) {
+        auto [it, fresh] = ids.emplace(t, int(out.size()));
+        if (fresh) out.push_back(t);
+        return it->second;
+      };
+      for (int g = 0; g < kGroups; ++g) {
+        bool any = false;
+        for (int l = g * kGroupLanes; l < (g + 1) * kGroupLanes; ++l) any = any || live[l];
+        if (!any) continue;  // nothing reads this PSUM row
+        for (size_t s = first; s < last; s += kSliceTerms) {
+          Lanes32 w{}, a{};
+          for (size_t k = s; k < std::min(last, s + kSliceTerms); ++k) {
+            int r = int(k - s);
+            bool x_shared = shared(v.x[k], live, g);
+            const Lanes32& act = x_shared ? v.x[k] : v.y[k];
+            const Lanes32& other = x_shared ? v.y[k] : v.x[k];
+            for (int c = 0; c < kGroupLanes; ++c) {
+              int l = g * kGroupLanes + c;
+              if (!live[l]) continue;
+              a[r] = act[l];
+              w[r * kGroupLanes + c] = other[l];
+            }
+          }
+          dot.dispatches.push_back(
+              {intern(weight_ids, dot.weights, w), intern(act_ids, dot.acts, a), g, s != first});
+        }
+      }
+      p_.mxu.push_back(std::move(dot));
+      TileNode n{Op::MXU_DOT, node(root).dtype};
+      n.mxu = int(p_.mxu.size()) - 1;
+      int at = last == terms.size() && blocks.empty() ? root : slots[next_slot++];
+      p_.nodes[at] = n;
+      blocks.push_back(at);
+    }
+    // Partial sums of the blocks, left to right, ending at the root.
+    int acc = blocks[0];
+    for (size_t b = 1; b < blocks.size(); ++b) {
+      int at = b + 1 == blocks.size() ? root : slots[next_slot++];
+      p_.nodes[at] = TileNode{Op::ADD, node(root).dtype, node(root).dtype, acc, blocks[b]};
+      acc = at;
+    }
+  }
+};
+
+}  // namespace
+
+void fuse_mxu_dots(TileProgram& prog, const std::function<Lanes32(int)>& leaf_values) {
+  Fuser(prog, leaf_values).run();
+}
+
+}  // namespace tinytpu::compiler

@@ -1,0 +1,68 @@
+"""Matrix multiply against tinygrad's CPU device: integer products run on the MXU when every operand fits
+int8 at launch time and on the VPU otherwise, exact either way; float32 runs on the VPU."""
+import itertools
+import os
+import subprocess
+import sys
+import zlib
+import numpy as np
+import pytest
+import tinytpu
+from tinygrad import Tensor, dtypes
+
+SIZES = [1, 3, 4, 5, 8, 17]
+
+def operands(m, k, n, dtype, lo, hi, seed):
+  rng = np.random.default_rng(seed)
+  np_dt = np.dtype(dtype.fmt) if dtype != dtypes.float32 else np.float32
+  return rng.integers(lo, hi + 1, (m, k)).astype(np_dt), rng.integers(lo, hi + 1, (k, n)).astype(np_dt)
+
+def matmul_on(device, a, b, dtype):
+  return (Tensor(a, device=device, dtype=dtype) @ Tensor(b, device=device, dtype=dtype)).numpy()
+
+@pytest.mark.parametrize("m,k,n", list(itertools.product(SIZES, SIZES, SIZES))[::5] + [(64, 64, 64), (4, 64, 4), (1, 17, 64)])
+@pytest.mark.parametrize("dtype,lo,hi", [(dtypes.int8, -128, 127), (dtypes.int32, -128, 127), (dtypes.int32, -1000, 1000),
+                                         (dtypes.int16, -300, 300)])
+def test_integer_matmul_exact(m, k, n, dtype, lo, hi):
+  a, b = operands(m, k, n, dtype, lo, hi, zlib.crc32(f"{m},{k},{n},{dtype},{lo}".encode()))
+  np.testing.assert_array_equal(matmul_on("TINYTPU", a, b, dtype), matmul_on("CPU", a, b, dtype))
+
+def tasm_of(expr: str) -> str:
+  code = f"import numpy as np, tinytpu; from tinygrad import Tensor, dtypes; print(({expr}).numpy().tolist())"
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "DEBUG": "4"})
+  assert out.returncode == 0, out.stderr
+  return out.stdout
+
+def test_in_range_int8_matmul_dispatches_to_the_mxu_and_out_of_range_does_not():
+  in_range = tasm_of("Tensor(np.arange(32).reshape(4, 8) - 16, device='TINYTPU', dtype=dtypes.int32) @ "
+                     "Tensor(np.ones((8, 4)), device='TINYTPU', dtype=dtypes.int32)")
+  out_of_range = tasm_of("Tensor(np.arange(32).reshape(4, 8) * 100, device='TINYTPU', dtype=dtypes.int32) @ "
+                         "Tensor(np.ones((8, 4)), device='TINYTPU', dtype=dtypes.int32)")
+  assert "MXU WMEM[" in in_range and "= MUL(" not in in_range
+  assert "MXU WMEM[" not in out_of_range and "= MUL(" in out_of_range
+
+@pytest.mark.parametrize("name,a,b,reference_cycles", [
+  ("gemm_1x4x4", np.arange(4).reshape(1, 4), np.eye(4), 37),
+  ("gemm_4x4x4", np.arange(16).reshape(4, 4), np.eye(4), 121),
+  ("gemm_4x8x4", np.arange(32).reshape(4, 8), np.ones((8, 4)), 227)])
+def test_seed_matmuls_take_no_more_cycles_than_the_reference(name, a, b, reference_cycles):
+  # The reference backend's cycles for these kernels (hardware.md §7); ours must not be worse.
+  ta, tb = Tensor(a, device="TINYTPU", dtype=dtypes.int32).realize(), Tensor(b, device="TINYTPU", dtype=dtypes.int32).realize()
+  tinytpu.reset_counters()
+  out = (ta @ tb).numpy()
+  np.testing.assert_array_equal(out, (a @ b).astype(np.int32))
+  assert tinytpu.counters()["cycles"] <= reference_cycles
+
+@pytest.mark.parametrize("dtype", [dtypes.int8, dtypes.int32])
+def test_matmul_with_epilogue_and_batch(dtype):
+  a, b = operands(3 * 5, 6, 7, dtype, -100, 100, 1)
+  bias = np.arange(7).astype(np.dtype(dtype.fmt))
+  def f(device):
+    x = Tensor(a.reshape(3, 5, 6), device=device, dtype=dtype)
+    w = Tensor(b, device=device, dtype=dtype)
+    return ((x @ w) + Tensor(bias, device=device, dtype=dtype)).relu().numpy()
+  np.testing.assert_array_equal(f("TINYTPU"), f("CPU"))
+
+def test_float_matmul_stays_on_the_vpu():
+  a, b = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5), np.linspace(-2, 2, 15, dtype=np.float32).reshape(5, 3)
+  np.testing.assert_allclose(matmul_on("TINYTPU", a, b, dtypes.float32), matmul_on("CPU", a, b, dtypes.float32), rtol=1e-6)
