@@ -94,3 +94,30 @@ TEST_CASE("executor: a kernel runs on the TensorCore and writes device memory") 
   CHECK(s.launches == s.tasm.size());
   CHECK(s.cycles > s.sxu_cycles);
 }
+
+TEST_CASE("executor: a lane reads back the elements it stored earlier in the kernel") {
+  // out[i] = 0; for k < 3: out[i] = out[i] + a[3i + k] -- an accumulator kept in global memory
+  CompiledKernel k(
+      "KERNEL readback\n"
+      "CONST idx 0 5\nCONST idx 0 3\n"                                    // 0, 1
+      "PARAM i32 1 0 0 GLOBAL 0 0\nPARAM i32 1 0 1 GLOBAL 0 0\n"          // 2 out, 3 a
+      "RANGE i32 1 0 0 WEAK\n"                                            // 4: i
+      "INDEX i32 2 2 4\nCONST i32 0 0\nSTORE void 2 5 6\n"                // 5, 6, 7
+      "RANGE i32 1 1 1 REDUCE\n"                                          // 8: k
+      "INDEX i32 2 2 4\nLOAD i32 1 9\n"                                   // 9, 10: out[i]
+      "MUL idx 2 4 1\nADD idx 2 11 8\nINDEX i32 2 3 12\nLOAD i32 1 13\n"  // 11..14: a[3i + k]
+      "ADD i32 2 10 14\nSTORE void 2 9 15\n"                              // 15, 16
+      "END void 2 16 8\nEND void 2 17 4\nSINK void 1 18\n");
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(5 * 4), DeviceBuffer(15 * 4)};
+  for (int i = 0; i < 15; ++i) {
+    int32_t a = i * i - 7;
+    std::memcpy(bufs[1].data() + 4 * i, &a, 4);
+  }
+  k.run(bufs, {}, false);
+  for (int i = 0; i < 5; ++i) {
+    int32_t out, want = 0;
+    std::memcpy(&out, bufs[0].data() + 4 * i, 4);
+    for (int j = 3 * i; j < 3 * i + 3; ++j) want += j * j - 7;
+    CHECK(out == want);
+  }
+}

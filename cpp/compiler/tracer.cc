@@ -144,6 +144,10 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
   std::vector<Value> val(nodes.size());
   std::vector<int64_t> iter(nodes.size(), 0), bound(nodes.size(), 0);
   std::map<int, std::map<int64_t, Value>> regs;  // BUFFER(REG) node -> element -> value
+  // Global stores of this chunk, for a lane reading back what it wrote: (buf, element) -> (tile, lane);
+  // tile -1 when the store was gated by data. Buffers written at data-dependent indices are unknowable.
+  std::map<std::pair<int, int64_t>, std::pair<int, int>> stored;
+  std::map<int, bool> written;  // buf -> written at data-dependent indices
   std::vector<std::array<bool, kLanes>> masks;
   std::array<bool, kLanes> active;
   std::vector<Lanes> lane_range(parallel_.size());
@@ -183,6 +187,31 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
     return new_tile(t).tile;
   };
   auto lane_mask = [&] { return masks.back(); };
+  // A load of elements this chunk already stored sees the stored lanes (sequential semantics within a
+  // work item): each storing tile is selected in over the loaded leaf by a constant lane mask.
+  auto forward_stores = [&](Value& res, const TileNode& t, int buf) {
+    if (written[buf] || t.dynamic)
+      throw Unsupported("kernel " + k_.name + ": load from buffer " + std::to_string(buf) +
+                        " after a store to it at indices that depend on data");
+    std::map<int, std::array<bool, kLanes>> from;  // storing tile -> lanes it provides
+    for (int l = 0; l < kLanes; ++l) {
+      if (t.leaf[l].buf < 0) continue;
+      auto it = stored.find({buf, t.leaf[l].index});
+      if (it == stored.end()) continue;
+      auto [tile, lane] = it->second;
+      if (tile < 0 || lane != l)
+        throw Unsupported("kernel " + k_.name + ": element " + std::to_string(t.leaf[l].index) +
+                          " of buffer " + std::to_string(buf) +
+                          " is read back by another lane or after a store gated by data");
+      from[tile][l] = true;
+    }
+    for (const auto& [tile, lanes] : from) {
+      TileNode mask{Op::LOAD, DType::kBool};
+      for (int l = 0; l < kLanes; ++l) mask.leaf[l].bits = lanes[l];
+      int m = new_tile(mask).tile;
+      res = new_tile(TileNode{Op::WHERE, t.dtype, DType::kBool, m, tile, res.tile});
+    }
+  };
 
   for (size_t ip = 0; ip < nodes.size(); ++ip) {
     const Node& n = nodes[ip];
@@ -309,6 +338,7 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
           }
         }
         res = new_tile(t);
+        if (written.count(p.buf)) forward_stores(res, t, p.buf);
         if (data_gate) {
           TileNode w{Op::WHERE, n.dtype, DType::kBool, gate->tile, res.tile, to_tile(*alt)};
           res = new_tile(w);
@@ -341,6 +371,9 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
             throw Unsupported("kernel " + k_.name + ": store outside buffer " + std::to_string(p.buf));
         s.value = to_tile(x);
         s.after = int(out.nodes.size());
+        written[p.buf] = written[p.buf] || p.dyn >= 0;
+        for (int l = 0; l < kLanes; ++l)
+          if (p.dyn < 0 && s.active[l]) stored[{p.buf, p.v[l]}] = {gate >= 0 ? -1 : s.value, l};
         out.stores.push_back(s);
         break;
       }
