@@ -285,3 +285,13 @@ def test_uint32_division_and_mod():
   a[:5], b[100:105] = 2**32 - 1, 2**31 + 7  # largest dividend, divisors >= 2^31
   check(lambda x, y: x // y, a, b, dtype=dtypes.uint32)
   check(lambda x, y: x % y, a, b, dtype=dtypes.uint32)
+
+def test_whole_tensor_reduce_broadcast_back():
+  # The reduce runs before the lane-parallel loop: traced once, its value pinned for every chunk.
+  x = data((37, 45), dtypes.float32, -3, 3)
+  check(lambda t: t - t.mean(), x, atol=1e-5)
+  check(lambda t: (t * t.sum()).relu(), data((9, 70), dtypes.int32, -5, 5), dtype=dtypes.int32)
+  def std_grad(t):
+    t = t.contiguous()
+    return Tensor.stack(*t.std_mean()).sum().gradient(t)[0]
+  check(std_grad, data((5, 6, 7), dtypes.float32, -2, 2), atol=1e-5, rtol=1e-4)

@@ -254,7 +254,7 @@ class Emitter {
     const TileNode& n = p_.nodes[node];
     // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
     if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a)) throw NoRoom{};
-    bool uniform_const = !n.dynamic;
+    bool uniform_const = !n.dynamic && n.pinned < 0;
     for (const auto& l : n.leaf) uniform_const = uniform_const && l.buf < 0 && l.bits == n.leaf[0].bits;
     return uniform_const ? constant(int32_t(n.leaf[0].bits)) : load_fill(node);
   }

@@ -71,7 +71,7 @@ class Fuser {
   const TileNode& node(int i) const { return p_.nodes[i]; }
   bool is_leaf(int i) const { return node(i).op == Op::LOAD && !node(i).dynamic && !node(i).gated; }
   bool is_zero(int i) const {
-    if (!is_leaf(i)) return false;
+    if (!is_leaf(i) || node(i).pinned >= 0) return false;
     for (const auto& l : node(i).leaf)
       if (l.buf >= 0 || l.bits != 0) return false;
     return true;

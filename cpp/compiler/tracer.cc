@@ -7,15 +7,7 @@ namespace tinytpu::compiler {
 
 namespace {
 
-struct Value {
-  enum Kind : uint8_t { kNone, kConst, kTile, kBuf, kPtr } kind = kNone;
-  DType dtype = DType::kVoid;
-  Lanes v{};      // kConst: per-lane value (integers as integers, float32 as bits); kPtr: element index
-  int tile = -1;  // kTile
-  int buf = -1;   // kBuf / kPtr: PARAM slot, or the BUFFER node for registers
-  bool reg = false;
-  int dyn = -1;  // kPtr: tile holding data-dependent element indices (gathers)
-};
+using Value = TraceValue;
 
 bool is_int_like(DType d) { return !is_float(d) && d != DType::kVoid; }
 
@@ -137,6 +129,51 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
         --reduce_depth;
     }
   }
+  // A prefix is pinned when it loops (the work worth sharing), writes no global memory and opens no IF.
+  if (parallel_.empty() || num_chunks() < 2) return;
+  int end = *std::min_element(parallel_.begin(), parallel_.end());
+  bool loops = false;
+  for (int i = 0; i < end; ++i) {
+    const Node& n = k.nodes[i];
+    loops = loops || n.op == Op::RANGE;
+    if (n.op == Op::IF) return;
+    if (n.op == Op::STORE) {
+      int base = n.src[0];
+      while (k.nodes[base].op == Op::INDEX || k.nodes[base].op == Op::AFTER) base = k.nodes[base].src[0];
+      if (k.nodes[base].op == Op::PARAM) return;
+    }
+  }
+  if (!loops) return;
+  std::vector<bool> used(end, false);
+  for (int i = end; i < int(k.nodes.size()); ++i)
+    for (int s : k.nodes[i].src)
+      if (s < end) used[s] = true;
+  for (int s = 0; s < end; ++s)
+    if (used[s]) prefix_uses_.push_back(s);
+  prefix_end_ = end;
+}
+
+void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
+  std::vector<Value> kept(prefix_end_);
+  for (int s : prefix_uses_) {
+    const Value& v = val[s];
+    if (v.reg || v.dyn >= 0) {  // registers and data-indexed pointers are not carried over: no pinning
+      prefix_end_ = -1;
+      return;
+    }
+    kept[s] = v;
+  }
+  int pins = 0;
+  for (int s : prefix_uses_) {
+    if (kept[s].kind != Value::kTile) continue;
+    TileStore st{int(out.nodes.size()), -1, {}, {}, kept[s].tile};
+    st.active.fill(true);
+    st.pin = pins;
+    out.stores.push_back(st);
+    kept[s].tile = pins++;
+  }
+  prefix_vals_ = std::move(kept);
+  prefix_ready_ = true;
 }
 
 void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
@@ -213,7 +250,19 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
     }
   };
 
-  for (size_t ip = 0; ip < nodes.size(); ++ip) {
+  size_t start = 0;
+  if (prefix_ready_) {  // later chunks: the prefix's values, pinned tiles as leaves
+    for (int s : prefix_uses_) {
+      val[s] = prefix_vals_[s];
+      if (val[s].kind != Value::kTile) continue;
+      TileNode leaf{Op::LOAD, val[s].dtype};
+      leaf.pinned = prefix_vals_[s].tile;
+      val[s].tile = new_tile(leaf).tile;
+    }
+    start = size_t(prefix_end_);
+  }
+  for (size_t ip = start; ip < nodes.size(); ++ip) {
+    if (int(ip) == prefix_end_ && !prefix_ready_) pin_prefix(val, out);
     const Node& n = nodes[ip];
     auto src = [&](int i) -> Value& { return val[n.src[i]]; };
     Value& res = val[ip];

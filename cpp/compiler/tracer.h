@@ -30,7 +30,8 @@ struct TileNode {
   // The load sits under a data-dependent gate: lanes whose index is out of range read 0, which the gate's
   // select then discards. Without a gate an out-of-range index is an error.
   bool gated = false;
-  int mxu = -1;  // MXU_DOT: index into TileProgram::mxu
+  int mxu = -1;     // MXU_DOT: index into TileProgram::mxu
+  int pinned = -1;  // a leaf whose lanes are pinned tile #pinned (the uniform prefix's values)
 };
 
 struct TileStore {
@@ -44,6 +45,7 @@ struct TileStore {
   // out, in program order, without computing anything.
   int gate = -1;
   int index_node = -1;
+  int pin = -1;  // not a memory store: keep the value as pinned tile #pin for later chunks
 };
 
 // The straight-line tile program for one or more chunks of 16 lanes, in program order.
@@ -67,6 +69,17 @@ struct TileProgram {
   std::vector<MxuDot> mxu;
 };
 
+// What the tracer knows about a UOp in the current chunk.
+struct TraceValue {
+  enum Kind : uint8_t { kNone, kConst, kTile, kBuf, kPtr } kind = kNone;
+  DType dtype = DType::kVoid;
+  Lanes v{};      // kConst: per-lane value (integers as integers, float32 as bits); kPtr: element index
+  int tile = -1;  // kTile
+  int buf = -1;   // kBuf / kPtr: PARAM slot, or the BUFFER node for registers
+  bool reg = false;
+  int dyn = -1;  // kPtr: tile holding data-dependent element indices (gathers)
+};
+
 // Maps the kernel's iteration space onto lanes: every RANGE outside all REDUCE ranges is lane-parallel,
 // and 16 consecutive points of their flattened product form a chunk; REDUCE ranges and everything else
 // are unrolled while tracing. Index arithmetic is evaluated per lane here, so loads and stores carry
@@ -76,6 +89,8 @@ class Tracer {
   Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes);
   int64_t num_chunks() const { return (points_ + kLanes - 1) / kLanes; }
   void trace_chunk(int64_t chunk, TileProgram& out);
+  // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
+  bool pinned_prefix() const { return prefix_ready_; }
 
  private:
   const Kernel& k_;
@@ -84,6 +99,14 @@ class Tracer {
   std::vector<int64_t> bounds_;  // their trip counts
   int64_t points_ = 1;
   int64_t uniform_value(int node, const std::vector<int64_t>& known) const;
+  // The uniform prefix: nodes before the first lane-parallel RANGE compute the same lanes in every
+  // chunk (a whole-tensor reduce before a broadcast, say). The first chunk traces it and pins the tiles
+  // used later; the others start at prefix_end_ with those as leaves the loader fills.
+  int prefix_end_ = -1;                  // -1: no prefix worth pinning
+  std::vector<int> prefix_uses_;         // prefix nodes read at or after prefix_end_
+  std::vector<TraceValue> prefix_vals_;  // their values (pinned tiles by pin number in .tile)
+  bool prefix_ready_ = false;
+  void pin_prefix(std::vector<TraceValue>& val, TileProgram& out);
 };
 
 }  // namespace tinytpu::compiler

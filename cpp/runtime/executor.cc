@@ -82,12 +82,14 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
   KernelStats stats;
   constexpr size_t kBatchNodes = 96;  // tile nodes traced before lowering a batch of chunks
   TileProgram prog;
+  std::map<int, Tile> pinned;  // the uniform prefix's values, shared by every chunk
   auto flush = [&] {
     if (prog.stores.empty()) return;
     std::map<int, Tile> scratch;  // spilled node values
     // A leaf's lanes from the buffers; a dynamic leaf's element indices are a spilled value or a leaf.
     std::function<Tile(int)> gather = [&](int node) {
       const TileNode& t = prog.nodes[node];
+      if (t.pinned >= 0) return pinned.at(t.pinned);
       Tile out{};
       Tile dyn_index{};
       if (t.dynamic) dyn_index = scratch.count(t.a) ? scratch[t.a] : gather(t.a);
@@ -157,6 +159,10 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
         if (d.spill >= 0 || d.role != SlotDrain::kValue) continue;
         const TileStore& st = prog.stores[d.store];
         const Tile& t = *parts.at({d.store, SlotDrain::kValue});
+        if (st.pin >= 0) {
+          pinned[st.pin] = t;
+          continue;
+        }
         const Tile* gate = st.gate >= 0 ? parts.at({d.store, SlotDrain::kGate}) : nullptr;
         const Tile* index = st.index_node >= 0 ? parts.at({d.store, SlotDrain::kIndex}) : nullptr;
         for (int lane = 0; lane < kLanes; ++lane) {
@@ -177,7 +183,8 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
   };
   for (int64_t c = 0; c < std::max<int64_t>(tracer.num_chunks(), 1); ++c) {
     tracer.trace_chunk(c, prog);
-    if (prog.nodes.size() >= kBatchNodes) flush();
+    // the chunk that pins the prefix runs before any chunk reads the pinned tiles
+    if (prog.nodes.size() >= kBatchNodes || (c == 0 && tracer.pinned_prefix())) flush();
   }
   flush();
   return stats;
