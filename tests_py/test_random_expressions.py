@@ -44,3 +44,16 @@ def test_random_expression_matches_cpu(prog):
   assert got.shape == want.shape and got.dtype == want.dtype
   if prog[1]: np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
   else: np.testing.assert_array_equal(got, want)
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 9), st.integers(1, 9), st.integers(1, 9), st.sampled_from([8, 100, 2**20]), st.booleans(), st.integers(0, 2**31 - 1))
+def test_random_matmul_and_gather_match_cpu(m, k, n, span, transpose, seed):
+  # int8-range data takes the MXU, wider data the VPU; a random gather of rows follows.
+  rng = np.random.default_rng(seed)
+  a, b = rng.integers(-span, span, (m, k)).astype(np.int32), rng.integers(-span, span, (n, k) if transpose else (k, n)).astype(np.int32)
+  idx = rng.integers(-m, m, 5).astype(np.int32)
+  def run(device):
+    tb = Tensor(b, device=device)
+    out = Tensor(a, device=device) @ (tb.T if transpose else tb)
+    return out.numpy(), out[Tensor(idx, device=device)].numpy()
+  for got, want in zip(run("TINYTPU"), run("CPU")): np.testing.assert_array_equal(got, want)
