@@ -65,22 +65,32 @@ class Emitter {
  public:
   Emitter(const TileProgram& p, bool fast_math)
       : p_(p), fast_math_(fast_math), vreg_(p.nodes.size(), -1), spilled_(p.nodes.size(), false) {
-    // Emission order: each node, with the stores that follow it in program order. Positions in this
-    // order give every read a last-use time.
-    needed_.assign(p.nodes.size(), false);
-    for (const auto& s : p.stores)
-      for (int n : store_reads(s)) needed_[n] = true;
-    for (int i = int(p.nodes.size()) - 1; i >= 0; --i)
-      if (needed_[i])
-        for (int o : {p.nodes[i].a, p.nodes[i].b, p.nodes[i].c})
-          if (o >= 0) needed_[o] = true;
-    size_t next_store = 0;
-    for (int i = 0; i <= int(p.nodes.size()); ++i) {
-      while (next_store < p.stores.size() && p.stores[next_store].after == i)
-        events_.push_back({false, int(next_store++)});
-      // Leaves are not events: each is filled right before its first read in a launch, so it costs no
-      // register while it waits and a cut never spills it (the loader fills it again).
-      if (i < int(p.nodes.size()) && needed_[i] && !is_leaf(i)) events_.push_back({true, i});
+    // Emission order: the stores in program order, each preceded by whatever it needs that is not yet
+    // computed (post-order), so a value is made right before its first use and holds no register
+    // earlier. Leaves are not events: each is filled right before its first read in a launch, so it
+    // costs no register while it waits and a cut never spills it (the loader fills it again).
+    // Positions in this order give every read a last-use time.
+    std::vector<bool> done(p.nodes.size(), false);
+    for (size_t s = 0; s < p.stores.size(); ++s) {
+      for (int root : store_reads(p.stores[s])) {
+        std::vector<std::pair<int, int>> stack{{root, 0}};  // node, operands visited
+        while (!stack.empty()) {
+          auto [n, k] = stack.back();
+          const TileNode& t = p.nodes[n];
+          int next = k < 3 ? std::array<int, 3>{t.a, t.b, t.c}[k] : -1;
+          if (done[n]) {
+            stack.pop_back();
+          } else if (k < 3) {
+            stack.back().second = k + 1;
+            if (next >= 0 && !done[next]) stack.push_back({next, 0});
+          } else {
+            done[n] = true;
+            if (!is_leaf(n)) events_.push_back({true, n});
+            stack.pop_back();
+          }
+        }
+      }
+      events_.push_back({false, int(s)});
     }
     last_use_.assign(p.nodes.size(), -1);
     for (int e = 0; e < int(events_.size()); ++e) {
@@ -118,7 +128,6 @@ class Emitter {
   std::vector<bool> spilled_;                 // node value saved in scratch by an earlier launch
   std::vector<std::pair<bool, int>> events_;  // (is a node, node or store index) in emission order
   std::vector<int> last_use_;                 // event position of the last read
-  std::vector<bool> needed_;
   std::vector<Launch> launches_;
   Launch cur_;
   std::bitset<kVregs> busy_;

@@ -80,12 +80,14 @@ class Fuser {
     return node(i).op == Op::ADD && (node(i).dtype == DType::kI32 || node(i).dtype == DType::kU32);
   }
 
-  // The leaf under an optional integer widening CAST, used only by this chain.
+  // The leaf under an optional integer CAST to 32 bits (the leaf's lanes are already widened, so the
+  // bits are unchanged); a CAST only this chain uses is absorbed, a shared one is read through.
   std::optional<int> factor(int i, std::vector<int>& via) const {
     if (is_leaf(i)) return i;
     const TileNode& n = node(i);
-    if (n.op == Op::CAST && int_lane(n.from) && uses_[i] == 1 && is_leaf(n.a)) {
-      via.push_back(i);
+    if (n.op == Op::CAST && int_lane(n.from) && (n.dtype == DType::kI32 || n.dtype == DType::kU32) &&
+        is_leaf(n.a)) {
+      if (uses_[i] == 1) via.push_back(i);
       return n.a;
     }
     return std::nullopt;

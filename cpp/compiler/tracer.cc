@@ -166,7 +166,7 @@ void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
   int pins = 0;
   for (int s : prefix_uses_) {
     if (kept[s].kind != Value::kTile) continue;
-    TileStore st{int(out.nodes.size()), -1, {}, {}, kept[s].tile};
+    TileStore st{-1, {}, {}, kept[s].tile};
     st.active.fill(true);
     st.pin = pins;
     out.stores.push_back(st);
@@ -414,12 +414,11 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
           }
           break;
         }
-        TileStore s{0, p.buf, p.v, lane_mask(), 0, gate, p.dyn};
+        TileStore s{p.buf, p.v, lane_mask(), 0, gate, p.dyn};
         for (int l = 0; l < kLanes; ++l)
           if (p.dyn < 0 && s.active[l] && (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)))
             throw Unsupported("kernel " + k_.name + ": store outside buffer " + std::to_string(p.buf));
         s.value = to_tile(x);
-        s.after = int(out.nodes.size());
         written[p.buf] = written[p.buf] || p.dyn >= 0;
         for (int l = 0; l < kLanes; ++l)
           if (p.dyn < 0 && s.active[l]) stored[{p.buf, p.v[l]}] = {gate >= 0 ? -1 : s.value, l};

@@ -35,7 +35,6 @@ struct TileNode {
 };
 
 struct TileStore {
-  int after;  // emitted once this many tile nodes exist (keeps stores in program order)
   int buf;
   Lanes index;
   std::array<bool, kLanes> active;
