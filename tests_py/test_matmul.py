@@ -10,7 +10,7 @@ import pytest
 import tinytpu
 from tinygrad import Tensor, dtypes
 
-SIZES = [1, 3, 4, 5, 8, 17]
+SIZES = [1, 3, 4, 5, 8, 17, 64]
 
 def operands(m, k, n, dtype, lo, hi, seed):
   rng = np.random.default_rng(seed)
@@ -20,7 +20,7 @@ def operands(m, k, n, dtype, lo, hi, seed):
 def matmul_on(device, a, b, dtype):
   return (Tensor(a, device=device, dtype=dtype) @ Tensor(b, device=device, dtype=dtype)).numpy()
 
-@pytest.mark.parametrize("m,k,n", list(itertools.product(SIZES, SIZES, SIZES))[::5] + [(64, 64, 64), (4, 64, 4), (1, 17, 64)])
+@pytest.mark.parametrize("m,k,n", list(itertools.product(SIZES, SIZES, SIZES))[::7] + [(64, 64, 64), (4, 64, 4), (1, 17, 64)])
 @pytest.mark.parametrize("dtype,lo,hi", [(dtypes.int8, -128, 127), (dtypes.int32, -128, 127), (dtypes.int32, -1000, 1000),
                                          (dtypes.int16, -300, 300)])
 def test_integer_matmul_exact(m, k, n, dtype, lo, hi):
@@ -66,3 +66,31 @@ def test_matmul_with_epilogue_and_batch(dtype):
 def test_float_matmul_stays_on_the_vpu():
   a, b = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5), np.linspace(-2, 2, 15, dtype=np.float32).reshape(5, 3)
   np.testing.assert_allclose(matmul_on("TINYTPU", a, b, dtypes.float32), matmul_on("CPU", a, b, dtypes.float32), rtol=1e-6)
+
+def test_int8_matmul_256():
+  a, b = operands(256, 256, 256, dtypes.int8, -128, 127, 256)
+  ta, tb = (Tensor(x, device="TINYTPU").cast(dtypes.int32) for x in (a, b))
+  np.testing.assert_array_equal((ta @ tb).numpy(), a.astype(np.int32) @ b.astype(np.int32))
+
+@pytest.mark.parametrize("batched,transposed", [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("dtype,span", [(dtypes.int8, 127), (dtypes.int32, 5000), (dtypes.float32, 3)])
+def test_batched_and_transposed(batched, transposed, dtype, span):
+  rng = np.random.default_rng(3)
+  np_dt = np.float32 if dtype == dtypes.float32 else np.dtype(dtype.fmt)
+  a = rng.integers(-span, span + 1, (3, 5, 6) if batched else (5, 6)).astype(np_dt)
+  b = rng.integers(-span, span + 1, (3, 7, 6) if transposed else (3, 6, 7)).astype(np_dt)
+  f = lambda d: (Tensor(a, device=d) @ (Tensor(b, device=d).transpose(-1, -2) if transposed else Tensor(b, device=d))).numpy()
+  np.testing.assert_allclose(f("TINYTPU"), f("CPU"), rtol=1e-6)
+
+CONVS = {"plain": {}, "padding": {"padding": 1}, "stride": {"stride": 2, "padding": 1}, "dilation": {"dilation": 2},
+         "groups": {"groups": 2}, "all": {"padding": 2, "stride": 2, "dilation": 2, "groups": 2}}
+
+@pytest.mark.parametrize("kind", sorted(CONVS))
+@pytest.mark.parametrize("dtype,span", [(dtypes.int32, 9), (dtypes.int32, 1000), (dtypes.float32, 2)])
+def test_conv2d(kind, dtype, span):
+  rng = np.random.default_rng(zlib.crc32(kind.encode()))
+  np_dt = np.float32 if dtype == dtypes.float32 else np.int32
+  x = rng.integers(-span, span + 1, (2, 4, 9, 8)).astype(np_dt)
+  w = rng.integers(-span, span + 1, (6, 4 // CONVS[kind].get("groups", 1), 3, 3)).astype(np_dt)
+  f = lambda d: Tensor(x, device=d).conv2d(Tensor(w, device=d), **CONVS[kind]).numpy()
+  np.testing.assert_allclose(f("TINYTPU"), f("CPU"), rtol=1e-6)
