@@ -94,3 +94,20 @@ def test_conv2d(kind, dtype, span):
   w = rng.integers(-span, span + 1, (6, 4 // CONVS[kind].get("groups", 1), 3, 3)).astype(np_dt)
   f = lambda d: Tensor(x, device=d).conv2d(Tensor(w, device=d), **CONVS[kind]).numpy()
   np.testing.assert_allclose(f("TINYTPU"), f("CPU"), rtol=1e-6)
+
+EPILOGUES = {"bias": lambda y, b: y + b, "relu": lambda y, b: y.relu(), "bias_relu": lambda y, b: (y + b).relu(),
+             "sub": lambda y, b: y - b, "rsub": lambda y, b: b - y, "mul": lambda y, b: y * b, "residual": lambda y, b: y + y * b}
+
+@pytest.mark.parametrize("name", sorted(EPILOGUES))
+@pytest.mark.parametrize("m,k", [(1, 4), (1, 3), (3, 9)])
+def test_fused_epilogues_exact(name, m, k):
+  rng = np.random.default_rng(zlib.crc32(name.encode()) + m + k)
+  a, w = rng.integers(-128, 128, (m, k)).astype(np.int32), rng.integers(-128, 128, (k, 4)).astype(np.int32)
+  bias = rng.integers(-2**31, 2**31, 4, dtype=np.int64).astype(np.int32)  # wraps like the VPU
+  f = lambda d: EPILOGUES[name](Tensor(a, device=d) @ Tensor(w, device=d), Tensor(bias, device=d)).numpy()
+  np.testing.assert_array_equal(f("TINYTPU"), f("CPU"))
+
+def test_bias_add_after_a_single_row_dispatch_uses_the_mxu_epilogue():
+  tasm = tasm_of("Tensor([[1, 2, 3, 4]], device='TINYTPU', dtype=dtypes.int32) @ Tensor(np.eye(4), device='TINYTPU', "
+                 "dtype=dtypes.int32) + Tensor([5, 6, 7, 8], device='TINYTPU', dtype=dtypes.int32)")
+  assert "MXU_VPU_EPILOGUE" in tasm and "OP=ADD" in tasm.upper() and "[[6, 8, 10, 12]]" in tasm

@@ -22,6 +22,7 @@ enum Sxu : uint8_t {
   kLoadMxuResult = 6,
   kPsumRead = 17,
   kPsumReadRow = 18,
+  kDispatchMxuVpuEpilogue = 46,
   kVneg = 34,
   kVabs = 35
 };
@@ -416,13 +417,19 @@ class Emitter {
     cur_.mxu_fills.push_back({weight, used, data});
     return used;
   }
-  void mxu_dot(int d, const MxuDot& m) {
+  void mxu_dot(int d, const MxuDot& m, int epilogue_src) {
     std::vector<int> w, a;
     for (const auto& t : m.weights) w.push_back(mxu_fill(true, t));
     for (const auto& t : m.acts) a.push_back(mxu_fill(false, t));
     bool row0_only =
         std::all_of(m.dispatches.begin(), m.dispatches.end(), [](auto& ds) { return ds.row == 0; });
     bool direct = row0_only && m.dispatches.size() == 1;  // the column sums themselves: no PSUM
+    if (m.epilogue_op >= 0) {  // synchronous: the result is in d when the SXU moves on
+      const auto& ds = m.dispatches[0];
+      emit(Instr{kDispatchMxuVpuEpilogue, 0, uint8_t(d), uint8_t(epilogue_src), uint8_t(m.epilogue_op),
+                 /*to the vreg*/ 0, uint8_t(w[ds.weight]), uint8_t(a[ds.act]), /*tiles*/ 1});
+      return;
+    }
     for (const auto& ds : m.dispatches) {
       uint8_t mode = direct ? 0 : ds.accumulate ? 2 : 1;  // PSUM write 1, accumulate 2
       emit(Instr{kDispatchMxu, 0, /*PSUM bucket*/ 0, uint8_t(ds.row), 0, mode, uint8_t(w[ds.weight]),
@@ -663,7 +670,7 @@ class Emitter {
         vpu(kAnd, d, a, a);
         break;
       case Op::MXU_DOT:
-        mxu_dot(d, p_.mxu[n.mxu]);
+        mxu_dot(d, p_.mxu[n.mxu], a);
         break;
       case Op::FDIV:
         if (fast_math_) {

@@ -25,6 +25,7 @@ struct Term {
   int mul;               // the MUL node
   int x, y;              // its factors' leaves
   std::vector<int> via;  // CAST nodes between the MUL and the leaves
+  bool negated;          // under an odd number of NEGs / SUB right-hand sides
 };
 
 class Fuser {
@@ -76,8 +77,10 @@ class Fuser {
       if (l.buf >= 0 || l.bits != 0) return false;
     return true;
   }
-  bool is_sum(int i) const {
-    return node(i).op == Op::ADD && (node(i).dtype == DType::kI32 || node(i).dtype == DType::kU32);
+  bool is_sum(int i) const {  // ADD, SUB, NEG: a signed sum of its terms
+    Op op = node(i).op;
+    return (op == Op::ADD || op == Op::SUB || op == Op::NEG) &&
+           (node(i).dtype == DType::kI32 || node(i).dtype == DType::kU32);
   }
 
   // The leaf under an optional integer CAST to 32 bits (the leaf's lanes are already widened, so the
@@ -94,15 +97,19 @@ class Fuser {
   }
 
   // Flattens the ADD tree under root into product terms; every inner node must be used only here.
-  bool collect(int i, int root, std::vector<int>& adds, std::vector<Term>& terms) const {
+  // (tinygrad writes b - x@y as b + (-(x0*y0) - x1*y1 - ...), so SUB and NEG carry a sign.)
+  bool collect(int i, int root, std::vector<int>& adds, std::vector<Term>& terms,
+               bool negated = false) const {
     const TileNode& n = node(i);
     if (is_sum(i) && (i == root || uses_[i] == 1)) {
       adds.push_back(i);
-      return collect(n.a, root, adds, terms) && collect(n.b, root, adds, terms);
+      if (n.op == Op::NEG) return collect(n.a, root, adds, terms, !negated);
+      return collect(n.a, root, adds, terms, negated) &&
+             collect(n.b, root, adds, terms, n.op == Op::SUB ? !negated : negated);
     }
     if (is_zero(i)) return true;  // a reduce's initial value
     if (n.op == Op::MUL && n.dtype == node(root).dtype && uses_[i] == 1) {
-      Term t{i, -1, -1, {}};
+      Term t{i, -1, -1, {}, negated};
       auto x = factor(n.a, t.via), y = factor(n.b, t.via);
       if (!x || !y) return false;
       t.x = *x;
@@ -122,6 +129,8 @@ class Fuser {
     for (const Term& t : terms) {
       v.x.push_back(leaf_values_(t.x));
       v.y.push_back(leaf_values_(t.y));
+      if (t.negated)
+        for (auto& e : v.x.back()) e = -e;  // exact for int8 values; -(-128) fails the check below
       for (int l = 0; l < 16; ++l)
         if (live[l] && !(fits_int8(v.x.back()[l]) && fits_int8(v.y.back()[l]))) return std::nullopt;
     }
@@ -139,6 +148,30 @@ class Fuser {
       first = v[l];
     }
     return true;
+  }
+
+  // The MXU's generic epilogue (46) computes ADD, SUB, MUL, MAX of the column sums and another tile's
+  // row 0 with int32 wrap, exactly as the VPU would: when a lone row-0 dispatch's only reader is such an
+  // op, the reader becomes the dispatch (bias add, ReLU) and saves the VPU instruction.
+  void fold_epilogue(int root) {
+    MxuDot& dot = p_.mxu[node(root).mxu];
+    if (dot.dispatches.size() != 1 || dot.dispatches[0].row != 0 || uses_[root] != 1) return;
+    for (int u = root + 1; u < int(p_.nodes.size()); ++u) {
+      const TileNode& n = node(u);
+      if (n.a != root && n.b != root && n.c != root) continue;
+      static const std::map<Op, int> kOps = {{Op::ADD, 0}, {Op::MUL, 1}, {Op::MAX, 3}, {Op::SUB, 7}};
+      auto op = kOps.find(n.op);
+      bool first = n.a == root;
+      int other = first ? n.b : n.a;
+      if (op == kOps.end() || n.dtype != node(root).dtype || n.c >= 0 || other == root ||
+          (n.op == Op::SUB && !first))
+        return;
+      dot.epilogue_op = op->second;
+      TileNode fused = node(root);
+      fused.a = other;
+      p_.nodes[u] = fused;  // the root is left without readers
+      return;
+    }
   }
 
   // One MXU_DOT per block of up to kMaxSlices K-slices, summed by ADDs; the new nodes reuse the
@@ -195,6 +228,7 @@ class Fuser {
       p_.nodes[at] = n;
       blocks.push_back(at);
     }
+    if (blocks.size() == 1) fold_epilogue(root);
     // Partial sums of the blocks, left to right, ending at the root.
     int acc = blocks[0];
     for (size_t b = 1; b < blocks.size(); ++b) {

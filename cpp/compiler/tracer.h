@@ -30,7 +30,7 @@ struct TileNode {
   // The load sits under a data-dependent gate: lanes whose index is out of range read 0, which the gate's
   // select then discards. Without a gate an out-of-range index is an error.
   bool gated = false;
-  int mxu = -1;     // MXU_DOT: index into TileProgram::mxu
+  int mxu = -1;     // MXU_DOT: index into TileProgram::mxu (operand a: its epilogue's other input)
   int pinned = -1;  // a leaf whose lanes are pinned tile #pinned (the uniform prefix's values)
 };
 
@@ -60,6 +60,9 @@ struct MxuDot {
   std::vector<std::array<int32_t, 16>> weights;  // 4x4, row-major W[k][c]
   std::vector<std::array<int32_t, 16>> acts;     // activation rows a[k] in lanes 0..3
   std::vector<Dispatch> dispatches;
+  // A single row-0 dispatch may fold the following lane-wise int32 op into DISPATCH_MXU_VPU_EPILOGUE
+  // (46): result row 0 = op(column sums, operand a's row 0). The VPU opcode, or -1.
+  int epilogue_op = -1;
 };
 
 struct TileProgram {
