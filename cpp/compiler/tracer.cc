@@ -129,6 +129,16 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
         --reduce_depth;
     }
   }
+  size_t np = parallel_.size();
+  bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
+                             [](const Node& n) { return n.op == Op::RANGE && n.reduce; });
+  blocked_ = reduces && np >= 2 && bounds_[np - 1] >= 4 && bounds_[np - 2] >= 4;
+  if (blocked_) {
+    chunks_ = (bounds_[np - 1] + 3) / 4 * ((bounds_[np - 2] + 3) / 4);
+    for (size_t r = 0; r + 2 < np; ++r) chunks_ *= std::max<int64_t>(bounds_[r], 0);
+  } else {
+    chunks_ = (points_ + kLanes - 1) / kLanes;
+  }
   // A prefix is pinned when it loops (the work worth sharing), writes no global memory and opens no IF.
   if (parallel_.empty() || num_chunks() < 2) return;
   int end = *std::min_element(parallel_.begin(), parallel_.end());
@@ -188,11 +198,23 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
   std::vector<std::array<bool, kLanes>> masks;
   std::array<bool, kLanes> active;
   std::vector<Lanes> lane_range(parallel_.size());
+  int np = int(parallel_.size());
   for (int l = 0; l < kLanes; ++l) {
     int64_t f = chunk * kLanes + l;
-    active[l] = f < points_;
-    if (!active[l]) f = std::max<int64_t>(points_ - 1, 0);
-    for (int r = int(parallel_.size()) - 1; r >= 0; --r) {
+    int inner = 0;  // dimensions placed by the 4x4 block
+    if (blocked_) {
+      int64_t cols = (bounds_[np - 1] + 3) / 4, rows = (bounds_[np - 2] + 3) / 4;
+      int64_t i = (chunk / cols % rows) * 4 + l / 4, j = (chunk % cols) * 4 + l % 4;
+      active[l] = i < bounds_[np - 2] && j < bounds_[np - 1];
+      lane_range[np - 2][l] = std::min(i, bounds_[np - 2] - 1);  // an inactive lane repeats a real point
+      lane_range[np - 1][l] = std::min(j, bounds_[np - 1] - 1);
+      f = chunk / cols / rows;
+      inner = 2;
+    } else {
+      active[l] = f < points_;
+      if (!active[l]) f = std::max<int64_t>(points_ - 1, 0);
+    }
+    for (int r = np - 1 - inner; r >= 0; --r) {
       lane_range[r][l] = bounds_[r] ? f % bounds_[r] : 0;
       f = bounds_[r] ? f / bounds_[r] : 0;
     }

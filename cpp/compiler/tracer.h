@@ -89,7 +89,7 @@ struct TraceValue {
 class Tracer {
  public:
   Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes);
-  int64_t num_chunks() const { return (points_ + kLanes - 1) / kLanes; }
+  int64_t num_chunks() const { return chunks_; }
   void trace_chunk(int64_t chunk, TileProgram& out);
   // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
   bool pinned_prefix() const { return prefix_ready_; }
@@ -100,6 +100,12 @@ class Tracer {
   std::vector<int> parallel_;    // lane-parallel RANGE nodes, outermost first
   std::vector<int64_t> bounds_;  // their trip counts
   int64_t points_ = 1;
+  int64_t chunks_ = 0;
+  // Kernels that reduce and have two inner parallel dimensions of at least 4 take their chunks as 4x4
+  // blocks of those dimensions (lane 4r+c = block row r, column c), the shape of an MXU output tile:
+  // rows then share one operand of a matmul and columns the other. Other kernels take 16 consecutive
+  // points of the flattened space.
+  bool blocked_ = false;
   int64_t uniform_value(int node, const std::vector<int64_t>& known) const;
   // The uniform prefix: nodes before the first lane-parallel RANGE compute the same lanes in every
   // chunk (a whole-tensor reduce before a broadcast, say). The first chunk traces it and pins the tiles
