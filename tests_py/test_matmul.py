@@ -38,8 +38,8 @@ def test_in_range_int8_matmul_dispatches_to_the_mxu_and_out_of_range_does_not():
                      "Tensor(np.ones((8, 4)), device='TINYTPU', dtype=dtypes.int32)")
   out_of_range = tasm_of("Tensor(np.arange(32).reshape(4, 8) * 100, device='TINYTPU', dtype=dtypes.int32) @ "
                          "Tensor(np.ones((8, 4)), device='TINYTPU', dtype=dtypes.int32)")
-  assert "MXU WMEM[" in in_range and "= MUL(" not in in_range
-  assert "MXU WMEM[" not in out_of_range and "= MUL(" in out_of_range
+  assert "MXU_OS WMEM[" in in_range and "= MUL(" not in in_range  # an MXU dispatch (OS: two K-slices)
+  assert "WMEM[" not in out_of_range and "= MUL(" in out_of_range
 
 @pytest.mark.parametrize("name,a,b,reference_cycles", [
   ("gemm_1x4x4", np.arange(4).reshape(1, 4), np.eye(4), 37),
@@ -111,3 +111,10 @@ def test_bias_add_after_a_single_row_dispatch_uses_the_mxu_epilogue():
   tasm = tasm_of("Tensor([[1, 2, 3, 4]], device='TINYTPU', dtype=dtypes.int32) @ Tensor(np.eye(4), device='TINYTPU', "
                  "dtype=dtypes.int32) + Tensor([5, 6, 7, 8], device='TINYTPU', dtype=dtypes.int32)")
   assert "MXU_VPU_EPILOGUE" in tasm and "OP=ADD" in tasm.upper() and "[[6, 8, 10, 12]]" in tasm
+
+def test_mode_choice_ws_for_one_k_slice_os_for_more():
+  # 4x4 output blocks: one K-slice is cheaper weight-stationary, two or more output-stationary.
+  one = tasm_of("Tensor(np.arange(16).reshape(4, 4), device='TINYTPU', dtype=dtypes.int32) @ Tensor(np.eye(4), device='TINYTPU', dtype=dtypes.int32)")
+  two = tasm_of("Tensor(np.arange(32).reshape(4, 8) - 9, device='TINYTPU', dtype=dtypes.int32) @ Tensor(np.ones((8, 4)), device='TINYTPU', dtype=dtypes.int32)")
+  assert "MXU_OS" not in one and "psum_write" in one
+  assert "MXU_OS WMEM" in two and "MXU_OS_ACCUMULATE" in two and "LOAD_MXU_MATRIX_ROW" in two

@@ -20,8 +20,14 @@ enum Sxu : uint8_t {
   kDispatchMxu = 4,
   kWaitMxu = 5,
   kLoadMxuResult = 6,
+  kPsumWrite = 15,
   kPsumRead = 17,
   kPsumReadRow = 18,
+  kPsumClear = 19,
+  kPsumAccumulateRow = 22,
+  kDispatchMxuOs = 25,
+  kLoadMxuMatrixRow = 26,
+  kDispatchMxuOsAccumulate = 33,
   kDispatchMxuVpuEpilogue = 46,
   kVneg = 34,
   kVabs = 35
@@ -417,7 +423,53 @@ class Emitter {
     cur_.mxu_fills.push_back({weight, used, data});
     return used;
   }
+  // k consecutive AMEM rows (an OS slice's activations), reusing an identical run already loaded.
+  int mxu_fill_rows(const std::array<int32_t, 16>& block, int k) {
+    std::vector<std::array<int32_t, 16>> rows(k);
+    for (int r = 0; r < k; ++r)
+      for (int i = 0; i < 4; ++i) rows[r][i] = block[r * 4 + i];
+    std::map<int, const std::array<int32_t, 16>*> act;  // address -> row
+    for (const MxuFill& f : cur_.mxu_fills)
+      if (!f.weight) act[f.addr] = &f.data;
+    for (const auto& [addr, data] : act) {
+      bool match = true;
+      for (int r = 0; r < k && match; ++r) match = act.count(addr + r) && *act[addr + r] == rows[r];
+      if (match) return addr;
+    }
+    int base = int(act.size());
+    if (base + k > 32) throw NoRoom{};
+    for (int r = 0; r < k; ++r) cur_.mxu_fills.push_back({false, base + r, rows[r]});
+    return base;
+  }
+  // Output-stationary: MXU_OS then MXU_OS_ACCUMULATE per slice; the live matrix rows come back one
+  // LOAD_MXU_MATRIX_ROW each (row 0 of a vreg) and are stacked in PSUM bucket 0 (the first by
+  // PSUM_WRITE when it is row 0, else after PSUM_CLEAR), then read as one tile.
+  void mxu_os(int d, const MxuDot& m) {
+    std::vector<int> w, a;
+    for (const auto& t : m.weights) w.push_back(mxu_fill(true, t));
+    for (const auto& ds : m.dispatches) a.push_back(mxu_fill_rows(m.acts[ds.act], ds.k));
+    for (size_t i = 0; i < m.dispatches.size(); ++i) {
+      const auto& ds = m.dispatches[i];
+      emit(Instr{uint8_t(ds.accumulate ? kDispatchMxuOsAccumulate : kDispatchMxuOs), 0, 0, 0, 0, 0,
+                 uint8_t(w[ds.weight]), uint8_t(a[i]), uint8_t(ds.k)});
+    }
+    int t = alloc_vreg();
+    bool first = true;
+    if (!m.live_rows[0]) emit(Instr{kPsumClear, /*bucket*/ 0});
+    for (int r = 0; r < 4; ++r) {
+      if (!m.live_rows[r]) continue;
+      emit(Instr{kLoadMxuMatrixRow, 0, uint8_t(t), uint8_t(r)});
+      if (first && r == 0)
+        emit(Instr{kPsumWrite, /*bucket*/ 0, 0, uint8_t(t)});
+      else
+        emit(Instr{kPsumAccumulateRow, /*bucket*/ 0, /*row*/ uint8_t(r), uint8_t(t)});
+      first = false;
+    }
+    release(t);
+    emit(Instr{kPsumRead, /*bucket*/ 0, uint8_t(d)});
+  }
   void mxu_dot(int d, const MxuDot& m, int epilogue_src) {
+    if (m.os) return mxu_os(d, m);
     std::vector<int> w, a;
     for (const auto& t : m.weights) w.push_back(mxu_fill(true, t));
     for (const auto& t : m.acts) a.push_back(mxu_fill(false, t));

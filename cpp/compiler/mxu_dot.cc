@@ -155,7 +155,7 @@ class Fuser {
   // op, the reader becomes the dispatch (bias add, ReLU) and saves the VPU instruction.
   void fold_epilogue(int root) {
     MxuDot& dot = p_.mxu[node(root).mxu];
-    if (dot.dispatches.size() != 1 || dot.dispatches[0].row != 0 || uses_[root] != 1) return;
+    if (dot.os || dot.dispatches.size() != 1 || dot.dispatches[0].row != 0 || uses_[root] != 1) return;
     for (int u = root + 1; u < int(p_.nodes.size()); ++u) {
       const TileNode& n = node(u);
       if (n.a != root && n.b != root && n.c != root) continue;
@@ -174,6 +174,128 @@ class Fuser {
     }
   }
 
+  static int intern(std::map<Lanes32, int>& ids, std::vector<Lanes32>& out, const Lanes32& t) {
+    auto [it, fresh] = ids.emplace(t, int(out.size()));
+    if (fresh) out.push_back(t);
+    return it->second;
+  }
+  static bool live_group(const std::array<bool, 16>& live, int g) {
+    for (int l = g * kGroupLanes; l < (g + 1) * kGroupLanes; ++l)
+      if (live[l]) return true;
+    return false;
+  }
+
+  // Weight-stationary: per live group and K-slice one dispatch of the group's shared row against a
+  // weight tile of its lanes' other factors, summed in the group's PSUM row (11 cycles per dispatch).
+  MxuDot ws_dot(size_t first, size_t last, const Values& v, const std::array<bool, 16>& live) const {
+    MxuDot dot;
+    std::map<Lanes32, int> weight_ids, act_ids;
+    for (int g = 0; g < kGroups; ++g) {
+      if (!live_group(live, g)) continue;  // nothing reads this PSUM row
+      for (size_t s = first; s < last; s += kSliceTerms) {
+        Lanes32 w{}, a{};
+        for (size_t k = s; k < std::min(last, s + kSliceTerms); ++k) {
+          int r = int(k - s);
+          bool x_shared = shared(v.x[k], live, g);
+          const Lanes32& act = x_shared ? v.x[k] : v.y[k];
+          const Lanes32& other = x_shared ? v.y[k] : v.x[k];
+          for (int c = 0; c < kGroupLanes; ++c) {
+            int l = g * kGroupLanes + c;
+            if (!live[l]) continue;
+            a[r] = act[l];
+            w[r * kGroupLanes + c] = other[l];
+          }
+        }
+        dot.dispatches.push_back(
+            {intern(weight_ids, dot.weights, w), intern(act_ids, dot.acts, a), g, s != first});
+      }
+    }
+    return dot;
+  }
+
+  // Output-stationary can pay when at least two rows are live: one MXU_OS dispatch (19 cycles for
+  // k = 4) does the work of four WS dispatches (36), for a read-back of the matrix rows (cost() decides).
+  // It needs every term to have a factor that depends only on the lane's row and one only on its
+  // column. Returns, per term, whether x is the row factor.
+  std::optional<std::vector<bool>> os_orientation(const Values& v, const std::array<bool, 16>& live) const {
+    int groups = 0;
+    for (int g = 0; g < kGroups; ++g) groups += live_group(live, g);
+    if (groups < 2) return std::nullopt;
+    auto by_row = [&](const Lanes32& f) {
+      for (int g = 0; g < kGroups; ++g)
+        if (!shared(f, live, g)) return false;
+      return true;
+    };
+    auto by_col = [&](const Lanes32& f) {
+      for (int c = 0; c < kGroupLanes; ++c) {
+        std::optional<int32_t> first;
+        for (int l = c; l < 16; l += kGroupLanes) {
+          if (!live[l]) continue;
+          if (first && *first != f[l]) return false;
+          first = f[l];
+        }
+      }
+      return true;
+    };
+    std::vector<bool> x_is_row;
+    for (size_t k = 0; k < v.x.size(); ++k) {
+      if (by_row(v.x[k]) && by_col(v.y[k]))
+        x_is_row.push_back(true);
+      else if (by_row(v.y[k]) && by_col(v.x[k]))
+        x_is_row.push_back(false);
+      else
+        return std::nullopt;
+    }
+    return x_is_row;
+  }
+  MxuDot os_dot(size_t first, size_t last, const Values& v, const std::array<bool, 16>& live,
+                const std::vector<bool>& x_is_row) const {
+    MxuDot dot;
+    dot.os = true;
+    for (int g = 0; g < kGroups; ++g) dot.live_rows[g] = live_group(live, g);
+    std::map<Lanes32, int> weight_ids, act_ids;
+    for (size_t s = first; s < last; s += kSliceTerms) {
+      Lanes32 w{}, a{};
+      size_t end = std::min(last, s + kSliceTerms);
+      for (size_t k = s; k < end; ++k) {
+        int kk = int(k - s);
+        const Lanes32& row = x_is_row[k] ? v.x[k] : v.y[k];
+        const Lanes32& col = x_is_row[k] ? v.y[k] : v.x[k];
+        for (int l = 0; l < 16; ++l) {
+          if (!live[l]) continue;
+          a[kk * kGroupLanes + l / kGroupLanes] = row[l];  // X[r][k]
+          w[kk * kGroupLanes + l % kGroupLanes] = col[l];  // W[k][c]
+        }
+      }
+      dot.dispatches.push_back(
+          {intern(weight_ids, dot.weights, w), intern(act_ids, dot.acts, a), 0, s != first, int(end - s)});
+    }
+    return dot;
+  }
+
+  // Estimated cycles of a block, counted the testbench's way: every data record and instruction is a
+  // 2-cycle record, plus the SXU's time. WS dispatches run back to back 9 cycles apart (tLen + rows +
+  // 4), then WAIT + PSUM_READ; an OS dispatch takes k' + k + rows + cols + 3, then 2 instructions per
+  // live row and a PSUM_READ. A single K-slice favours WS (fewer instructions), two or more OS.
+  static int cost(const MxuDot& m) {
+    int records = int(m.weights.size()), sxu = 0, instrs = 0;
+    if (!m.os) {
+      records += int(m.acts.size());
+      instrs = int(m.dispatches.size()) + 2;
+      sxu = 9 * int(m.dispatches.size()) + 5;
+    } else {
+      int rows = 0;
+      for (bool r : m.live_rows) rows += r;
+      for (const auto& d : m.dispatches) {
+        records += d.k;
+        sxu += std::max(d.k, 1) + d.k + 11;
+      }
+      instrs = int(m.dispatches.size()) + 2 * rows + 1 + !m.live_rows[0];
+      sxu += 2 + 4 * rows + 3;
+    }
+    return 2 * (records + instrs) + sxu;
+  }
+
   // One MXU_DOT per block of up to kMaxSlices K-slices, summed by ADDs; the new nodes reuse the
   // absorbed nodes' positions (all before the root), so program order and every reference stay valid.
   void rewrite(int root, const std::vector<int>& adds, const std::vector<Term>& terms, const Values& v) {
@@ -190,36 +312,13 @@ class Fuser {
     size_t block_terms = size_t(kSliceTerms * kMaxSlices);
     std::vector<int> blocks;
     size_t next_slot = 0;
+    auto os = os_orientation(v, live);
     for (size_t first = 0; first < terms.size(); first += block_terms) {
       size_t last = std::min(terms.size(), first + block_terms);
-      MxuDot dot;
-      std::map<Lanes32, int> weight_ids, act_ids;
-      auto intern = [](std::map<Lanes32, int>& ids, std::vector<Lanes32>& out, const Lanes32& t) {
-        auto [it, fresh] = ids.emplace(t, int(out.size()));
-        if (fresh) out.push_back(t);
-        return it->second;
-      };
-      for (int g = 0; g < kGroups; ++g) {
-        bool any = false;
-        for (int l = g * kGroupLanes; l < (g + 1) * kGroupLanes; ++l) any = any || live[l];
-        if (!any) continue;  // nothing reads this PSUM row
-        for (size_t s = first; s < last; s += kSliceTerms) {
-          Lanes32 w{}, a{};
-          for (size_t k = s; k < std::min(last, s + kSliceTerms); ++k) {
-            int r = int(k - s);
-            bool x_shared = shared(v.x[k], live, g);
-            const Lanes32& act = x_shared ? v.x[k] : v.y[k];
-            const Lanes32& other = x_shared ? v.y[k] : v.x[k];
-            for (int c = 0; c < kGroupLanes; ++c) {
-              int l = g * kGroupLanes + c;
-              if (!live[l]) continue;
-              a[r] = act[l];
-              w[r * kGroupLanes + c] = other[l];
-            }
-          }
-          dot.dispatches.push_back(
-              {intern(weight_ids, dot.weights, w), intern(act_ids, dot.acts, a), g, s != first});
-        }
+      MxuDot dot = ws_dot(first, last, v, live);
+      if (os) {
+        MxuDot alt = os_dot(first, last, v, live, *os);
+        if (cost(alt) < cost(dot)) dot = std::move(alt);
       }
       p_.mxu.push_back(std::move(dot));
       TileNode n{Op::MXU_DOT, node(root).dtype};

@@ -52,14 +52,21 @@ struct TileStore {
 // lanes 4g..4g+3 share activation row `act` (their common operand), `weight` holds each lane's other
 // operand as W[k][c], and the column sums land in PSUM row g (written by a group's first dispatch,
 // accumulated by the others). Rows, weights and activations are int8 values read at launch time.
+// With `os` (output-stationary, when lanes form a 4x4 block whose rows share one factor and columns
+// the other): one MXU_OS dispatch per K-slice of up to 4 terms accumulates the whole 4x4 result in the
+// PEs; `acts` then holds k activation rows X[.][k] (row k in lanes 4k..4k+3) and the live matrix rows
+// are read back through PSUM.
 struct MxuDot {
   struct Dispatch {
-    int weight, act, row;
+    int weight, act, row;  // row: the PSUM row (WS)
     bool accumulate;
+    int k = 1;  // OS: terms in this slice (activation rows)
   };
   std::vector<std::array<int32_t, 16>> weights;  // 4x4, row-major W[k][c]
-  std::vector<std::array<int32_t, 16>> acts;     // activation rows a[k] in lanes 0..3
+  std::vector<std::array<int32_t, 16>> acts;     // WS: activation row a[k] in lanes 0..3
   std::vector<Dispatch> dispatches;
+  bool os = false;
+  std::array<bool, 4> live_rows{};  // OS: matrix rows with live lanes
   // A single row-0 dispatch may fold the following lane-wise int32 op into DISPATCH_MXU_VPU_EPILOGUE
   // (46): result row 0 = op(column sums, operand a's row 0). The VPU opcode, or -1.
   int epilogue_op = -1;
