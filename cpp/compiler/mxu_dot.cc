@@ -12,8 +12,9 @@ using Lanes32 = std::array<int32_t, 16>;
 constexpr int kGroupLanes = 4;  // lanes sharing one activation row: one PSUM row, one MXU column each
 constexpr int kGroups = 16 / kGroupLanes;
 constexpr int kSliceTerms = 4;  // terms per dispatch: the array's rows
-// K-slices per MXU_DOT node: at most 16 weight tiles and 16 activation rows, so any node fits one launch.
-constexpr int kMaxSlices = 4;
+// K-slices per MXU_DOT node: at most 32 weight tiles and 32 activation rows (WS: 4 groups x 8 slices;
+// OS: 8 slices x 4 rows), so any node fits the 32-entry WMEM and AMEM of one launch.
+constexpr int kMaxSlices = 8;
 
 bool int_lane(DType d) {
   return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16 || d == DType::kI32 ||
