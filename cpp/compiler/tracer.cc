@@ -132,12 +132,12 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
   size_t np = parallel_.size();
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
                              [](const Node& n) { return n.op == Op::RANGE && n.reduce; });
-  blocked_ = reduces && np >= 2 && bounds_[np - 1] >= 4 && bounds_[np - 2] >= 4;
-  if (blocked_) {
-    chunks_ = (bounds_[np - 1] + 3) / 4 * ((bounds_[np - 2] + 3) / 4);
-    for (size_t r = 0; r + 2 < np; ++r) chunks_ *= std::max<int64_t>(bounds_[r], 0);
-  } else {
-    chunks_ = (points_ + kLanes - 1) / kLanes;
+  chunks_ = (points_ + kLanes - 1) / kLanes;
+  if (reduces && np >= 2 && bounds_[np - 1] >= 4 && bounds_[np - 2] >= 4) {
+    int64_t blocks = (bounds_[np - 1] + 3) / 4 * ((bounds_[np - 2] + 3) / 4);
+    for (size_t r = 0; r + 2 < np; ++r) blocks *= std::max<int64_t>(bounds_[r], 0);
+    blocked_ = 4 * blocks <= 5 * chunks_;  // ragged edges may cost at most a quarter more chunks
+    if (blocked_) chunks_ = blocks;
   }
   // A prefix is pinned when it loops (the work worth sharing), writes no global memory and opens no IF.
   if (parallel_.empty() || num_chunks() < 2) return;

@@ -110,8 +110,8 @@ class Tracer {
   int64_t chunks_ = 0;
   // Kernels that reduce and have two inner parallel dimensions of at least 4 take their chunks as 4x4
   // blocks of those dimensions (lane 4r+c = block row r, column c), the shape of an MXU output tile:
-  // rows then share one operand of a matmul and columns the other. Other kernels take 16 consecutive
-  // points of the flattened space.
+  // rows then share one operand of a matmul and columns the other (when ragged edges cost at most a
+  // quarter more chunks). Other kernels take 16 consecutive points of the flattened space.
   bool blocked_ = false;
   int64_t uniform_value(int node, const std::vector<int64_t>& known) const;
   // The uniform prefix: nodes before the first lane-parallel RANGE compute the same lanes in every
