@@ -56,11 +56,10 @@ class Fuser {
       if (absorbed[root] || !is_sum(root)) continue;
       std::vector<int> adds;
       std::vector<Term> terms;
-      if (!collect(root, root, adds, terms) || terms.size() < 2) continue;
-      auto values = read(terms, live_[root]);
-      if (!values) continue;
-      for (int a : adds) absorbed[a] = true;
-      rewrite(root, adds, terms, *values);
+      if (!collect(root, root, adds, terms)) continue;  // an inner sum may still qualify
+      for (int a : adds) absorbed[a] = true;            // its inner sums have the same lanes and fewer terms
+      auto values = terms.size() < 2 ? std::nullopt : read(terms, live_[root]);
+      if (values) rewrite(root, adds, terms, *values);
     }
   }
 
