@@ -454,16 +454,14 @@ class Emitter {
                  uint8_t(w[ds.weight]), uint8_t(a[i]), uint8_t(ds.k)});
     }
     int t = alloc_vreg();
-    bool first = true;
     if (!m.live_rows[0]) emit(Instr{kPsumClear, /*bucket*/ 0});
     for (int r = 0; r < 4; ++r) {
       if (!m.live_rows[r]) continue;
       emit(Instr{kLoadMxuMatrixRow, 0, uint8_t(t), uint8_t(r)});
-      if (first && r == 0)
+      if (r == 0)  // rows 1-3 of t are zero: the whole bucket is set
         emit(Instr{kPsumWrite, /*bucket*/ 0, 0, uint8_t(t)});
       else
         emit(Instr{kPsumAccumulateRow, /*bucket*/ 0, /*row*/ uint8_t(r), uint8_t(t)});
-      first = false;
     }
     release(t);
     emit(Instr{kPsumRead, /*bucket*/ 0, uint8_t(d)});
