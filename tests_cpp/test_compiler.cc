@@ -1,9 +1,11 @@
 // The UOp compiler: IR parsing and checks, lane tracing, lowering within the hardware limits, execution.
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <tuple>
 
 #include "compiler/ir.h"
 #include "compiler/lower.h"
+#include "compiler/mxu_dot.h"
 #include "compiler/tracer.h"
 #include "runtime/executor.h"
 #include "sim/config.h"
@@ -120,4 +122,54 @@ TEST_CASE("executor: a lane reads back the elements it stored earlier in the ker
     for (int j = 3 * i; j < 3 * i + 3; ++j) want += j * j - 7;
     CHECK(out == want);
   }
+}
+
+namespace {
+// sum_k x_k * y_k over 16 lanes as the tracer builds it; x_k depends on the lane's row (l / 4) and
+// y_k on its column (l % 4), scaled by `scale` to push values out of int8 range.
+TileProgram dot_program(int terms, int scale) {
+  TileProgram p;
+  auto leaf = [&](auto value) {
+    TileNode t{Op::LOAD, DType::kI32};
+    for (int l = 0; l < kLanes; ++l) t.leaf[l].bits = uint32_t(value(l));
+    p.nodes.push_back(t);
+    return int(p.nodes.size()) - 1;
+  };
+  int acc = -1;
+  for (int k = 0; k < terms; ++k) {
+    int x = leaf([&](int l) { return scale * (l / 4 - k); });
+    int y = leaf([&](int l) { return l % 4 + k; });
+    p.nodes.push_back(TileNode{Op::MUL, DType::kI32, DType::kI32, x, y});
+    int m = int(p.nodes.size()) - 1;
+    if (acc >= 0) p.nodes.push_back(TileNode{Op::ADD, DType::kI32, DType::kI32, acc, m});
+    acc = int(p.nodes.size()) - 1;
+  }
+  TileStore s{0, {}, {}, acc};
+  s.active.fill(true);
+  p.stores.push_back(s);
+  return p;
+}
+std::array<int32_t, 16> leaf_bits(const TileProgram& p, int n) {
+  std::array<int32_t, 16> v{};
+  for (int l = 0; l < kLanes; ++l) v[l] = int32_t(p.nodes[n].leaf[l].bits);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("mxu_dot: int8 dot-product chains become WS or OS MXU blocks, wider data stays on the VPU") {
+  for (auto [terms, scale, os] : {std::tuple{4, 1, false}, std::tuple{8, 1, true}}) {
+    TileProgram p = dot_program(terms, scale);
+    fuse_mxu_dots(p, [&](int n) { return leaf_bits(p, n); });
+    const TileNode& root = p.nodes[p.stores[0].value];
+    REQUIRE(root.op == Op::MXU_DOT);
+    const MxuDot& m = p.mxu[root.mxu];
+    CHECK(m.os == os);  // one K-slice: 4 WS dispatches beat OS's read-back; two slices: OS
+    CHECK(m.dispatches.size() == (os ? 2u : 4u));
+  }
+  TileProgram wide = dot_program(8, 40);  // 40 * 3 = 120 fits, but 40 * -7 does not
+  size_t nodes = wide.nodes.size();
+  fuse_mxu_dots(wide, [&](int n) { return leaf_bits(wide, n); });
+  CHECK(wide.mxu.empty());
+  CHECK(wide.nodes.size() == nodes);
+  CHECK(wide.nodes[wide.stores[0].value].op == Op::ADD);
 }
