@@ -58,6 +58,9 @@ def tinygrad_examples():
   show("relu", (Tensor(list(range(8)), device="TINYTPU") - 4).relu())
   show("sum", Tensor(list(range(256)), device="TINYTPU").sum())
   show("float", (Tensor([0.5, -1.25, 3.0], device="TINYTPU") * 2.5 + 1).exp())
+  m = Tensor([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, 16]], dtype=dtypes.int32, device="TINYTPU")
+  show("matmul", m @ Tensor.eye(4, dtype=dtypes.int32).to("TINYTPU"))  # int8-range data: on the MXU
+  show("matmul f32", Tensor([[0.5, 1.5], [2.0, -1.0]], device="TINYTPU") @ Tensor([[1.0, 2.0], [3.0, 4.0]], device="TINYTPU"))
 
 def main():
   print("-- TASM programs on the TensorCore model")
