@@ -408,23 +408,21 @@ class Emitter {
     emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(x), uint8_t(d)});
     for (int r : {ax, c, t, xs, post, sign, inf, zero}) release(r);
   }
-  // WS dispatches of one activation row each, their column sums written or accumulated into PSUM rows,
-  // then the whole bucket read once the MXU is done (bucket 0 is free again after the read). Results
-  // that live in row 0 alone are read with one 2-cycle instruction: LOAD_MXU_RESULT for a single
-  // dispatch (no PSUM at all), PSUM_READ_ROW otherwise.
-  int mxu_fill(bool weight, const std::array<int32_t, 16>& data) {
+  // A WMEM weight tile, reusing an identical one already loaded.
+  int weight_fill(const std::array<int32_t, 16>& data) {
     int used = 0;
     for (const MxuFill& f : cur_.mxu_fills)
-      if (f.weight == weight) {
+      if (f.weight) {
         if (f.data == data) return f.addr;
         ++used;
       }
     if (used == 32) throw NoRoom{};
-    cur_.mxu_fills.push_back({weight, used, data});
+    cur_.mxu_fills.push_back({true, used, data});
     return used;
   }
-  // k consecutive AMEM rows (an OS slice's activations), reusing an identical run already loaded.
-  int mxu_fill_rows(const std::array<int32_t, 16>& block, int k) {
+  // k consecutive AMEM rows (row r in lanes 4r..4r+3 of block: one WS activation row, or an OS slice's
+  // activations), reusing an identical run already loaded.
+  int act_fill(const std::array<int32_t, 16>& block, int k) {
     std::vector<std::array<int32_t, 16>> rows(k);
     for (int r = 0; r < k; ++r)
       for (int i = 0; i < 4; ++i) rows[r][i] = block[r * 4 + i];
@@ -444,10 +442,9 @@ class Emitter {
   // Output-stationary: MXU_OS then MXU_OS_ACCUMULATE per slice; the live matrix rows come back one
   // LOAD_MXU_MATRIX_ROW each (row 0 of a vreg) and are stacked in PSUM bucket 0 (the first by
   // PSUM_WRITE when it is row 0, else after PSUM_CLEAR), then read as one tile.
-  void mxu_os(int d, const MxuDot& m) {
-    std::vector<int> w, a;
-    for (const auto& t : m.weights) w.push_back(mxu_fill(true, t));
-    for (const auto& ds : m.dispatches) a.push_back(mxu_fill_rows(m.acts[ds.act], ds.k));
+  void mxu_os(int d, const MxuDot& m, const std::vector<int>& w) {
+    std::vector<int> a;
+    for (const auto& ds : m.dispatches) a.push_back(act_fill(m.acts[ds.act], ds.k));
     for (size_t i = 0; i < m.dispatches.size(); ++i) {
       const auto& ds = m.dispatches[i];
       emit(Instr{uint8_t(ds.accumulate ? kDispatchMxuOsAccumulate : kDispatchMxuOs), 0, 0, 0, 0, 0,
@@ -466,11 +463,15 @@ class Emitter {
     release(t);
     emit(Instr{kPsumRead, /*bucket*/ 0, uint8_t(d)});
   }
+  // WS dispatches of one activation row each, their column sums written or accumulated into PSUM rows,
+  // then the whole bucket read once the MXU is done (bucket 0 is free again after the read). Results
+  // that live in row 0 alone are read with one 2-cycle instruction: LOAD_MXU_RESULT for a single
+  // dispatch (no PSUM at all), PSUM_READ_ROW otherwise.
   void mxu_dot(int d, const MxuDot& m, int epilogue_src) {
-    if (m.os) return mxu_os(d, m);
     std::vector<int> w, a;
-    for (const auto& t : m.weights) w.push_back(mxu_fill(true, t));
-    for (const auto& t : m.acts) a.push_back(mxu_fill(false, t));
+    for (const auto& t : m.weights) w.push_back(weight_fill(t));
+    if (m.os) return mxu_os(d, m, w);
+    for (const auto& t : m.acts) a.push_back(act_fill(t, 1));
     bool row0_only =
         std::all_of(m.dispatches.begin(), m.dispatches.end(), [](auto& ds) { return ds.row == 0; });
     bool direct = row0_only && m.dispatches.size() == 1;  // the column sums themselves: no PSUM
@@ -590,25 +591,27 @@ class Emitter {
     release(c);
   }
 
+  // out = x < y as uint32: flip the sign bits (`sign` holds 0x80000000) into tx, ty, compare signed.
+  void less_unsigned(int out, int x, int y, int sign, int tx, int ty) {
+    vpu(kXor, tx, x, sign);
+    vpu(kXor, ty, y, sign);
+    vpu(kCmplt, out, tx, ty);
+  }
+
   // Unsigned 32-bit quotient from the signed divider: a divisor >= 2^31 gives (a >= b); otherwise
   // q = ((a >> 1) / b) << 1 is the true quotient or one less, and the remainder decides which.
   void udiv(int d, int a, int b) {
     int sign = constant(int32_t(0x80000000u)), one = constant(1);
     int t = alloc_vreg(), ax = alloc_vreg(), bx = alloc_vreg(), big = alloc_vreg();
-    auto less_unsigned = [&](int out, int x, int y) {  // out = x < y as unsigned
-      vpu(kXor, ax, x, sign);
-      vpu(kXor, bx, y, sign);
-      vpu(kCmplt, out, ax, bx);
-    };
     vpu(kShr, t, a, one);
     vpu(kDiv, d, t, b);
     vpu(kShl, d, d, one);
     vpu(kMul, t, d, b);
-    vpu(kSub, t, a, t);      // remainder, in [0, 2b)
-    less_unsigned(t, t, b);  // 1 when the remainder is already below b
+    vpu(kSub, t, a, t);                    // remainder, in [0, 2b)
+    less_unsigned(t, t, b, sign, ax, bx);  // 1 when the remainder is already below b
     vpu(kXor, t, t, one);
     vpu(kAdd, d, d, t);
-    less_unsigned(t, a, b);  // big divisor: quotient is a >= b
+    less_unsigned(t, a, b, sign, ax, bx);  // big divisor: quotient is a >= b
     vpu(kXor, t, t, one);
     int zero = constant(0);
     vpu(kCmplt, big, b, zero);  // b >= 2^31
@@ -656,11 +659,9 @@ class Emitter {
       case Op::CMPLT:
         if (f) {
           vpu(kFcmplt, d, a, b);
-        } else if (from == DType::kU32) {  // flip the sign bits, then compare signed
+        } else if (from == DType::kU32) {
           int s = constant(int32_t(0x80000000u)), t = alloc_vreg();
-          vpu(kXor, d, a, s);
-          vpu(kXor, t, b, s);
-          vpu(kCmplt, d, d, t);
+          less_unsigned(d, a, b, s, d, t);
           release(s);
           release(t);
         } else {
