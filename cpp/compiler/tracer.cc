@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace tinytpu::compiler {
 
@@ -194,16 +195,16 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
   // Global stores of this chunk, for a lane reading back what it wrote: (buf, element) -> (tile, lane);
   // tile -1 when the store was gated by data. Buffers written at data-dependent indices are unknowable.
   std::map<std::pair<int, int64_t>, std::pair<int, int>> stored;
-  std::map<int, bool> written;  // buf -> written at data-dependent indices
+  std::set<int> stored_bufs, scattered_bufs;  // buffers stored to at all / at data-dependent indices
   std::vector<std::array<bool, kLanes>> masks;
   std::array<bool, kLanes> active;
   std::vector<Lanes> lane_range(parallel_.size());
   int np = int(parallel_.size());
+  int64_t cols = blocked_ ? (bounds_[np - 1] + 3) / 4 : 0, rows = blocked_ ? (bounds_[np - 2] + 3) / 4 : 0;
   for (int l = 0; l < kLanes; ++l) {
     int64_t f = chunk * kLanes + l;
     int inner = 0;  // dimensions placed by the 4x4 block
     if (blocked_) {
-      int64_t cols = (bounds_[np - 1] + 3) / 4, rows = (bounds_[np - 2] + 3) / 4;
       int64_t i = (chunk / cols % rows) * 4 + l / 4, j = (chunk % cols) * 4 + l % 4;
       active[l] = i < bounds_[np - 2] && j < bounds_[np - 1];
       lane_range[np - 2][l] = std::min(i, bounds_[np - 2] - 1);  // an inactive lane repeats a real point
@@ -249,7 +250,7 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
   // A load of elements this chunk already stored sees the stored lanes (sequential semantics within a
   // work item): each storing tile is selected in over the loaded leaf by a constant lane mask.
   auto forward_stores = [&](Value& res, const TileNode& t, int buf) {
-    if (written[buf] || t.dynamic)
+    if (scattered_bufs.count(buf) || t.dynamic)
       throw Unsupported("kernel " + k_.name + ": load from buffer " + std::to_string(buf) +
                         " after a store to it at indices that depend on data");
     std::map<int, std::array<bool, kLanes>> from;  // storing tile -> lanes it provides
@@ -409,7 +410,7 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
           }
         }
         res = new_tile(t);
-        if (written.count(p.buf)) forward_stores(res, t, p.buf);
+        if (stored_bufs.count(p.buf)) forward_stores(res, t, p.buf);
         if (data_gate) {
           TileNode w{Op::WHERE, n.dtype, DType::kBool, gate->tile, res.tile, to_tile(*alt)};
           res = new_tile(w);
@@ -441,7 +442,8 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
           if (p.dyn < 0 && s.active[l] && (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)))
             throw Unsupported("kernel " + k_.name + ": store outside buffer " + std::to_string(p.buf));
         s.value = to_tile(x);
-        written[p.buf] = written[p.buf] || p.dyn >= 0;
+        stored_bufs.insert(p.buf);
+        if (p.dyn >= 0) scattered_bufs.insert(p.buf);
         for (int l = 0; l < kLanes; ++l)
           if (p.dyn < 0 && s.active[l]) stored[{p.buf, p.v[l]}] = {gate >= 0 ? -1 : s.value, l};
         out.stores.push_back(s);

@@ -47,7 +47,6 @@ struct TileStore {
   int pin = -1;  // not a memory store: keep the value as pinned tile #pin for later chunks
 };
 
-// The straight-line tile program for one or more chunks of 16 lanes, in program order.
 // Int8 dot products of 16 lanes on the MXU, in weight-stationary dispatches of one activation row:
 // lanes 4g..4g+3 share activation row `act` (their common operand), `weight` holds each lane's other
 // operand as W[k][c], and the column sums land in PSUM row g (written by a group's first dispatch,
@@ -72,6 +71,7 @@ struct MxuDot {
   int epilogue_op = -1;
 };
 
+// The straight-line tile program for one or more chunks of 16 lanes, in program order.
 struct TileProgram {
   std::vector<TileNode> nodes;
   std::vector<TileStore> stores;

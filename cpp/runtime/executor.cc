@@ -100,14 +100,13 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
           continue;
         }
         int64_t index = t.dynamic ? dyn_index[lane] : s.index;
-        if ((index < 0 || index >= sizes[s.buf]) && t.gated) {
-          out[lane] = 0;  // a gated-off lane: the gate's select discards it, or nothing stores it
-          continue;
+        if (index < 0 || index >= sizes[s.buf]) {
+          if (!t.gated)
+            throw SimError("kernel " + kernel_.name + ": gather index " + std::to_string(index) +
+                           " outside buffer " + std::to_string(s.buf) + " of " +
+                           std::to_string(sizes[s.buf]) + " elements");
+          continue;  // a gated-off lane reads 0: the gate's select discards it, or nothing stores it
         }
-        if (index < 0 || index >= sizes[s.buf])
-          throw SimError("kernel " + kernel_.name + ": gather index " + std::to_string(index) +
-                         " outside buffer " + std::to_string(s.buf) + " of " + std::to_string(sizes[s.buf]) +
-                         " elements");
         out[lane] = read_lane(snapshot[s.buf].data() + index * info[s.buf].bytes, info[s.buf].dtype);
       }
       return out;

@@ -60,8 +60,7 @@ class TinyTPURenderer(Renderer):
                                      Ops.RECIPROCAL, Ops.FDIV, Ops.TRUNC, Ops.SIN) + ((Ops.EXP2, Ops.LOG2) if FAST_MATH else ())}
   compiler = TinyTPUCompiler()
   # SIN stays in code_for_op so tinygrad's uint64 Payne-Hanek never appears; sin32 builds it in 32 bits.
-  extra_matcher = None if FAST_MATH else PatternMatcher([(UPat(Ops.SIN, dtypes.float32, src=(UPat.var("d"),)),
-                                                          lambda d: sin32(d))])
+  extra_matcher = None if FAST_MATH else PatternMatcher([(UPat(Ops.SIN, dtypes.float32, src=(UPat.var("d"),)), sin32)])
   def supported_dtypes(self) -> set[DType]: return set(SUPPORTED_DTYPES)
   def render(self, uops: list[UOp]) -> str:
     name = next((u.arg.name for u in uops if u.op is Ops.SINK and u.arg is not None), "kernel")
