@@ -77,7 +77,8 @@ bool lowerable(const Node& n, bool fast_math) {
     case Op::EXP2:
     case Op::LOG2:
     case Op::SIN:
-      return d == DType::kF32 && fast_math;  // only listed in code_for_op under TINYTPU_FAST_MATH
+      return d == DType::kF32 && fast_math;  // the TranscUnit: by default tinygrad decomposes EXP2/LOG2 and
+                                             // the renderer rewrites SIN (sin32) before the IR
     case Op::MXU_DOT:
       return false;  // made by the compiler, never read from IR
     case Op::STACK:
