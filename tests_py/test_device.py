@@ -4,6 +4,7 @@ import zlib
 import numpy as np
 import pytest
 import tinytpu
+from helpers import tasm_of
 from tinygrad import Tensor, dtypes, Device
 
 INT_DTYPES = [dtypes.int32, dtypes.int16, dtypes.int8, dtypes.uint8, dtypes.uint16, dtypes.uint32]
@@ -295,3 +296,36 @@ def test_whole_tensor_reduce_broadcast_back():
     t = t.contiguous()
     return Tensor.stack(*t.std_mean()).sum().gradient(t)[0]
   check(std_grad, data((5, 6, 7), dtypes.float32, -2, 2), atol=1e-5, rtol=1e-4)
+
+# Reductions and small stores packed across lanes (compiler/lane_pack.h): bit-exact with CPU, including
+# -0.0 sums, narrow-int MAX (padding holds the dtype's least value), products and a bias after a sum.
+PACKED = {
+  "negzero_add": lambda d: Tensor(np.array([-0.0, -0.0], np.float32), device=d) + Tensor(np.array([-0.0, 1.0], np.float32), device=d),
+  "fsum_7": lambda d: (Tensor(np.arange(7, dtype=np.float32), device=d) / 3).sum(),
+  "negzero_sum": lambda d: Tensor(np.array([-0.0] * 5, np.float32), device=d).sum(),
+  "i8_max": lambda d: Tensor(np.array([-100, -5, -7, -128, -3, -9, -1], np.int8), device=d).max(),
+  "i8_rowmax": lambda d: Tensor(np.array([[-100, -5, -7], [-128, -3, -9]], np.int8), device=d).max(axis=1),
+  "u8_max": lambda d: Tensor(np.array([200, 5, 255, 3], np.uint8), device=d).max(),
+  "i32_prod": lambda d: Tensor(np.arange(1, 14, dtype=np.int32), device=d).prod(),
+  "i8_sum_wraps": lambda d: Tensor(np.arange(100, dtype=np.int8), device=d).sum(dtype=dtypes.int8),
+  "sum_plus_bias": lambda d: (Tensor(np.arange(7, dtype=np.int32), device=d) ** 2 + 1).sum() + 3,
+  "rowsum_computed": lambda d: (Tensor(np.arange(15, dtype=np.int32).reshape(3, 5), device=d) * 3 - 1).sum(axis=1),
+  "colmax_6x10": lambda d: Tensor(np.arange(-30, 30, dtype=np.int32).reshape(6, 10), device=d).max(axis=0),
+  "mean_rows": lambda d: Tensor(np.arange(9, dtype=np.float32).reshape(3, 3), device=d).mean(axis=1),
+  "copy_reshape": lambda d: Tensor(np.arange(64, dtype=np.int32), device=d).reshape(8, 8).contiguous() + 0,
+}
+
+@pytest.mark.parametrize("name", list(PACKED))
+def test_packed_reductions_bit_exact(name):
+  got, want = (np.atleast_1d(PACKED[name](d).numpy()) for d in ("TINYTPU", "CPU"))
+  assert got.dtype == want.dtype and got.shape == want.shape
+  assert got.tobytes() == want.tobytes(), f"{name}: {got} != {want}"
+
+def test_small_reductions_reduce_across_lanes():
+  # a 16-element sum to a scalar: one tile and one whole-tile reduce instead of a chain of 15 adds; an
+  # 8x8 row sum: column reduces; a copy: the gathered tiles go out as they came in
+  assert "SUM_REDUCE_TILE" in tasm_of("Tensor(np.arange(16, dtype=np.int32), device='TINYTPU').sum()")
+  assert "SUM_REDUCE_COL" in tasm_of("Tensor(np.arange(64, dtype=np.int32).reshape(8, 8), device='TINYTPU').sum(axis=1)")
+  copy = tasm_of("Tensor(np.arange(64, dtype=np.int32), device='TINYTPU').reshape(8, 8)")
+  copy = copy[copy.index("launch 0"):]
+  assert "OUTPUT_VMEM" in copy and "LOAD v" not in copy and "STORE VMEM" not in copy

@@ -1,12 +1,10 @@
 """Matrix multiply against tinygrad's CPU device: integer products run on the MXU when every operand fits
 int8 at launch time and on the VPU otherwise, exact either way; float32 runs on the VPU."""
 import itertools
-import os
-import subprocess
-import sys
 import zlib
 import numpy as np
 import pytest
+from helpers import tasm_of
 import tinytpu
 from tinygrad import Tensor, dtypes
 
@@ -26,12 +24,6 @@ def matmul_on(device, a, b, dtype):
 def test_integer_matmul_exact(m, k, n, dtype, lo, hi):
   a, b = operands(m, k, n, dtype, lo, hi, zlib.crc32(f"{m},{k},{n},{dtype},{lo}".encode()))
   np.testing.assert_array_equal(matmul_on("TINYTPU", a, b, dtype), matmul_on("CPU", a, b, dtype))
-
-def tasm_of(expr: str) -> str:
-  code = f"import numpy as np, tinytpu; from tinygrad import Tensor, dtypes; print(({expr}).numpy().tolist())"
-  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "DEBUG": "4"})
-  assert out.returncode == 0, out.stderr
-  return out.stdout
 
 def test_in_range_int8_matmul_dispatches_to_the_mxu_and_out_of_range_does_not():
   in_range = tasm_of("Tensor(np.arange(32).reshape(4, 8) - 16, device='TINYTPU', dtype=dtypes.int32) @ "

@@ -30,11 +30,12 @@ const DTypeRow& row(DType d) {
   return other;
 }
 
-constexpr const char* kOpNames[] = {
-    "SINK",  "PARAM",      "BUFFER", "CONST", "CAST",  "BITCAST", "RANGE", "END",    "INDEX", "LOAD", "STORE",
-    "AFTER", "GROUP",      "IF",     "ENDIF", "NOOP",  "BARRIER", "STACK", "ADD",    "SUB",   "MUL",  "NEG",
-    "MAX",   "CMPLT",      "CMPNE",  "CMPEQ", "WHERE", "AND",     "OR",    "XOR",    "SHL",   "SHR",  "CDIV",
-    "CMOD",  "RECIPROCAL", "TRUNC",  "EXP2",  "LOG2",  "SIN",     "FDIV",  "MXU_DOT"};
+constexpr const char* kOpNames[] = {"SINK",  "PARAM", "BUFFER",  "CONST", "CAST",  "BITCAST", "RANGE",
+                                    "END",   "INDEX", "LOAD",    "STORE", "AFTER", "GROUP",   "IF",
+                                    "ENDIF", "NOOP",  "BARRIER", "STACK", "ADD",   "SUB",     "MUL",
+                                    "NEG",   "MAX",   "CMPLT",   "CMPNE", "CMPEQ", "WHERE",   "AND",
+                                    "OR",    "XOR",   "SHL",     "SHR",   "CDIV",  "CMOD",    "RECIPROCAL",
+                                    "TRUNC", "EXP2",  "LOG2",    "SIN",   "FDIV",  "MXU_DOT", "LANE_REDUCE"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == size_t(Op::kCount));
 
 bool is_int(DType d) {
@@ -80,6 +81,7 @@ bool lowerable(const Node& n, bool fast_math) {
       return d == DType::kF32 && fast_math;  // the TranscUnit: by default tinygrad decomposes EXP2/LOG2 and
                                              // the renderer rewrites SIN (sin32) before the IR
     case Op::MXU_DOT:
+    case Op::LANE_REDUCE:
       return false;  // made by the compiler, never read from IR
     case Op::STACK:
       return n.src.empty();  // the empty shape of a scalar PARAM; vector STACKs never reach us

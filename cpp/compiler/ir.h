@@ -73,7 +73,8 @@ enum class Op : uint8_t {
   LOG2,
   SIN,
   FDIV,
-  MXU_DOT,  // compiler-internal: an int8 dot-product block on the MXU (compiler/mxu_dot.h)
+  MXU_DOT,      // compiler-internal: an int8 dot-product block on the MXU (compiler/mxu_dot.h)
+  LANE_REDUCE,  // compiler-internal: a cross-lane reduce of one tile (compiler/lane_pack.h)
   kCount
 };
 const char* op_name(Op op);

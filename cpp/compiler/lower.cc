@@ -35,6 +35,7 @@ enum Sxu : uint8_t {
 enum Vpu : uint8_t {
   kAdd = 0,
   kMul = 1,
+  kRelu = 2,
   kMax = 3,
   kCmplt = 5,
   kCmpne = 6,
@@ -65,6 +66,22 @@ constexpr int kSlots = 32, kVregs = 16, kMaxDrains = 31;
 // Thrown when the node being emitted does not fit the current launch: the emitter rolls back, ends the
 // launch (spilling live values) and emits the node again into a fresh one.
 struct NoRoom {};
+
+// VPU reduce opcodes (hardware.md §3) by op and axis; integer ones wrap, the float sum rounds per add.
+uint8_t lane_reduce_opcode(const TileNode& n) {
+  static const std::map<std::pair<Op, LaneAxis>, uint8_t> kInt = {
+      {{Op::ADD, LaneAxis::kTile}, 32}, {{Op::ADD, LaneAxis::kRow}, 4},  {{Op::ADD, LaneAxis::kCol}, 29},
+      {{Op::MUL, LaneAxis::kTile}, 37}, {{Op::MUL, LaneAxis::kRow}, 35}, {{Op::MUL, LaneAxis::kCol}, 36},
+      {{Op::MAX, LaneAxis::kTile}, 33}, {{Op::MAX, LaneAxis::kRow}, 9},  {{Op::MAX, LaneAxis::kCol}, 30}};
+  static const std::map<LaneAxis, uint8_t> kFloatSum = {
+      {LaneAxis::kTile, 38}, {LaneAxis::kRow, 42}, {LaneAxis::kCol, 45}};
+  if (is_float(n.dtype)) {
+    if (n.reduce != Op::ADD)
+      throw Unsupported("internal: float LANE_REDUCE of " + std::string(op_name(n.reduce)));
+    return kFloatSum.at(n.axis);
+  }
+  return kInt.at({n.reduce, n.axis});
+}
 
 bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16; }
 
@@ -200,12 +217,14 @@ class Emitter {
     }
   }
   int out_slots() const { return int(std::count(slot_.begin(), slot_.end(), kOut)); }
-  int take_out_slot() {
+  // An output slot; `unfilled` when the loader fills it (a slot an earlier fill used would be refilled
+  // before the program reads it).
+  int take_out_slot(bool unfilled = false) {
     if (out_slots() + 1 + int(busy_.count()) > kSlots ||
         int(cur_.drains.size()) + 1 + int(busy_.count()) > kMaxDrains)
       throw NoRoom{};
     for (int s = 0; s < kSlots; ++s)
-      if (slot_[s] == kUsed || slot_[s] == kFree) {
+      if ((slot_[s] == kUsed && !unfilled) || slot_[s] == kFree) {
         slot_[s] = kOut;
         return s;
       }
@@ -619,10 +638,23 @@ class Emitter {
     for (int r : {sign, one, t, ax, bx, big, zero}) release(r);
   }
 
+  bool zero_leaf(int node) const {
+    const TileNode& n = p_.nodes[node];
+    if (!is_leaf(node) || n.dynamic || n.pinned >= 0) return false;
+    return std::all_of(n.leaf.begin(), n.leaf.end(),
+                       [](const LeafLane& l) { return l.buf < 0 && l.bits == 0; });
+  }
+  // MAX(x, 0) on signed lanes (narrow unsigned lanes are never negative) is one RELU: no zero tile.
+  int relu_input(const TileNode& n) const {
+    if (n.op != Op::MAX || is_float(n.dtype) || n.dtype == DType::kU32) return -1;
+    return zero_leaf(n.b) ? n.a : zero_leaf(n.a) ? n.b : -1;
+  }
+
   void emit_node(int i) {
     const TileNode& n = p_.nodes[i];
-    int a = n.a >= 0 ? operand(n.a) : -1;
-    int b = n.b >= 0 ? operand(n.b) : -1;
+    int relu = relu_input(n);
+    int a = relu >= 0 ? operand(relu) : n.a >= 0 ? operand(n.a) : -1;
+    int b = relu < 0 && n.b >= 0 ? operand(n.b) : -1;
     int c = n.c >= 0 ? operand(n.c) : -1;
     int d = alloc_vreg();
     DType from = n.from;
@@ -647,7 +679,9 @@ class Emitter {
         }
         break;
       case Op::MAX:
-        if (f) {  // a < b ? b : a, tinygrad's definition: a NaN in b keeps a (FMAX would pick b)
+        if (relu >= 0) {
+          vpu(kRelu, d, a);
+        } else if (f) {  // a < b ? b : a, tinygrad's definition: a NaN in b keeps a (FMAX would pick b)
           int c = alloc_vreg();
           vpu(kFcmplt, c, a, b);
           emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(b), uint8_t(a)});
@@ -723,6 +757,9 @@ class Emitter {
       case Op::MXU_DOT:
         mxu_dot(d, p_.mxu[n.mxu], a);
         break;
+      case Op::LANE_REDUCE:
+        vpu(lane_reduce_opcode(n), d, a);
+        break;
       case Op::FDIV:
         if (fast_math_) {
           vpu(kFrecip, d, b);
@@ -796,6 +833,13 @@ class Emitter {
         {st.value, SlotDrain::kValue}, {st.gate, SlotDrain::kGate}, {st.index_node, SlotDrain::kIndex}};
     for (auto [node, role] : parts) {
       if (node < 0) continue;
+      if (is_leaf(node) && vreg_[node] < 0 && !p_.nodes[node].dynamic) {
+        // a gathered tile stored as it is: the loader fills an output slot, no LOAD and STORE
+        int slot = take_out_slot(true);
+        cur_.fills.push_back({slot, node});
+        cur_.drains.push_back({slot, s, -1, role});
+        continue;
+      }
       int r = operand(node);
       int slot = take_out_slot();
       emit(Instr{kStore, uint8_t(slot), 0, uint8_t(r)});

@@ -17,6 +17,10 @@ struct LeafLane {
   uint32_t bits = 0;
 };
 
+// Which lanes a LANE_REDUCE combines (the 4x4 tile is row-major: lane 4r+c is row r, column c): all
+// sixteen, the four of each row, or the four of each column; every combined lane gets the result.
+enum class LaneAxis : uint8_t { kTile, kRow, kCol };
+
 // A node of the tile-level dataflow graph: 16 lanes computed by the same operation.
 struct TileNode {
   Op op;                      // ALU op, CAST, BITCAST; LOAD marks a leaf
@@ -30,8 +34,10 @@ struct TileNode {
   // The load sits under a data-dependent gate: lanes whose index is out of range read 0, which the gate's
   // select then discards. Without a gate an out-of-range index is an error.
   bool gated = false;
-  int mxu = -1;     // MXU_DOT: index into TileProgram::mxu (operand a: its epilogue's other input)
-  int pinned = -1;  // a leaf whose lanes are pinned tile #pinned (the uniform prefix's values)
+  int mxu = -1;         // MXU_DOT: index into TileProgram::mxu (operand a: its epilogue's other input)
+  int pinned = -1;      // a leaf whose lanes are pinned tile #pinned (the uniform prefix's values)
+  Op reduce = Op::ADD;  // LANE_REDUCE: ADD, MUL or MAX
+  LaneAxis axis = LaneAxis::kTile;  // LANE_REDUCE
 };
 
 struct TileStore {

@@ -3,6 +3,7 @@
 #include <functional>
 #include <map>
 
+#include "compiler/lane_pack.h"
 #include "compiler/lower.h"
 #include "compiler/mxu_dot.h"
 #include "compiler/tracer.h"
@@ -112,6 +113,7 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
       return out;
     };
     fuse_mxu_dots(prog, [&](int node) { return gather(node); });  // reads the data: MXU only for int8 values
+    pack_lanes(prog);
     std::vector<int32_t> consts;
     auto launches = lower(prog, consts, kernel_.fast_math);
     for (const Launch& l : launches) {

@@ -1,0 +1,394 @@
+#include "compiler/lane_pack.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace tinytpu::compiler {
+
+namespace {
+
+constexpr int kMaxTree = 48;  // nodes of a packed tree, repeats counted: bounds what packing recomputes
+
+using LaneSet = std::array<bool, kLanes>;
+struct LaneSrc {
+  int src = -1;  // which source tree feeds the packed lane; -1: padding
+  int lane = 0;  // and from which of its lanes
+};
+using LaneMap = std::array<LaneSrc, kLanes>;
+
+// Rebuilds a program into `out`: nodes copied one by one in program order (operands remapped), plus
+// packed trees made from the input's nodes.
+class Builder {
+ public:
+  explicit Builder(const TileProgram& in) : in_(in), remap_(in.nodes.size(), -1) { out.mxu = in.mxu; }
+  TileProgram out;
+
+  int add(const TileNode& t) {
+    out.nodes.push_back(t);
+    return int(out.nodes.size()) - 1;
+  }
+  void copy(int i) {  // operands come earlier in program order, so they are already copied
+    TileNode t = in_.nodes[i];
+    for (int* o : {&t.a, &t.b, &t.c})
+      if (*o >= 0) *o = remap_[*o];
+    remap_[i] = add(t);
+  }
+  void set(int i, int node) { remap_[i] = node; }
+  int at(int i) const { return remap_[i]; }
+  TileStore copy_store(TileStore s) const {
+    for (int* o : {&s.value, &s.gate, &s.index_node})
+      if (*o >= 0) *o = remap_[*o];
+    return s;
+  }
+
+  // Whether a node may be computed in other lanes than its own: a lane-wise op or a plain gather.
+  bool movable(int i) const {
+    const TileNode& n = in_.nodes[i];
+    return n.op != Op::MXU_DOT && n.op != Op::LANE_REDUCE &&
+           !(n.op == Op::LOAD && (n.dynamic || n.pinned >= 0));
+  }
+  // Same ops on the same operand positions down to the leaves, within `budget` nodes.
+  bool isomorphic(int x, int y, int& budget) const {
+    if (--budget < 0 || !movable(x) || !movable(y)) return false;
+    const TileNode &a = in_.nodes[x], &b = in_.nodes[y];
+    if (a.op != b.op || a.dtype != b.dtype || a.from != b.from) return false;
+    if (a.op == Op::LOAD) return true;
+    for (auto [p, q] : {std::pair{a.a, b.a}, {a.b, b.b}, {a.c, b.c}})
+      if ((p < 0) != (q < 0) || (p >= 0 && !isomorphic(p, q, budget))) return false;
+    return true;
+  }
+  // Nodes of the tree under x counted with repeats, or kMaxTree + 1 when it is larger or not movable.
+  int tree_size(int x) const {
+    int budget = kMaxTree;
+    return isomorphic(x, x, budget) ? kMaxTree - budget : kMaxTree + 1;
+  }
+  bool uniform_constant(int i) const {
+    const TileNode& n = in_.nodes[i];
+    if (n.op != Op::LOAD || n.dynamic || n.pinned >= 0) return false;
+    for (const auto& l : n.leaf)
+      if (l.buf >= 0 || l.bits != n.leaf[0].bits) return false;
+    return true;
+  }
+
+  // The isomorphic trees `roots` computed side by side: packed lane l is lane map[l].lane of
+  // roots[map[l].src]. Leaves gather accordingly (padding lanes hold `pad`); ops are rebuilt on top.
+  int pack(const std::vector<int>& roots, const LaneMap& map, uint32_t pad) {
+    std::map<std::vector<int>, int> memo;
+    return pack(roots, map, pad, memo);
+  }
+  int constant(DType d, const LaneSet& lanes, uint32_t on, uint32_t off) {
+    TileNode t{Op::LOAD, d};
+    for (int l = 0; l < kLanes; ++l) t.leaf[l].bits = lanes[l] ? on : off;
+    return add(t);
+  }
+
+ private:
+  const TileProgram& in_;
+  std::vector<int> remap_;
+
+  int pack(const std::vector<int>& ids, const LaneMap& map, uint32_t pad,
+           std::map<std::vector<int>, int>& memo) {
+    if (auto it = memo.find(ids); it != memo.end()) return it->second;
+    const TileNode& first = in_.nodes[ids[0]];
+    int made;
+    if (first.op == Op::LOAD) {
+      bool shared = std::all_of(ids.begin(), ids.end(), [&](int i) { return i == ids[0]; });
+      if (shared && uniform_constant(ids[0])) return memo[ids] = remap_[ids[0]];  // the same in every lane
+      TileNode t{Op::LOAD, first.dtype};
+      for (int l = 0; l < kLanes; ++l) {
+        if (map[l].src < 0) {
+          t.leaf[l].bits = pad;
+          continue;
+        }
+        const TileNode& s = in_.nodes[ids[map[l].src]];
+        t.leaf[l] = s.leaf[map[l].lane];
+        t.gated = t.gated || s.gated;
+      }
+      made = add(t);
+    } else {
+      TileNode t = first;
+      for (int TileNode::*operand : {&TileNode::a, &TileNode::b, &TileNode::c}) {
+        if (first.*operand < 0) continue;
+        std::vector<int> sub;
+        for (int i : ids) sub.push_back(in_.nodes[i].*operand);
+        t.*operand = pack(sub, map, pad, memo);
+      }
+      made = add(t);
+    }
+    return memo[ids] = made;
+  }
+};
+
+std::vector<int> lanes_of(const LaneSet& s) {
+  std::vector<int> v;
+  for (int l = 0; l < kLanes; ++l)
+    if (s[l]) v.push_back(l);
+  return v;
+}
+
+// Consecutive stores to one buffer with equal live lanes and isomorphic values, at distinct elements,
+// become one store at the position of the group's last (their values read only leaves and tiles).
+TileProgram pack_stores(const TileProgram& p) {
+  Builder b(p);
+  for (size_t i = 0; i < p.nodes.size(); ++i) b.copy(int(i));
+  auto plain = [&](const TileStore& s) { return s.gate < 0 && s.index_node < 0 && s.pin < 0 && s.buf >= 0; };
+  for (size_t s = 0; s < p.stores.size();) {
+    const TileStore& head = p.stores[s];
+    std::vector<int> lanes = lanes_of(head.active);
+    size_t e = s + 1;
+    if (plain(head) && !lanes.empty() && 2 * lanes.size() <= kLanes && b.tree_size(head.value) <= kMaxTree) {
+      std::set<int64_t> elements;
+      for (int l : lanes) elements.insert(head.index[l]);
+      for (; e < p.stores.size() && (e - s + 1) * lanes.size() <= kLanes; ++e) {
+        const TileStore& st = p.stores[e];
+        int budget = kMaxTree;
+        if (!plain(st) || st.buf != head.buf || st.active != head.active ||
+            !b.isomorphic(head.value, st.value, budget))
+          break;
+        bool distinct = true;
+        for (int l : lanes) distinct = elements.insert(st.index[l]).second && distinct;
+        if (!distinct) break;
+      }
+    }
+    if (e == s + 1) {
+      b.out.stores.push_back(b.copy_store(head));
+      ++s;
+      continue;
+    }
+    TileStore packed{head.buf, {}, {}, -1};
+    LaneMap map;
+    std::vector<int> roots;
+    for (size_t j = 0; j < e - s; ++j) {
+      roots.push_back(p.stores[s + j].value);
+      for (size_t i = 0; i < lanes.size(); ++i) {
+        size_t l = j * lanes.size() + i;
+        map[l] = {int(j), lanes[i]};
+        packed.index[l] = p.stores[s + j].index[lanes[i]];
+        packed.active[l] = true;
+      }
+    }
+    packed.value = b.pack(roots, map, 0);
+    b.out.stores.push_back(packed);
+    s = e;
+  }
+  return std::move(b.out);
+}
+
+bool narrow_or_32(DType d) {
+  return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16 || d == DType::kI32 ||
+         d == DType::kU32;
+}
+// Reductions the VPU's cross-lane ops do exactly (MAX compares signed, so not uint32; a float sum only).
+bool reducible(Op op, DType d) {
+  switch (op) {
+    case Op::ADD:
+      return narrow_or_32(d) || d == DType::kF32;
+    case Op::MUL:
+      return narrow_or_32(d);
+    case Op::MAX:
+      return narrow_or_32(d) && d != DType::kU32;
+    default:
+      return false;
+  }
+}
+// The value a padding lane holds, as lane bits (narrow integers live sign- or zero-extended).
+uint32_t identity(Op op, DType d) {
+  if (op == Op::ADD) return d == DType::kF32 ? 0x80000000u : 0;  // -0.0: x + -0.0 is x, even for x = -0.0
+  if (op == Op::MUL) return 1;
+  switch (d) {  // MAX: the dtype's least value
+    case DType::kI8:
+      return uint32_t(-128);
+    case DType::kI16:
+      return uint32_t(-32768);
+    case DType::kI32:
+      return 0x80000000u;
+    default:
+      return 0;
+  }
+}
+
+struct Reduction {
+  std::vector<int> terms;  // isomorphic: packed
+  std::vector<int> rest;   // the others (a bias added to a sum, say): combined after the reduce
+  LaneAxis axis;
+  std::vector<std::vector<int>> groups;  // output lanes, one group per cross-lane reduce
+};
+
+class ReductionPacker {
+ public:
+  explicit ReductionPacker(const TileProgram& p) : p_(p), b_(p) {
+    int n = int(p.nodes.size());
+    uses_.assign(n, 0);
+    live_.assign(n, {});
+    for (const auto& s : p.stores)
+      for (int r : {s.value, s.gate, s.index_node})
+        if (r >= 0) {
+          ++uses_[r];
+          for (int l = 0; l < kLanes; ++l) live_[r][l] = live_[r][l] || s.active[l];
+        }
+    for (int i = n - 1; i >= 0; --i) {
+      const TileNode& t = p.nodes[i];
+      for (int o : {t.a, t.b, t.c}) {
+        if (o < 0) continue;
+        ++uses_[o];
+        for (int l = 0; l < kLanes; ++l) live_[o][l] = live_[o][l] || live_[i][l] || t.op == Op::LANE_REDUCE;
+      }
+    }
+  }
+
+  TileProgram run() {
+    std::map<int, Reduction> plans;
+    std::vector<bool> absorbed(p_.nodes.size(), false);
+    for (int root = int(p_.nodes.size()) - 1; root >= 0; --root)
+      if (!absorbed[root] && reducible(p_.nodes[root].op, p_.nodes[root].dtype))
+        if (auto r = plan(root, absorbed)) plans[root] = *r;
+    for (int i = 0; i < int(p_.nodes.size()); ++i) {
+      auto it = plans.find(i);
+      if (it == plans.end())
+        b_.copy(i);
+      else
+        b_.set(i, emit(p_.nodes[i], it->second));
+    }
+    for (const auto& s : p_.stores) b_.out.stores.push_back(b_.copy_store(s));
+    return std::move(b_.out);
+  }
+
+ private:
+  const TileProgram& p_;
+  Builder b_;
+  std::vector<int> uses_;
+  std::vector<LaneSet> live_;
+
+  std::optional<Reduction> plan(int root, std::vector<bool>& absorbed) const {
+    const TileNode& r = p_.nodes[root];
+    Reduction red;
+    std::vector<int> todo{root};  // flattened left to right, without recursion: chains can be long
+    while (!todo.empty()) {
+      int i = todo.back();
+      todo.pop_back();
+      const TileNode& n = p_.nodes[i];
+      if (i == root || (n.op == r.op && n.dtype == r.dtype && uses_[i] == 1)) {
+        absorbed[i] = true;  // an inner chain has the same lanes and fewer terms
+        todo.push_back(n.b);
+        todo.push_back(n.a);
+      } else {
+        red.terms.push_back(i);
+      }
+    }
+    std::vector<int> out = lanes_of(live_[root]);
+    uint32_t id = identity(r.op, r.dtype);
+    auto is_identity = [&](int i) {
+      const TileNode& n = p_.nodes[i];
+      if (n.op != Op::LOAD || n.dynamic || n.pinned >= 0) return false;
+      for (int l : out)
+        if (n.leaf[l].buf >= 0 || n.leaf[l].bits != id) return false;
+      return true;
+    };
+    red.terms.erase(std::remove_if(red.terms.begin(), red.terms.end(), is_identity), red.terms.end());
+    if (out.empty() || red.terms.size() < 2) return std::nullopt;
+    int ref = red.terms[red.terms.size() / 2], size = b_.tree_size(ref);
+    if (size > kMaxTree) return std::nullopt;
+    auto odd = std::stable_partition(red.terms.begin(), red.terms.end(), [&](int t) {
+      int budget = kMaxTree;
+      return b_.isomorphic(ref, t, budget);
+    });
+    red.rest.assign(odd, red.terms.end());
+    red.terms.erase(odd, red.terms.end());
+    if (red.terms.size() < 2) return std::nullopt;
+    // Layout: one output takes all sixteen lanes; several take a column (row) each, grouped by the
+    // row (column) they occupy, whichever makes fewer groups. A float sum never uses the column reduce,
+    // which starts from +0.0 (so -0.0 + -0.0 would give +0.0), and takes the whole-tile one (17 cycles
+    // on the FpReducer) only for more than 16 terms.
+    bool fsum = is_float(r.dtype);
+    if (out.size() == 1 && (!fsum || red.terms.size() > kLanes)) {
+      red.axis = LaneAxis::kTile;
+      red.groups = {out};
+    } else {
+      std::map<int, std::vector<int>> by_row, by_col;
+      for (int l : out) {
+        by_row[l / 4].push_back(l);
+        by_col[l % 4].push_back(l);
+      }
+      bool col = by_row.size() <= by_col.size() && !fsum;
+      red.axis = col ? LaneAxis::kCol : LaneAxis::kRow;
+      for (auto& [k, g] : col ? by_row : by_col) red.groups.push_back(g);
+    }
+    // Cost in nodes: the chain as it is (its terms' distinct nodes and the combining ops) against the
+    // packed tiles (each recomputes a term tree, padded ones add a select), their combining ops, one
+    // cross-lane reduce per group and a select with its mask per extra group.
+    std::set<int> distinct;
+    std::vector<int> walk(red.terms);
+    while (!walk.empty()) {  // term trees are small: at most kMaxTree nodes each
+      int i = walk.back();
+      walk.pop_back();
+      if (!distinct.insert(i).second) continue;
+      for (int o : {p_.nodes[i].a, p_.nodes[i].b, p_.nodes[i].c})
+        if (o >= 0) walk.push_back(o);
+    }
+    size_t n = red.terms.size(), per = red.axis == LaneAxis::kTile ? kLanes : 4, tiles = (n + per - 1) / per;
+    size_t pad = n % per && p_.nodes[red.terms[0]].op != Op::LOAD ? 2 : 0;
+    size_t unpacked = distinct.size() + n - 1;
+    size_t packed =
+        red.groups.size() * (tiles * (size + 1) + pad) + 2 * (red.groups.size() - 1) + red.rest.size();
+    if (packed >= unpacked) return std::nullopt;
+    return red;
+  }
+
+  // Lane l of packed tile t holds term k of the output in lane `o`: kTile l = k - 16t; kCol (output
+  // in column o%4) row l/4 = k - 4t; kRow (output in row o/4) column l%4 = k - 4t.
+  int emit(const TileNode& root, const Reduction& red) {
+    size_t n = red.terms.size(), per = red.axis == LaneAxis::kTile ? kLanes : 4;
+    bool leaf_terms = p_.nodes[red.terms[0]].op == Op::LOAD;
+    uint32_t id = identity(root.op, root.dtype);
+    int result = -1;
+    for (const auto& group : red.groups) {
+      int acc = -1;
+      for (size_t first = 0; first < n; first += per) {
+        std::vector<int> roots(red.terms.begin() + first, red.terms.begin() + std::min(n, first + per));
+        LaneMap map;
+        LaneSet real{};
+        for (int o : group)
+          for (size_t k = 0; k < roots.size(); ++k) {
+            int l = red.axis == LaneAxis::kTile  ? int(k)
+                    : red.axis == LaneAxis::kCol ? int(4 * k) + o % 4
+                                                 : o / 4 * 4 + int(k);
+            map[l] = {int(k), o};
+            real[l] = true;
+          }
+        int tile = b_.pack(roots, map, leaf_terms ? id : 0);
+        if (!leaf_terms && roots.size() < per) {  // padding lanes must hold the identity
+          LaneSet all;
+          all.fill(true);
+          int mask = b_.constant(DType::kBool, real, 1, 0), ident = b_.constant(root.dtype, all, id, id);
+          tile = b_.add(TileNode{Op::WHERE, root.dtype, DType::kBool, mask, tile, ident});
+        }
+        acc = acc < 0 ? tile : b_.add(TileNode{root.op, root.dtype, root.dtype, acc, tile});
+      }
+      TileNode reduce{Op::LANE_REDUCE, root.dtype, root.dtype, acc};
+      reduce.reduce = root.op;
+      reduce.axis = red.axis;
+      int r = b_.add(reduce);
+      if (result < 0) {
+        result = r;
+        continue;
+      }
+      LaneSet lanes{};
+      for (int o : group) lanes[o] = true;
+      int mask = b_.constant(DType::kBool, lanes, 1, 0);
+      result = b_.add(TileNode{Op::WHERE, root.dtype, DType::kBool, mask, r, result});
+    }
+    for (int t : red.rest) result = b_.add(TileNode{root.op, root.dtype, root.dtype, result, b_.at(t)});
+    return result;
+  }
+};
+
+}  // namespace
+
+void pack_lanes(TileProgram& prog) {
+  prog = pack_stores(prog);
+  prog = ReductionPacker(prog).run();
+}
+
+}  // namespace tinytpu::compiler

@@ -1,0 +1,24 @@
+#pragma once
+#include "compiler/tracer.h"
+
+namespace tinytpu::compiler {
+
+// Packs work that leaves lanes idle into fewer tiles. A tile op is lane-wise, and a leaf is a gather
+// that can put any element in any lane, so isomorphic trees computed in different tiles (or in
+// different iterations of a reduce) can be computed side by side in one tile from re-laned leaves:
+//
+// - Stores: consecutive stores to one buffer with the same live lanes, whose values are isomorphic
+//   trees, become one store (tinygrad's UPCAST writes y[4i+k] for k = 0..3 as four 4-lane stores).
+// - Reductions: a chain ADD/MUL/MAX(t_0, ..., t_{n-1}) over isomorphic terms, whose live lanes hold
+//   one output each, computes several terms of one output side by side and finishes with one
+//   cross-lane LANE_REDUCE: over the whole tile for a single output, else over each column (or row)
+//   for up to four outputs in distinct columns (rows), one such group per occupied row (column).
+//   Integer ADD/MUL wrap and MAX are associative, so integer results are unchanged; a float32 sum of
+//   more than two terms is reassociated (added in another order, as any device's own split of a reduce
+//   does); padding lanes hold -0.0, so a two-term float add stays bit-exact.
+//
+// Each packing is taken only when a node count says it saves instructions. MXU_DOT, pinned and
+// data-indexed leaves are never moved.
+void pack_lanes(TileProgram& prog);
+
+}  // namespace tinytpu::compiler

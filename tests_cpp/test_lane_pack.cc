@@ -1,0 +1,125 @@
+// Lane packing (compiler/lane_pack.h): small stores side by side, reductions across lanes.
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "compiler/lane_pack.h"
+#include "runtime/executor.h"
+
+using namespace tinytpu;
+using namespace tinytpu::compiler;
+
+namespace {
+int leaf(TileProgram& p, int first_element, int lanes) {  // elements first.. of buffer 1 in lanes 0..
+  TileNode t{Op::LOAD, DType::kI32};
+  for (int l = 0; l < lanes; ++l) t.leaf[l] = {1, first_element + l, 0};
+  p.nodes.push_back(t);
+  return int(p.nodes.size()) - 1;
+}
+int node(TileProgram& p, Op op, int a, int b) {
+  p.nodes.push_back(TileNode{op, DType::kI32, DType::kI32, a, b});
+  return int(p.nodes.size()) - 1;
+}
+void store(TileProgram& p, int value, int lanes, int first_element) {
+  TileStore s{0, {}, {}, value};
+  for (int l = 0; l < lanes; ++l) {
+    s.active[l] = true;
+    s.index[l] = first_element + l;
+  }
+  p.stores.push_back(s);
+}
+// out[o] = sum over k < n of in[o * n + k] for `outputs` lanes, as the tracer unrolls it
+TileProgram row_sums(int outputs, int n) {
+  TileProgram p;
+  int acc = -1;
+  for (int k = 0; k < n; ++k) {
+    TileNode t{Op::LOAD, DType::kI32};
+    for (int o = 0; o < outputs; ++o) t.leaf[o] = {1, o * n + k, 0};
+    p.nodes.push_back(t);
+    int term = int(p.nodes.size()) - 1;
+    acc = acc < 0 ? term : node(p, Op::ADD, acc, term);
+  }
+  store(p, acc, outputs, 0);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("lane_pack: one output's sum becomes one tile and a whole-tile reduce") {
+  TileProgram p = row_sums(1, 16);
+  pack_lanes(p);
+  const TileNode& r = p.nodes[p.stores[0].value];
+  REQUIRE(r.op == Op::LANE_REDUCE);
+  CHECK(r.axis == LaneAxis::kTile);
+  CHECK(r.reduce == Op::ADD);
+  const TileNode& in = p.nodes[r.a];
+  REQUIRE(in.op == Op::LOAD);
+  for (int l = 0; l < kLanes; ++l) CHECK(in.leaf[l].index == l);  // term k in lane k
+}
+
+TEST_CASE("lane_pack: eight outputs reduce by columns in two row groups joined by a select") {
+  TileProgram p = row_sums(8, 8);
+  pack_lanes(p);
+  const TileNode& join = p.nodes[p.stores[0].value];
+  REQUIRE(join.op == Op::WHERE);
+  for (int part : {join.b, join.c}) {
+    REQUIRE(p.nodes[part].op == Op::LANE_REDUCE);
+    CHECK(p.nodes[part].axis == LaneAxis::kCol);
+  }
+  // lanes 0..3 (row 0) are the first group: packed lane 4i + c holds term i (then 4 + i) of output c
+  const TileNode& sum = p.nodes[p.nodes[join.c].a];
+  REQUIRE(sum.op == Op::ADD);
+  for (int l = 0; l < kLanes; ++l) CHECK(p.nodes[sum.a].leaf[l].index == (l % 4) * 8 + l / 4);
+}
+
+TEST_CASE("lane_pack: four isomorphic 4-lane stores become one 16-lane store") {
+  TileProgram p;
+  for (int j = 0; j < 4; ++j) store(p, node(p, Op::ADD, leaf(p, 4 * j, 4), leaf(p, 16 + 4 * j, 4)), 4, 4 * j);
+  pack_lanes(p);
+  REQUIRE(p.stores.size() == 1);
+  const TileStore& s = p.stores[0];
+  const TileNode& v = p.nodes[s.value];
+  REQUIRE(v.op == Op::ADD);
+  for (int l = 0; l < kLanes; ++l) {
+    CHECK(s.active[l]);
+    CHECK(s.index[l] == l);
+    CHECK(p.nodes[v.a].leaf[l].index == l);
+    CHECK(p.nodes[v.b].leaf[l].index == 16 + l);
+  }
+}
+
+TEST_CASE("lane_pack: terms of different shapes and stores at one element stay as they are") {
+  TileProgram p;
+  int a = leaf(p, 0, 1), b = node(p, Op::SUB, leaf(p, 1, 1), leaf(p, 2, 1));
+  store(p, node(p, Op::ADD, a, b), 1, 0);
+  for (int j = 0; j < 2; ++j) store(p, leaf(p, j, 4), 4, 0);  // both write elements 0..3
+  size_t nodes = p.nodes.size();
+  pack_lanes(p);
+  CHECK(p.nodes.size() == nodes);
+  CHECK(p.stores.size() == 3);
+  CHECK(p.nodes[p.stores[0].value].op == Op::ADD);
+}
+
+TEST_CASE("lane_pack: a 16-element sum runs as LOAD, SUM_REDUCE_TILE, STORE, HALT") {
+  // r_16 as the renderer serialises it: an accumulator register over a REDUCE range
+  CompiledKernel k(
+      "KERNEL r_16\nCONST idx 0 1\nCAST i32 1 0\nPARAM i32 1 1 0 GLOBAL 0 0\nCONST idx 0 16\nCAST i32 1 3\n"
+      "PARAM i32 1 4 1 GLOBAL 0 0\nBUFFER i32 1 1 REG\nCONST idx 0 0\nCAST i32 1 7\nINDEX i32 2 6 8\n"
+      "STORE void 2 9 8\nRANGE i32 1 4 0 REDUCE\nINDEX i32 2 5 11\nLOAD i32 1 12\nAFTER i32 3 6 10 11\n"
+      "INDEX i32 2 14 8\nLOAD i32 1 15\nADD i32 2 16 13\nSTORE void 2 15 17\nEND void 2 18 11\n"
+      "AFTER i32 2 6 19\nINDEX i32 2 20 8\nLOAD i32 1 21\nINDEX i32 2 2 8\nSTORE void 2 23 22\nSINK void 1 "
+      "24\n");
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(4), DeviceBuffer(16 * 4)};
+  for (int i = 0; i < 16; ++i) {
+    int32_t v = 1000 * i - 7;
+    std::memcpy(bufs[1].data() + 4 * i, &v, 4);
+  }
+  KernelStats s = k.run(bufs, {}, true);
+  int32_t out;
+  std::memcpy(&out, bufs[0].data(), 4);
+  CHECK(out == 120000 - 112);
+  REQUIRE(s.tasm.size() == 1);
+  const std::string& t = s.tasm[0];
+  CHECK(t.find("LOAD v0, VMEM[0]\nVPU v1 = SUM_REDUCE_TILE(v0)\nSTORE VMEM[0], v1\nHALT\n") !=
+        std::string::npos);
+  // the testbench's count: 2 per record (1 tile, 4 instructions, 1 output) + SXU cycles + 1 output + 4
+  CHECK(s.cycles == 2 * 6 + s.sxu_cycles + 1 + 4);
+}
