@@ -53,7 +53,7 @@ demo: install
 	$(PYTHON) -m tinytpu demo
 
 bench: install
-	$(PYTHON) bench/sim_speed.py
+	$(PYTHON) bench/benchmark.py
 
 format:
 	clang-format -i cpp/*/*.h cpp/*/*.cc tests_cpp/*.cc
