@@ -219,23 +219,9 @@ struct Reduction {
 class ReductionPacker {
  public:
   explicit ReductionPacker(const TileProgram& p) : p_(p), b_(p) {
-    int n = int(p.nodes.size());
-    uses_.assign(n, 0);
-    live_.assign(n, {});
-    for (const auto& s : p.stores)
-      for (int r : {s.value, s.gate, s.index_node})
-        if (r >= 0) {
-          ++uses_[r];
-          for (int l = 0; l < kLanes; ++l) live_[r][l] = live_[r][l] || s.active[l];
-        }
-    for (int i = n - 1; i >= 0; --i) {
-      const TileNode& t = p.nodes[i];
-      for (int o : {t.a, t.b, t.c}) {
-        if (o < 0) continue;
-        ++uses_[o];
-        for (int l = 0; l < kLanes; ++l) live_[o][l] = live_[o][l] || live_[i][l] || t.op == Op::LANE_REDUCE;
-      }
-    }
+    NodeUses u = node_uses(p);
+    uses_ = std::move(u.count);
+    live_ = std::move(u.live);
   }
 
   TileProgram run() {

@@ -32,22 +32,9 @@ struct Term {
 class Fuser {
  public:
   Fuser(TileProgram& p, const std::function<Lanes32(int)>& leaf_values) : p_(p), leaf_values_(leaf_values) {
-    int n = int(p.nodes.size());
-    uses_.assign(n, 0);
-    live_.assign(n, {});
-    for (const auto& s : p.stores)
-      for (int r : {s.value, s.gate, s.index_node})
-        if (r >= 0) {
-          ++uses_[r];
-          for (int l = 0; l < 16; ++l) live_[r][l] = live_[r][l] || s.active[l];
-        }
-    // Lanes are independent in every tile op, so a node's live lanes are the union of its users'.
-    for (int i = n - 1; i >= 0; --i)
-      for (int o : {p.nodes[i].a, p.nodes[i].b, p.nodes[i].c})
-        if (o >= 0) {
-          ++uses_[o];
-          for (int l = 0; l < 16; ++l) live_[o][l] = live_[o][l] || live_[i][l];
-        }
+    NodeUses u = node_uses(p);
+    uses_ = std::move(u.count);
+    live_ = std::move(u.live);
   }
 
   void run() {

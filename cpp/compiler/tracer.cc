@@ -77,6 +77,26 @@ bool is_alu(Op op) { return op >= Op::ADD && op <= Op::TRUNC; }
 
 }  // namespace
 
+NodeUses node_uses(const TileProgram& p) {
+  int n = int(p.nodes.size());
+  NodeUses u{std::vector<int>(n, 0), std::vector<std::array<bool, kLanes>>(n, std::array<bool, kLanes>{})};
+  for (const auto& s : p.stores)
+    for (int r : {s.value, s.gate, s.index_node})
+      if (r >= 0) {
+        ++u.count[r];
+        for (int l = 0; l < kLanes; ++l) u.live[r][l] = u.live[r][l] || s.active[l];
+      }
+  for (int i = n - 1; i >= 0; --i) {  // operands come before their readers
+    const TileNode& t = p.nodes[i];
+    for (int o : {t.a, t.b, t.c}) {
+      if (o < 0) continue;
+      ++u.count[o];
+      for (int l = 0; l < kLanes; ++l) u.live[o][l] = u.live[o][l] || u.live[i][l] || t.op == Op::LANE_REDUCE;
+    }
+  }
+  return u;
+}
+
 int64_t Tracer::uniform_value(int node, const std::vector<int64_t>& known) const {
   const Node& n = k_.nodes[node];
   auto arg = [&](int i) { return uniform_value(n.src[i], known); };

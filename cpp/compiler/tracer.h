@@ -84,6 +84,14 @@ struct TileProgram {
   std::vector<MxuDot> mxu;
 };
 
+// How often each node is read (by nodes and stores), and in which lanes its value is needed: a store's
+// active lanes, passed down to operands (every lane for the input of a cross-lane LANE_REDUCE).
+struct NodeUses {
+  std::vector<int> count;
+  std::vector<std::array<bool, kLanes>> live;
+};
+NodeUses node_uses(const TileProgram& p);
+
 // What the tracer knows about a UOp in the current chunk.
 struct TraceValue {
   enum Kind : uint8_t { kNone, kConst, kTile, kBuf, kPtr } kind = kNone;
