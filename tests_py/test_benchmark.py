@@ -1,5 +1,6 @@
 """bench/benchmark.py: its arithmetic (geomean, work counts), exclusion of kernels with no device kernel,
 and that a wrong result fails the run."""
+import json
 import math
 import os
 import sys
@@ -52,7 +53,6 @@ def test_no_device_kernel_is_left_out_of_the_geomean_with_a_note():
 
 def test_json_csv_and_record(tmp_path, capsys):
   assert bm.main(["--filter", "sum_16", "--json"]) == 0
-  import json
   out = json.loads(capsys.readouterr().out)
   assert [k["name"] for k in out["kernels"]] == ["sum_16_scalar"] and out["geomean_elems_per_cycle"] > 0
   assert bm.main(["--filter", "relu", "--csv"]) == 0

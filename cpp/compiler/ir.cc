@@ -38,10 +38,7 @@ constexpr const char* kOpNames[] = {"SINK",  "PARAM", "BUFFER",  "CONST", "CAST"
                                     "TRUNC", "EXP2",  "LOG2",    "SIN",   "FDIV",  "MXU_DOT", "LANE_REDUCE"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == size_t(Op::kCount));
 
-bool is_int(DType d) {
-  return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16 || d == DType::kI32 ||
-         d == DType::kU32 || d == DType::kIndex;
-}
+bool is_int(DType d) { return is_lane_int(d) || d == DType::kIndex; }
 
 // Which (op, result dtype) pairs the lowering implements. Index arithmetic (kIndex) is folded at compile
 // time and never reaches the TensorCore.
@@ -139,6 +136,10 @@ int min_sources(Op op) {
 int dtype_bytes(DType d) { return row(d).bytes; }
 bool is_float(DType d) { return row(d).is_float; }
 bool is_signed(DType d) { return row(d).is_signed; }
+bool is_lane_int(DType d) {
+  return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16 || d == DType::kI32 ||
+         d == DType::kU32;
+}
 const char* dtype_name(DType d) { return row(d).code; }
 const char* op_name(Op op) { return kOpNames[int(op)]; }
 

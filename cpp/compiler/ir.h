@@ -29,6 +29,7 @@ enum class DType : uint8_t {
 int dtype_bytes(DType d);
 bool is_float(DType d);
 bool is_signed(DType d);
+bool is_lane_int(DType d);  // an integer a 32-bit lane holds: int8..int32, uint8..uint32
 const char* dtype_name(DType d);
 
 // The UOps the renderer serialises (tinygrad/uop Ops names).

@@ -64,13 +64,6 @@ class Builder {
     int budget = kMaxTree;
     return isomorphic(x, x, budget) ? kMaxTree - budget : kMaxTree + 1;
   }
-  bool uniform_constant(int i) const {
-    const TileNode& n = in_.nodes[i];
-    if (n.op != Op::LOAD || n.dynamic || n.pinned >= 0) return false;
-    for (const auto& l : n.leaf)
-      if (l.buf >= 0 || l.bits != n.leaf[0].bits) return false;
-    return true;
-  }
 
   // The isomorphic trees `roots` computed side by side: packed lane l is lane map[l].lane of
   // roots[map[l].src]. Leaves gather accordingly (padding lanes hold `pad`); ops are rebuilt on top.
@@ -95,7 +88,8 @@ class Builder {
     int made;
     if (first.op == Op::LOAD) {
       bool shared = std::all_of(ids.begin(), ids.end(), [&](int i) { return i == ids[0]; });
-      if (shared && uniform_constant(ids[0])) return memo[ids] = remap_[ids[0]];  // the same in every lane
+      if (shared && uniform_bits(in_.nodes[ids[0]]))
+        return memo[ids] = remap_[ids[0]];  // the same in every lane
       TileNode t{Op::LOAD, first.dtype};
       for (int l = 0; l < kLanes; ++l) {
         if (map[l].src < 0) {
@@ -176,19 +170,15 @@ TileProgram pack_stores(const TileProgram& p) {
   return std::move(b.out);
 }
 
-bool narrow_or_32(DType d) {
-  return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16 || d == DType::kI32 ||
-         d == DType::kU32;
-}
 // Reductions the VPU's cross-lane ops do exactly (MAX compares signed, so not uint32; a float sum only).
 bool reducible(Op op, DType d) {
   switch (op) {
     case Op::ADD:
-      return narrow_or_32(d) || d == DType::kF32;
+      return is_lane_int(d) || d == DType::kF32;
     case Op::MUL:
-      return narrow_or_32(d);
+      return is_lane_int(d);
     case Op::MAX:
-      return narrow_or_32(d) && d != DType::kU32;
+      return is_lane_int(d) && d != DType::kU32;
     default:
       return false;
   }
@@ -218,11 +208,7 @@ struct Reduction {
 
 class ReductionPacker {
  public:
-  explicit ReductionPacker(const TileProgram& p) : p_(p), b_(p) {
-    NodeUses u = node_uses(p);
-    uses_ = std::move(u.count);
-    live_ = std::move(u.live);
-  }
+  explicit ReductionPacker(const TileProgram& p) : p_(p), b_(p), uses_(node_uses(p)) {}
 
   TileProgram run() {
     std::map<int, Reduction> plans;
@@ -244,8 +230,7 @@ class ReductionPacker {
  private:
   const TileProgram& p_;
   Builder b_;
-  std::vector<int> uses_;
-  std::vector<LaneSet> live_;
+  const NodeUses uses_;
 
   std::optional<Reduction> plan(int root, std::vector<bool>& absorbed) const {
     const TileNode& r = p_.nodes[root];
@@ -255,7 +240,7 @@ class ReductionPacker {
       int i = todo.back();
       todo.pop_back();
       const TileNode& n = p_.nodes[i];
-      if (i == root || (n.op == r.op && n.dtype == r.dtype && uses_[i] == 1)) {
+      if (i == root || (n.op == r.op && n.dtype == r.dtype && uses_.count[i] == 1)) {
         absorbed[i] = true;  // an inner chain has the same lanes and fewer terms
         todo.push_back(n.b);
         todo.push_back(n.a);
@@ -263,7 +248,7 @@ class ReductionPacker {
         red.terms.push_back(i);
       }
     }
-    std::vector<int> out = lanes_of(live_[root]);
+    std::vector<int> out = lanes_of(uses_.live[root]);
     uint32_t id = identity(r.op, r.dtype);
     auto is_identity = [&](int i) {
       const TileNode& n = p_.nodes[i];

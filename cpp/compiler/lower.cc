@@ -289,9 +289,8 @@ class Emitter {
     const TileNode& n = p_.nodes[node];
     // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
     if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a)) throw NoRoom{};
-    bool uniform_const = !n.dynamic && n.pinned < 0;
-    for (const auto& l : n.leaf) uniform_const = uniform_const && l.buf < 0 && l.bits == n.leaf[0].bits;
-    return uniform_const ? constant(int32_t(n.leaf[0].bits)) : load_fill(node);
+    auto bits = uniform_bits(n);
+    return bits ? constant(int32_t(*bits)) : load_fill(node);
   }
   int operand(int node) {
     if (vreg_[node] >= 0) return vreg_[node];
@@ -638,12 +637,7 @@ class Emitter {
     for (int r : {sign, one, t, ax, bx, big, zero}) release(r);
   }
 
-  bool zero_leaf(int node) const {
-    const TileNode& n = p_.nodes[node];
-    if (!is_leaf(node) || n.dynamic || n.pinned >= 0) return false;
-    return std::all_of(n.leaf.begin(), n.leaf.end(),
-                       [](const LeafLane& l) { return l.buf < 0 && l.bits == 0; });
-  }
+  bool zero_leaf(int node) const { return uniform_bits(p_.nodes[node]) == 0u; }
   // MAX(x, 0) on signed lanes (narrow unsigned lanes are never negative) is one RELU: no zero tile.
   int relu_input(const TileNode& n) const {
     if (n.op != Op::MAX || is_float(n.dtype) || n.dtype == DType::kU32) return -1;

@@ -16,10 +16,6 @@ constexpr int kSliceTerms = 4;  // terms per dispatch: the array's rows
 // OS: 8 slices x 4 rows), so any node fits the 32-entry WMEM and AMEM of one launch.
 constexpr int kMaxSlices = 8;
 
-bool int_lane(DType d) {
-  return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16 || d == DType::kI32 ||
-         d == DType::kU32;
-}
 bool fits_int8(int32_t v) { return v >= -128 && v <= 127; }
 
 struct Term {
@@ -31,11 +27,8 @@ struct Term {
 
 class Fuser {
  public:
-  Fuser(TileProgram& p, const std::function<Lanes32(int)>& leaf_values) : p_(p), leaf_values_(leaf_values) {
-    NodeUses u = node_uses(p);
-    uses_ = std::move(u.count);
-    live_ = std::move(u.live);
-  }
+  Fuser(TileProgram& p, const std::function<Lanes32(int)>& leaf_values)
+      : p_(p), leaf_values_(leaf_values), uses_(node_uses(p)) {}
 
   void run() {
     std::vector<bool> absorbed(p_.nodes.size(), false);
@@ -45,7 +38,7 @@ class Fuser {
       std::vector<Term> terms;
       if (!collect(root, root, adds, terms)) continue;  // an inner sum may still qualify
       for (int a : adds) absorbed[a] = true;            // its inner sums have the same lanes and fewer terms
-      auto values = terms.size() < 2 ? std::nullopt : read(terms, live_[root]);
+      auto values = terms.size() < 2 ? std::nullopt : read(terms, uses_.live[root]);
       if (values) rewrite(root, adds, terms, *values);
     }
   }
@@ -53,17 +46,11 @@ class Fuser {
  private:
   TileProgram& p_;
   const std::function<Lanes32(int)>& leaf_values_;
-  std::vector<int> uses_;
-  std::vector<std::array<bool, 16>> live_;
+  const NodeUses uses_;
 
   const TileNode& node(int i) const { return p_.nodes[i]; }
   bool is_leaf(int i) const { return node(i).op == Op::LOAD && !node(i).dynamic && !node(i).gated; }
-  bool is_zero(int i) const {
-    if (!is_leaf(i) || node(i).pinned >= 0) return false;
-    for (const auto& l : node(i).leaf)
-      if (l.buf >= 0 || l.bits != 0) return false;
-    return true;
-  }
+  bool is_zero(int i) const { return is_leaf(i) && uniform_bits(node(i)) == 0u; }
   bool is_sum(int i) const {  // ADD, SUB, NEG: a signed sum of its terms
     Op op = node(i).op;
     return (op == Op::ADD || op == Op::SUB || op == Op::NEG) &&
@@ -75,9 +62,9 @@ class Fuser {
   std::optional<int> factor(int i, std::vector<int>& via) const {
     if (is_leaf(i)) return i;
     const TileNode& n = node(i);
-    if (n.op == Op::CAST && int_lane(n.from) && (n.dtype == DType::kI32 || n.dtype == DType::kU32) &&
+    if (n.op == Op::CAST && is_lane_int(n.from) && (n.dtype == DType::kI32 || n.dtype == DType::kU32) &&
         is_leaf(n.a)) {
-      if (uses_[i] == 1) via.push_back(i);
+      if (uses_.count[i] == 1) via.push_back(i);
       return n.a;
     }
     return std::nullopt;
@@ -88,14 +75,14 @@ class Fuser {
   bool collect(int i, int root, std::vector<int>& adds, std::vector<Term>& terms,
                bool negated = false) const {
     const TileNode& n = node(i);
-    if (is_sum(i) && (i == root || uses_[i] == 1)) {
+    if (is_sum(i) && (i == root || uses_.count[i] == 1)) {
       adds.push_back(i);
       if (n.op == Op::NEG) return collect(n.a, root, adds, terms, !negated);
       return collect(n.a, root, adds, terms, negated) &&
              collect(n.b, root, adds, terms, n.op == Op::SUB ? !negated : negated);
     }
     if (is_zero(i)) return true;  // a reduce's initial value
-    if (n.op == Op::MUL && n.dtype == node(root).dtype && uses_[i] == 1) {
+    if (n.op == Op::MUL && n.dtype == node(root).dtype && uses_.count[i] == 1) {
       Term t{i, -1, -1, {}, negated};
       auto x = factor(n.a, t.via), y = factor(n.b, t.via);
       if (!x || !y) return false;
@@ -142,7 +129,7 @@ class Fuser {
   // op, the reader becomes the dispatch (bias add, ReLU) and saves the VPU instruction.
   void fold_epilogue(int root) {
     MxuDot& dot = p_.mxu[node(root).mxu];
-    if (dot.os || dot.dispatches.size() != 1 || dot.dispatches[0].row != 0 || uses_[root] != 1) return;
+    if (dot.os || dot.dispatches.size() != 1 || dot.dispatches[0].row != 0 || uses_.count[root] != 1) return;
     for (int u = root + 1; u < int(p_.nodes.size()); ++u) {
       const TileNode& n = node(u);
       if (n.a != root && n.b != root && n.c != root) continue;
@@ -295,7 +282,7 @@ class Fuser {
       if (a != root) slots.push_back(a);
     std::sort(slots.begin(), slots.end());
     slots.push_back(root);
-    const auto& live = live_[root];
+    const auto& live = uses_.live[root];
     size_t block_terms = size_t(kSliceTerms * kMaxSlices);
     std::vector<int> blocks;
     size_t next_slot = 0;

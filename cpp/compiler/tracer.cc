@@ -77,6 +77,13 @@ bool is_alu(Op op) { return op >= Op::ADD && op <= Op::TRUNC; }
 
 }  // namespace
 
+std::optional<uint32_t> uniform_bits(const TileNode& n) {
+  if (n.op != Op::LOAD || n.dynamic || n.pinned >= 0) return std::nullopt;
+  for (const auto& l : n.leaf)
+    if (l.buf >= 0 || l.bits != n.leaf[0].bits) return std::nullopt;
+  return n.leaf[0].bits;
+}
+
 NodeUses node_uses(const TileProgram& p) {
   int n = int(p.nodes.size());
   NodeUses u{std::vector<int>(n, 0), std::vector<std::array<bool, kLanes>>(n, std::array<bool, kLanes>{})};

@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "compiler/ir.h"
@@ -39,6 +40,9 @@ struct TileNode {
   Op reduce = Op::ADD;  // LANE_REDUCE: ADD, MUL or MAX
   LaneAxis axis = LaneAxis::kTile;  // LANE_REDUCE
 };
+
+// A leaf whose sixteen lanes hold one constant (no gather, no pinned tile): its lane bits.
+std::optional<uint32_t> uniform_bits(const TileNode& n);
 
 struct TileStore {
   int buf;
