@@ -43,15 +43,25 @@ PYBIND11_MODULE(_core, m) {
   m.def("parse_wire", &parse_wire, "Parse a numeric bundle");
   m.def("to_wire", &to_wire);
   m.def("disassemble", &disassemble);
+  py::class_<TraceLog>(m, "TraceLog")
+      .def(py::init<>())
+      .def_readonly("base", &TraceLog::base)
+      .def_property_readonly("names", &TraceLog::names)
+      .def_property_readonly("events", [](const TraceLog& t) {  // raw TraceEvent records
+        return py::bytes(reinterpret_cast<const char*>(t.events().data()),
+                         t.events().size() * sizeof(TraceEvent));
+      });
+  m.attr("TRACKS") = kTrackNames;
+
   m.def(
       "run",
-      [](const Bundle& b, uint64_t max_cycles) {
+      [](const Bundle& b, uint64_t max_cycles, TraceLog* trace) {
         TensorCoreConfig cfg;
         cfg.max_cycles = max_cycles;
         py::gil_scoped_release release;
-        return run_bundle(b, cfg);
+        return run_bundle(b, cfg, trace);
       },
-      py::arg("bundle"), py::arg("max_cycles") = TensorCoreConfig{}.max_cycles);
+      py::arg("bundle"), py::arg("max_cycles") = TensorCoreConfig{}.max_cycles, py::arg("trace") = nullptr);
 
   py::class_<DeviceBuffer>(m, "DeviceBuffer", py::buffer_protocol())
       .def(py::init<size_t>())
@@ -70,11 +80,14 @@ PYBIND11_MODULE(_core, m) {
   py::class_<CompiledKernel>(m, "Kernel")
       .def(py::init([](py::bytes ir) { return CompiledKernel(std::string(ir)); }))
       .def_property_readonly("name", &CompiledKernel::name)
-      .def("run",
-           [](const CompiledKernel& k, std::vector<DeviceBuffer> bufs, std::vector<int64_t> vals, bool tasm) {
-             py::gil_scoped_release release;
-             return k.run(bufs, vals, tasm);
-           });
+      .def(
+          "run",
+          [](const CompiledKernel& k, std::vector<DeviceBuffer> bufs, std::vector<int64_t> vals, bool tasm,
+             TraceLog* trace) {
+            py::gil_scoped_release release;
+            return k.run(bufs, vals, tasm, trace);
+          },
+          py::arg("bufs"), py::arg("vals"), py::arg("tasm"), py::arg("trace") = nullptr);
 
   m.def(
       "check_kernel", [](const std::string& ir) { compiler::parse_kernel(ir); },

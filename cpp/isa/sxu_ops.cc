@@ -8,6 +8,9 @@
 
 namespace tinytpu {
 
+const std::array<const char*, kNumStalls> kStallNames = {
+    "VPU write-back", "VPU busy", "VPU result", "XLU result", "MXU busy", "MXU result", "PSUM port"};
+
 // TASM templates: see isa/tasm.h for the template language. Mnemonics follow the reference's TASM
 // (hardware.md §5); opcodes it has no mnemonic for get the names TRANSPOSE, PSUM_*, SET_PRED_*,
 // SKIP_IF_*, PSUM_CLEAR_ALL. The exec of HALT is never called: FETCH handles it.

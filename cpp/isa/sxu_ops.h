@@ -8,15 +8,27 @@ namespace tinytpu {
 class TensorCore;
 
 // What one EXEC cycle of an SXU instruction did. BSV rules either fire or are blocked by a guard;
-// a blocked rule leaves the SXU in place (a stall) and lets a conflicting background rule fire.
+// a blocked rule leaves the SXU in place (a stall) and lets a conflicting background rule fire. A stall
+// says what it waits for: the profiler reports the causes.
 enum class Exec : uint8_t {
-  kBlocked,      // guard false: nothing happened this cycle
-  kFired,        // the rule fired; the instruction needs more EXEC cycles (step advances)
-  kPoll,         // the rule fired but made no progress (WAIT_MXU polling); step stays
-  kNext,         // finished: pc + 1, back to FETCH
-  kJump,         // finished: the function set pc itself, back to FETCH
-  kAwaitCollect  // dispatched a synchronous VPU op: wait in VPU_COLLECT for the write-back
+  kFired,         // the rule fired; the instruction needs more EXEC cycles (step advances)
+  kNext,          // finished: pc + 1, back to FETCH
+  kJump,          // finished: the function set pc itself, back to FETCH
+  kAwaitCollect,  // dispatched a synchronous VPU op: wait in VPU_COLLECT for the write-back
+  // Stalls: nothing happened this cycle (or WAIT_MXU polled); step stays.
+  kStallVpuWriteback,  // a VPU result is still to be written back to a vreg
+  kStallVpuBusy,       // a multi-cycle VPU op is running
+  kStallVpuResult,     // a synchronous VPU op waits for its result (VPU_COLLECT)
+  kStallXluResult,     // the previous XLU result is collected this cycle
+  kStallMxuBusy,       // the MXU is running a dispatch
+  kStallMxuResult,     // waits for the MXU to reach Done
+  kStallPsumPort,      // the MXU drain owns the PSUM write port
 };
+constexpr Exec kFirstStall = Exec::kStallVpuWriteback;
+constexpr int kNumStalls = 7;
+inline bool is_stall(Exec e) { return e >= kFirstStall; }
+extern const std::array<const char*, kNumStalls> kStallNames;  // indexed by e - kFirstStall
+
 using SxuExecFn = Exec (*)(TensorCore& tc);
 
 // One row per SXU opcode (hardware.md §2.7). The TASM templates drive both the assembler and the

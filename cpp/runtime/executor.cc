@@ -57,7 +57,7 @@ struct ParamInfo {
 }  // namespace
 
 KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
-                                bool keep_tasm) const {
+                                bool keep_tasm, TraceLog* trace) const {
   std::map<int, ParamInfo> params;
   for (const Node& n : kernel_.nodes)
     if (n.op == Op::PARAM && n.global) params[int(n.ivalue)] = {n.dtype, dtype_bytes(n.dtype)};
@@ -141,8 +141,9 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
       for (const SlotDrain& d : l.drains) b.records.push_back(Record{RecordType::kOutputVmem, d.slot});
       if (keep_tasm) stats.tasm.push_back(disassemble(b));
       RunResult res;
+      const uint64_t launch_begin = trace ? trace->base : 0;
       try {
-        res = run_bundle(b);
+        res = run_bundle(b, {}, trace);
       } catch (const std::exception& e) {
         throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
                        disassemble(b));
@@ -176,18 +177,23 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
           write_lane(by_slot[st.buf]->data() + at * info[st.buf].bytes, info[st.buf].dtype, t[lane]);
         }
       }
+      if (trace)
+        trace->span(Track::kKernel, 1, launch_begin, trace->base,
+                    trace->intern("launch " + std::to_string(stats.launches)));
       ++stats.launches;
       stats.cycles += res.cycles;
       stats.sxu_cycles += res.sxu_cycles;
     }
     prog = TileProgram{};
   };
+  const uint64_t kernel_begin = trace ? trace->base : 0;
   for (int64_t c = 0; c < std::max<int64_t>(tracer.num_chunks(), 1); ++c) {
     tracer.trace_chunk(c, prog);
     // the chunk that pins the prefix runs before any chunk reads the pinned tiles
     if (prog.nodes.size() >= kBatchNodes || (c == 0 && tracer.pinned_prefix())) flush();
   }
   flush();
+  if (trace) trace->span(Track::kKernel, 0, kernel_begin, trace->base, trace->intern(kernel_.name));
   return stats;
 }
 

@@ -5,6 +5,7 @@
 
 #include "compiler/ir.h"
 #include "runtime/device_memory.h"
+#include "sim/trace.h"
 
 namespace tinytpu {
 
@@ -18,7 +19,10 @@ struct KernelStats {
 class CompiledKernel {
  public:
   explicit CompiledKernel(std::string_view ir) : kernel_(compiler::parse_kernel(ir)) {}
-  KernelStats run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm) const;
+  // With a trace, the kernel is one slice on its kernel track, each launch one nested in it, and the
+  // launches' runs follow one another on the timeline.
+  KernelStats run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm,
+                  TraceLog* trace = nullptr) const;
   const std::string& name() const { return kernel_.name; }
 
  private:

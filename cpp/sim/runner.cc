@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "isa/tasm.h"
 #include "sim/errors.h"
 #include "sim/tensorcore.h"
 
@@ -42,14 +43,63 @@ void load(TensorCore& tc, const Bundle& bundle, bool& out_mxu, std::vector<int>&
   }
 }
 
+std::string record_name(const Record& r, int& pc) {
+  const std::string at = "[" + std::to_string(r.addr) + "]";
+  switch (r.type) {
+    case RecordType::kWeightTile:
+      return "WMEM" + at;
+    case RecordType::kActTile:
+      return "AMEM" + at;
+    case RecordType::kVmemTile:
+      return "VMEM" + at;
+    case RecordType::kInstr:
+      return "program[" + std::to_string(pc++) + "] " + format_instr(r.instr);
+    case RecordType::kOutputMxu:
+      return "OUTPUT_MXU";
+    case RecordType::kOutputVmem:
+      return "OUTPUT_VMEM VMEM" + at;
+    case RecordType::kOutputAsram:
+      return "OUTPUT_ASRAM AMEM" + at;
+    case RecordType::kEnd:
+      break;
+  }
+  return "END";
+}
+
+// The testbench's loading phase on the loader track: open, two cycles per record, END, start (§4.4).
+void trace_loading(TraceLog& log, const Bundle& bundle) {
+  log.slice(Track::kLoader, 0, 0, 1, log.intern("open bundle"));
+  int pc = 0;
+  uint64_t c = 1;
+  for (const Record& r : bundle.records) {
+    log.slice(Track::kLoader, 0, c, c + 2, log.intern(record_name(r, pc)));
+    c += 2;
+  }
+  log.slice(Track::kLoader, 0, c, c + 1, log.intern("END"));
+  log.slice(Track::kLoader, 0, c + 1, c + 2, log.intern("start"));
+}
+
+void trace_testbench(TraceLog& log, uint64_t cycle, const char* phase, int out_addr) {
+  if (out_addr < 0)
+    log.state(Track::kLoader, 0, cycle, log.intern(phase));
+  else
+    log.slice(Track::kLoader, 0, cycle, cycle + 1,
+              log.intern(std::string(phase) + "[" + std::to_string(out_addr) + "]"));
+}
+
 }  // namespace
 
-RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg) {
+RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog* trace) {
   validate(bundle);
   TensorCore tc(cfg);
+  tc.trace = trace;
   bool out_mxu = false;
   std::vector<int> vmem_out, asram_out;
   load(tc, bundle, out_mxu, vmem_out, asram_out);
+  if (trace) {
+    trace->begin_run();
+    trace_loading(*trace, bundle);
+  }
 
   // Cycle 0 opens the bundle, each record takes 2, END's type read 1, and do_start 1 (§4.4).
   const uint64_t R = bundle.records.size();
@@ -65,29 +115,40 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg) {
       tc.fail("no HALT after " + std::to_string(cfg.max_cycles) +
               " cycles (the reference testbench times out)");
     // Testbench rules read start-of-cycle state, like every other rule.
+    const char* phase;  // the testbench's state in this cycle, for a trace
+    int out_addr = -1;  // an output line's address; the other states coalesce over cycles
     if (!outputting) {
       outputting = tc.sxu.halted();  // do_running_done
+      phase = outputting ? "running done" : "run";
     } else if (out_mxu) {
       if (tc.ctrl.state == CState::kIdle)
         throw SimError("OUTPUT_MXU but no MXU dispatch ran: the reference hangs");
+      phase = "OUTPUT_MXU (waits for the MXU)";
       if (tc.ctrl.is_done()) {
         res.mxu_result = tc.ctrl.output_buf;
         out_mxu = false;
+        phase = "OUTPUT_MXU";
       }
     } else if (vi < vmem_out.size()) {
+      phase = "OUTPUT_VMEM VMEM";
+      out_addr = vmem_out[vi];
       res.vmem_results.push_back(tc.vmem.mem[vmem_out[vi++]]);
     } else if (ai < asram_out.size()) {
+      phase = "OUTPUT_ASRAM AMEM";
+      out_addr = asram_out[ai];
       const I8Row& a = tc.asram.mem[asram_out[ai++]];
       res.asram_results.push_back({a[0], a[1], a[2], a[3]});
     } else {
       break;  // do_output_done prints `cycles N` in this cycle
     }
+    if (trace) trace_testbench(*trace, tc.cycle, phase, out_addr);
     tc.tick();
   }
   res.cycles = tc.cycle;
   res.sxu_cycles = tc.sxu.cycles;
   res.busy = {tc.sxu.cycles, tc.ctrl.busy_cycles, tc.vpu.busy_cycles, tc.xlu_busy_cycles,
               tc.sxu.stall_cycles};
+  if (trace) trace->end_run(res.cycles);
   return res;
 }
 

@@ -7,6 +7,7 @@
 #include "isa/bundle.h"
 #include "sim/config.h"
 #include "sim/tile.h"
+#include "sim/trace.h"
 
 namespace tinytpu {
 
@@ -30,7 +31,7 @@ struct RunResult {
 
 // Runs a bundle the way the reference runtime testbench does (TbTinyTPURuntime.bsv): load records at
 // 2 cycles each, start, run to HALT, print outputs one per cycle. Raises SimError for a run the
-// reference would hang on or time out.
-RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg = {});
+// reference would hang on or time out. With a trace, every unit reports its events to it.
+RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg = {}, TraceLog* trace = nullptr);
 
 }  // namespace tinytpu

@@ -23,25 +23,25 @@ void Sxu::tick(TensorCore& tc) {
     xlu_busy = false;
   }
   if (collecting) tc.vrf.v[vpu_wb_dst] = tc.vpu.result;  // first, so a main-FSM write overrides it
+  const Phase phase_at_start = phase;
+  Exec outcome = Exec::kFired;
   if (phase == Phase::kIdle || phase == Phase::kHalted) {
   } else if (phase == Phase::kVpuCollect) {  // synchronous DISPATCH_VPU / SELECT waiting for its result
     ++cycles;
     if (collecting) {
       ++pc;
       phase = Phase::kFetch;
+      outcome = Exec::kNext;
     } else {
-      ++stall_cycles;
+      outcome = Exec::kStallVpuResult;
     }
   } else if (phase == Phase::kFetch) {
     ++cycles;
     fetch(tc);
+    if (halted()) outcome = Exec::kNext;  // HALT retires in its FETCH cycle
   } else {
     ++cycles;
-    switch (kSxuOps[cur.op].exec(tc)) {
-      case Exec::kBlocked:
-      case Exec::kPoll:
-        ++stall_cycles;
-        break;
+    switch (outcome = kSxuOps[cur.op].exec(tc)) {
       case Exec::kFired:
         ++step;
         break;
@@ -55,15 +55,31 @@ void Sxu::tick(TensorCore& tc) {
       case Exec::kAwaitCollect:
         phase = Phase::kVpuCollect;
         break;
+      default:  // a stall
+        break;
     }
   }
+  if (is_stall(outcome)) ++stall_cycles;
+  if (tc.trace && phase_at_start != Phase::kIdle && phase_at_start != Phase::kHalted)
+    trace_cycle(tc, outcome);
   if (collecting) vpu_wb_pending = false;
+}
+
+void Sxu::trace_cycle(TensorCore& tc, Exec outcome) {
+  TraceLog& log = *tc.trace;
+  if (is_stall(outcome)) {
+    log.state(Track::kSxu, 1, tc.cycle, log.intern(kStallNames[int(outcome) - int(kFirstStall)]), fetch_pc);
+  } else if (outcome == Exec::kNext || outcome == Exec::kJump) {
+    log.slice(Track::kSxu, 0, fetch_cycle, tc.cycle + 1, log.instr_name(fetch_pc, cur), fetch_pc);
+  }
 }
 
 void Sxu::fetch(TensorCore& tc) {
   if (!loaded[pc]) tc.fail("fetch from program memory the bundle never wrote (no HALT on this path)");
   cur = prog[pc];
   step = 0;
+  fetch_pc = pc;
+  fetch_cycle = tc.cycle;
   if (cur.op >= kNumSxuOps) tc.fail("undefined SXU opcode: the reference stays in FETCH forever");
   phase = cur.op == 7 ? Phase::kHalted : Phase::kExec;  // HALT retires in its FETCH cycle
 }
@@ -75,6 +91,29 @@ const Instr& in(TensorCore& tc) { return tc.sxu.cur; }
 Tile& vreg(TensorCore& tc, int idx) { return tc.vrf.v[idx & (TensorCoreConfig::kVregs - 1)]; }
 // Most SXU rules that read or write vregs carry the conservative !vpu_wb_pending guard.
 bool wb_pending(TensorCore& tc) { return tc.sxu.vpu_wb_pending; }
+
+// What a VPU dispatch waits for, or kFired when it can go.
+Exec vpu_guard(TensorCore& tc) {
+  if (wb_pending(tc)) return Exec::kStallVpuWriteback;
+  return tc.vpu.is_done() ? Exec::kFired : Exec::kStallVpuBusy;
+}
+
+void vpu_execute(TensorCore& tc, const VpuOpInfo& op, const Tile& a, const Tile& b) {
+  tc.vpu.execute(op, a, b);
+  if (tc.trace)
+    tc.trace->slice(Track::kVpu, 0, tc.cycle, tc.cycle + vpu_done_latency(op), tc.trace->intern(op.name),
+                    tc.sxu.pc);
+}
+
+void trace_vmem(TensorCore& tc, const char* access, int addr) {
+  std::string name = std::string(access) + " VMEM[" + std::to_string(addr) + "]";
+  tc.trace->slice(Track::kVmem, 0, tc.cycle, tc.cycle + 1, tc.trace->intern(name), tc.sxu.pc);
+}
+
+void vmem_write(TensorCore& tc, int addr, const Tile& value) {
+  tc.vmem.mem[wrap_addr(addr)] = value;
+  if (tc.trace) trace_vmem(tc, "write", wrap_addr(addr));
+}
 
 // A rule that needs the MXU result (guard: Controller Done). In Idle nothing can ever start the MXU
 // again, so the reference deadlocks: report it at once.
@@ -95,8 +134,9 @@ MxuDispatch mxu_operands(TensorCore& tc, MxuStart kind) {
 
 // Asynchronous start: the SXU moves on; the start method's guard stalls it while the MXU is busy.
 Exec start_mxu(TensorCore& tc, const MxuDispatch& d) {
-  if (!tc.ctrl.can_start()) return Exec::kBlocked;
+  if (!tc.ctrl.can_start()) return Exec::kStallMxuBusy;
   tc.ctrl.start(d, tc.array);
+  if (tc.trace) tc.trace->mxu_started(tc.cycle + 1, tc.trace->instr_name(tc.sxu.pc, in(tc)), tc.sxu.pc);
   return Exec::kNext;
 }
 
@@ -104,13 +144,14 @@ Exec start_mxu(TensorCore& tc, const MxuDispatch& d) {
 Exec run_epilogue(TensorCore& tc, const MxuDispatch& d, bool wb_vmem) {
   switch (tc.sxu.step) {
     case 0:  // a VPU write-back in this cycle out-ranks the dispatch (bsc G0010)
-      if (tc.sxu.collecting) return Exec::kBlocked;
-      return start_mxu(tc, d) == Exec::kNext ? Exec::kFired : Exec::kBlocked;
+      if (tc.sxu.collecting) return Exec::kStallVpuWriteback;
+      if (Exec e = start_mxu(tc, d); e != Exec::kNext) return e;
+      return Exec::kFired;
     case 1:
-      return tc.ctrl.is_done() ? Exec::kFired : Exec::kPoll;
+      return tc.ctrl.is_done() ? Exec::kFired : Exec::kStallMxuResult;
     default:
       if (wb_vmem)
-        tc.vmem.mem[wrap_addr(in(tc).vmemAddr)] = tc.ctrl.epilogue_buf;
+        vmem_write(tc, in(tc).vmemAddr, tc.ctrl.epilogue_buf);
       else
         vreg(tc, in(tc).vregDst) = tc.ctrl.epilogue_buf;
       return Exec::kNext;
@@ -118,10 +159,10 @@ Exec run_epilogue(TensorCore& tc, const MxuDispatch& d, bool wb_vmem) {
 }
 
 Exec vpu_dispatch(TensorCore& tc, bool background) {
-  if (wb_pending(tc) || !tc.vpu.is_done()) return Exec::kBlocked;
+  if (Exec e = vpu_guard(tc); is_stall(e)) return e;
   const Instr& i = in(tc);
   if (i.vpuOp >= kNumVpuOps) tc.fail("undefined VPU op");
-  tc.vpu.execute(kVpuOps[i.vpuOp], vreg(tc, i.vregSrc), vreg(tc, i.vregSrc2));
+  vpu_execute(tc, kVpuOps[i.vpuOp], vreg(tc, i.vregSrc), vreg(tc, i.vregSrc2));
   tc.sxu.vpu_wb_pending = true;
   tc.sxu.vpu_wb_dst = i.vregDst;
   return background ? Exec::kNext : Exec::kAwaitCollect;
@@ -130,8 +171,12 @@ Exec vpu_dispatch(TensorCore& tc, bool background) {
 // XLU dispatches are dual-issue: the result is collected into vregDst in the next cycle.
 template <class Op>
 Exec xlu_dispatch(TensorCore& tc, Op op) {
-  if (tc.sxu.xlu_busy || wb_pending(tc)) return Exec::kBlocked;
+  if (tc.sxu.xlu_busy) return Exec::kStallXluResult;
+  if (wb_pending(tc)) return Exec::kStallVpuWriteback;
   op(tc.xlu, vreg(tc, in(tc).vregSrc), in(tc).vregSrc2);
+  if (tc.trace)
+    tc.trace->slice(Track::kXlu, 0, tc.cycle, tc.cycle + 1, tc.trace->instr_name(tc.sxu.pc, in(tc)),
+                    tc.sxu.pc);
   tc.sxu.xlu_busy = true;
   tc.sxu.xlu_dst = in(tc).vregDst;
   ++tc.xlu_busy_cycles;
@@ -141,6 +186,10 @@ Exec xlu_dispatch(TensorCore& tc, Op op) {
 // SXU writes to the PSUM bank share one RegFile port with the MXU drain, which bsc makes more urgent
 // (G0010 in the reference's schedule; hardware.md §8 item 2 left it open): the SXU stalls a cycle.
 bool psum_port_free(TensorCore& tc) { return !tc.psum_port_taken; }
+Exec psum_write_guard(TensorCore& tc) {
+  if (wb_pending(tc)) return Exec::kStallVpuWriteback;
+  return psum_port_free(tc) ? Exec::kFired : Exec::kStallPsumPort;
+}
 
 Tile lanewise(const Tile& t, int32_t (*f)(int32_t)) {
   Tile out;
@@ -160,7 +209,7 @@ Tile scalar_tile(int32_t v) {  // row 0, lane 0 = v, the rest 0
 }
 
 Exec set_pred(TensorCore& tc, bool if_zero) {
-  if (wb_pending(tc)) return Exec::kBlocked;
+  if (wb_pending(tc)) return Exec::kStallVpuWriteback;
   tc.sxu.pred = (vreg(tc, in(tc).vregSrc)[0] == 0) == if_zero;
   return Exec::kNext;
 }
@@ -175,16 +224,18 @@ Exec skip(TensorCore& tc, bool on_pred) {
 
 Exec load_vreg(TensorCore& tc) {
   if (tc.sxu.step == 0) {  // LOAD_REQ: VMEM read has one cycle of latency
-    tc.vmem.resp = tc.vmem.mem[wrap_addr(in(tc).vmemAddr)];
+    int a = wrap_addr(in(tc).vmemAddr);
+    tc.vmem.resp = tc.vmem.mem[a];
+    if (tc.trace) trace_vmem(tc, "read", a);
     return Exec::kFired;
   }
-  if (wb_pending(tc)) return Exec::kBlocked;
+  if (wb_pending(tc)) return Exec::kStallVpuWriteback;
   return write_vreg(tc, tc.vmem.resp);
 }
 
 Exec store_vreg(TensorCore& tc) {
-  if (wb_pending(tc)) return Exec::kBlocked;
-  tc.vmem.mem[wrap_addr(in(tc).vmemAddr)] = vreg(tc, in(tc).vregSrc);
+  if (wb_pending(tc)) return Exec::kStallVpuWriteback;
+  vmem_write(tc, in(tc).vmemAddr, vreg(tc, in(tc).vregSrc));
   return Exec::kNext;
 }
 
@@ -192,14 +243,14 @@ Exec dispatch_vpu(TensorCore& tc) { return vpu_dispatch(tc, false); }
 Exec dispatch_vpu_bg(TensorCore& tc) { return vpu_dispatch(tc, true); }
 
 Exec dispatch_select(TensorCore& tc) {
-  if (wb_pending(tc) || !tc.vpu.is_done()) return Exec::kBlocked;
+  if (Exec e = vpu_guard(tc); is_stall(e)) return e;
   const Instr& i = in(tc);
   constexpr uint8_t kCopy = 28, kSelect = 27;
   if (tc.sxu.step == 0) {  // COPY(false) preloads the VPU result register with the false values
-    tc.vpu.execute(kVpuOps[kCopy], vreg(tc, i.mxuWBase), Tile{});
+    vpu_execute(tc, kVpuOps[kCopy], vreg(tc, i.mxuWBase), Tile{});
     return Exec::kFired;
   }
-  tc.vpu.execute(kVpuOps[kSelect], vreg(tc, i.vregSrc), vreg(tc, i.vregSrc2));
+  vpu_execute(tc, kVpuOps[kSelect], vreg(tc, i.vregSrc), vreg(tc, i.vregSrc2));
   tc.sxu.vpu_wb_pending = true;
   tc.sxu.vpu_wb_dst = i.vregDst;
   return Exec::kAwaitCollect;
@@ -223,7 +274,7 @@ Exec xlu_rotate(TensorCore& tc) {
 }
 
 Exec load_vpu_result(TensorCore& tc) {
-  if (wb_pending(tc) || !tc.vpu.is_done()) return Exec::kBlocked;
+  if (Exec e = vpu_guard(tc); is_stall(e)) return e;
   return write_vreg(tc, tc.vpu.result);
 }
 Exec load_xlu_result(TensorCore& tc) { return write_vreg(tc, tc.xlu.result); }
@@ -249,20 +300,20 @@ Exec dispatch_mxu_requant(TensorCore& tc) {
 }
 
 Exec mxu_clear(TensorCore& tc) {
-  if (!tc.ctrl.can_start()) return Exec::kBlocked;
+  if (!tc.ctrl.can_start()) return Exec::kStallMxuBusy;
   tc.array.clear_all();
   return Exec::kNext;
 }
 
-Exec wait_mxu(TensorCore& tc) { return mxu_result_ready(tc) ? Exec::kNext : Exec::kPoll; }
+Exec wait_mxu(TensorCore& tc) { return mxu_result_ready(tc) ? Exec::kNext : Exec::kStallMxuResult; }
 
 Exec load_mxu_result(TensorCore& tc) {
-  if (!mxu_result_ready(tc)) return Exec::kBlocked;
+  if (!mxu_result_ready(tc)) return Exec::kStallMxuResult;
   return write_vreg(tc, row_tile(tc.ctrl.output_buf));
 }
 
 Exec load_mxu_matrix_row(TensorCore& tc) {
-  if (!mxu_result_ready(tc)) return Exec::kBlocked;
+  if (!mxu_result_ready(tc)) return Exec::kStallMxuResult;
   Row r;
   std::copy_n(tc.ctrl.matrix_buf.begin() + (in(tc).vregSrc & (kRows - 1)) * kRows, kRows, r.begin());
   return write_vreg(tc, row_tile(r));
@@ -287,7 +338,7 @@ Exec dispatch_mxu_vpu_epilogue(TensorCore& tc) {
 
 Exec load_epilogue_stat(TensorCore& tc) {
   const Controller& c = tc.ctrl;
-  if (c.active()) return Exec::kBlocked;
+  if (c.active()) return Exec::kStallMxuResult;
   if (!(c.is_done() && c.epilogue_active && c.epi.reduce))
     tc.fail("LOAD_EPILOGUE_STAT without a finished reducing MXU_EPILOGUE: the reference deadlocks");
   Tile t{};
@@ -299,7 +350,7 @@ Exec load_epilogue_stat(TensorCore& tc) {
 }
 
 Exec set_requant_config(TensorCore& tc) {
-  if (!tc.ctrl.can_start()) return Exec::kBlocked;
+  if (!tc.ctrl.can_start()) return Exec::kStallMxuBusy;
   const Instr& i = in(tc);
   tc.ctrl.scale_mul = int32_t(uint32_t(i.vmemAddr) << 24 | uint32_t(i.mxuTLen) << 16 |
                               uint32_t(i.mxuABase) << 8 | i.mxuWBase);
@@ -308,13 +359,13 @@ Exec set_requant_config(TensorCore& tc) {
 }
 
 Exec psum_write(TensorCore& tc) {
-  if (wb_pending(tc) || !psum_port_free(tc)) return Exec::kBlocked;
+  if (Exec e = psum_write_guard(tc); is_stall(e)) return e;
   tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)] = vreg(tc, in(tc).vregSrc);
   return Exec::kNext;
 }
 
 Exec psum_accumulate(TensorCore& tc) {
-  if (wb_pending(tc) || !psum_port_free(tc)) return Exec::kBlocked;
+  if (Exec e = psum_write_guard(tc); is_stall(e)) return e;
   Tile& b = tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)];
   const Tile& v = vreg(tc, in(tc).vregSrc);
   for (int e = 0; e < kTileElems; ++e) b[e] = wrap_add(b[e], v[e]);
@@ -322,7 +373,7 @@ Exec psum_accumulate(TensorCore& tc) {
 }
 
 Exec psum_accumulate_row(TensorCore& tc) {
-  if (wb_pending(tc) || !psum_port_free(tc)) return Exec::kBlocked;
+  if (Exec e = psum_write_guard(tc); is_stall(e)) return e;
   Row r;
   std::copy_n(vreg(tc, in(tc).vregSrc).begin(), kRows, r.begin());
   tc.psum.accumulate_row(PsumBank::bucket(in(tc).vmemAddr), in(tc).vregDst & (kRows - 1), r);
@@ -345,13 +396,13 @@ Exec psum_read_row(TensorCore& tc) {
 }
 
 Exec psum_clear(TensorCore& tc) {
-  if (!psum_port_free(tc)) return Exec::kBlocked;
+  if (!psum_port_free(tc)) return Exec::kStallPsumPort;
   tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)].fill(0);
   return Exec::kNext;
 }
 
 Exec psum_clear_all(TensorCore& tc) {  // one bucket per cycle
-  if (!psum_port_free(tc)) return Exec::kBlocked;
+  if (!psum_port_free(tc)) return Exec::kStallPsumPort;
   uint8_t& idx = tc.sxu.psum_clear_idx;
   tc.psum.mem[idx].fill(0);
   if (idx == TensorCoreConfig::kPsumBuckets - 1) {
@@ -403,17 +454,17 @@ Exec vfill(TensorCore& tc) {
 }
 
 Exec vmov(TensorCore& tc) {
-  if (wb_pending(tc)) return Exec::kBlocked;
+  if (wb_pending(tc)) return Exec::kStallVpuWriteback;
   return write_vreg(tc, vreg(tc, in(tc).vregSrc));
 }
 
 Exec vneg(TensorCore& tc) {
-  if (wb_pending(tc)) return Exec::kBlocked;
+  if (wb_pending(tc)) return Exec::kStallVpuWriteback;
   return write_vreg(tc, lanewise(vreg(tc, in(tc).vregSrc), wrap_neg));
 }
 
 Exec vabs(TensorCore& tc) {
-  if (wb_pending(tc)) return Exec::kBlocked;
+  if (wb_pending(tc)) return Exec::kStallVpuWriteback;
   return write_vreg(tc,
                     lanewise(vreg(tc, in(tc).vregSrc), [](int32_t x) { return x < 0 ? wrap_neg(x) : x; }));
 }

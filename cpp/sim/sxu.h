@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "isa/instr.h"
+#include "isa/sxu_ops.h"
 #include "sim/config.h"
 
 namespace tinytpu {
@@ -25,6 +26,8 @@ struct Sxu {
   std::array<uint8_t, TensorCoreConfig::kLoopDepth> loop_count{}, loop_ret{};
   uint8_t loop_top = 0;
   uint8_t psum_clear_idx = 0;
+  uint8_t fetch_pc = 0;  // the running instruction's pc and FETCH cycle, for its trace slice
+  uint64_t fetch_cycle = 0;
 
   std::array<Instr, TensorCoreConfig::kProgDepth> prog{};
   std::bitset<TensorCoreConfig::kProgDepth> loaded;  // slots the bundle wrote; fetching others is an error
@@ -41,6 +44,7 @@ struct Sxu {
 
  private:
   void fetch(TensorCore& tc);
+  void trace_cycle(TensorCore& tc, Exec outcome);
 };
 
 }  // namespace tinytpu

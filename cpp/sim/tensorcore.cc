@@ -10,6 +10,28 @@ std::string TensorCore::where() const {
          std::to_string(cycle);
 }
 
+void TensorCore::trace_mxu(CState phase) {
+  const char* name = "drain";
+  switch (phase) {
+    case CState::kLoadWeights:
+    case CState::kLoadWeightsResp:
+    case CState::kLoadWeightsRespOS:
+      name = "load weights";
+      break;
+    case CState::kLoadActsOS:
+      name = "load activations";
+      break;
+    case CState::kStream:
+    case CState::kStreamOS:
+      name = "stream";
+      break;
+    default:
+      break;
+  }
+  trace->state(Track::kMxu, 1, cycle, trace->intern(name));
+  if (ctrl.is_done()) trace->mxu_done(cycle);
+}
+
 void TensorCore::fail(const std::string& what) const { throw SimError(where() + ": " + what); }
 
 }  // namespace tinytpu

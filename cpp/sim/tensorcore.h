@@ -7,6 +7,7 @@
 #include "sim/memories.h"
 #include "sim/sxu.h"
 #include "sim/systolic_array.h"
+#include "sim/trace.h"
 #include "sim/vpu.h"
 #include "sim/xlu.h"
 
@@ -40,6 +41,7 @@ class TensorCore {
   PsumBank psum;
   Controller ctrl;
 
+  TraceLog* trace = nullptr;  // the optional event sink; null: tracing off
   uint64_t xlu_busy_cycles = 0;
   bool psum_port_taken = false;  // the MXU drain owns the PSUM write port this cycle
 
@@ -49,13 +51,20 @@ class TensorCore {
     psum_port_taken = ctrl.draining();
     sxu.tick(*this);
     if (vpu_busy) vpu.tick();
-    if (mxu_busy) ctrl.tick(array, wsram, asram, psum);
+    if (mxu_busy) {
+      CState phase = ctrl.state;
+      ctrl.tick(array, wsram, asram, psum);
+      if (trace) trace_mxu(phase);
+    }
     ++cycle;
   }
 
   // A reference hang or other fatal condition, reported with pc and instruction.
   [[noreturn]] void fail(const std::string& what) const;
   std::string where() const;  // "pc N (MNEMONIC ...)"
+
+ private:
+  void trace_mxu(CState phase);  // one busy MXU cycle, and the dispatch's end when it reached Done
 };
 
 }  // namespace tinytpu

@@ -1,13 +1,16 @@
-"""tinytpu command line: run, asm, disasm, demo."""
+"""tinytpu command line: run, asm, disasm, demo, profile."""
 from __future__ import annotations
 import argparse, json, sys
 import tinytpu
+from tinytpu import _core, trace
 
 def _read(path: str) -> str:
   return sys.stdin.read() if path == "-" else open(path).read()
 
 def cmd_run(args) -> None:
-  r = tinytpu.run_bundle(_read(args.file), max_cycles=args.max_cycles)
+  log = _core.TraceLog() if args.trace else None
+  r = tinytpu.run_bundle(_read(args.file), max_cycles=args.max_cycles, trace=log)
+  if log is not None: trace.write(args.trace, log)
   if args.json:
     print(json.dumps({"cycles": r.cycles, "sxu_cycles": r.sxu_cycles, "vmem_results": r.vmem_results,
                       "mxu_result": r.mxu_result, "asram_results": r.asram_results}))
@@ -18,6 +21,17 @@ def cmd_demo(args) -> None:
   from tinytpu.demo import main as demo
   demo()
 
+def cmd_profile(args) -> None:
+  from tinytpu import profile
+  log = profile.run_script(args.script, args.args)
+  evs = trace.events(log)
+  print(profile.report(evs, top=args.top))
+  if args.trace: trace.write(args.trace, log)
+  if args.html:
+    from tinytpu import pipeline
+    with open(args.html, "w") as f: f.write(pipeline.html(evs, args.kernel))
+    print(f"pipeline view: {args.html}")
+
 def main(argv: list[str] | None = None) -> int:
   p = argparse.ArgumentParser(prog="tinytpu", description="TinyTPU TensorCore model and TASM toolchain")
   sub = p.add_subparsers(dest="cmd", required=True)
@@ -25,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
   run.add_argument("file")
   run.add_argument("--json", action="store_true", help="print one JSON object")
   run.add_argument("--max-cycles", type=int, default=tinytpu.DEFAULT_MAX_CYCLES)
+  run.add_argument("--trace", metavar="OUT.json", help="write a Perfetto / chrome://tracing trace of the run")
   run.set_defaults(fn=cmd_run)
   asm = sub.add_parser("asm", help="TASM -> numeric bundle")
   asm.add_argument("file")
@@ -33,6 +48,15 @@ def main(argv: list[str] | None = None) -> int:
   dis.add_argument("file")
   dis.set_defaults(fn=lambda a: print(tinytpu.disassemble(_read(a.file)), end=""))
   sub.add_parser("demo", help="run the demo").set_defaults(fn=cmd_demo)
+  prof = sub.add_parser("profile", help="run a script on TINYTPU and report where the cycles go")
+  prof.add_argument("script")
+  prof.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+  prof.add_argument("--top", type=int, default=5, help="kernels and instructions listed in detail")
+  prof.add_argument("--trace", metavar="OUT.json", help="also write the Perfetto / chrome://tracing trace")
+  prof.add_argument("--html", metavar="OUT.html", help="write the pipeline view of one kernel call")
+  prof.add_argument("--kernel", help="the call the pipeline view shows: a kernel name (its first call) or a "
+                    "call number; default the call with the most cycles")
+  prof.set_defaults(fn=cmd_profile)
   args = p.parse_args(argv)
   try:
     args.fn(args)

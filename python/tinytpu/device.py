@@ -3,7 +3,7 @@ cycle-accurate TensorCore in-process."""
 from __future__ import annotations
 from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
-from tinytpu import _core
+from tinytpu import _core, trace
 from tinytpu.renderer import TinyTPURenderer
 
 class TinyTPUAllocator(LRUAllocator["TinyTPUDevice"]):
@@ -17,7 +17,7 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
   def __init__(self, dev: TinyTPUDevice, obj: TinyELF):
     self.dev, self.name, self.kernel = dev, obj.name, _core.Kernel(obj.lib)
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
-    stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4)
+    stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4, trace.active())
     for i, tasm in enumerate(stats.tasm): print(f"# {self.name} launch {i}\n{tasm}", end="")
     _counters["kernels"] += 1
     _counters["launches"] += stats.launches
@@ -29,6 +29,7 @@ class TinyTPUDevice(Compiled):
   def __init__(self, device: str):
     super().__init__(device, TinyTPUAllocator(self), [TinyTPURenderer], TinyTPUProgram)
 
+trace._from_env()
 _counters = {"kernels": 0, "launches": 0, "cycles": 0, "sxu_cycles": 0}
 def counters() -> dict[str, int]: return dict(_counters)
 def reset_counters() -> None:

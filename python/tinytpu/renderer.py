@@ -4,7 +4,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.device import Compiler
 from tinygrad.dtype import dtypes, DType
 from tinygrad.uop.ops import Ops, UOp, UPat, PatternMatcher
-from tinygrad.helpers import getenv
+from tinygrad.helpers import getenv, ansistrip
 from tinytpu import _core
 from tinytpu.sin32 import sin32
 
@@ -39,7 +39,7 @@ def _arg(u: UOp) -> list[str]:
 def serialize(uops: list[UOp], name: str) -> str:
   """One line per UOp: OP DTYPE NSRC SRC... ARG..."""
   index = {u: i for i, u in enumerate(uops)}
-  lines = [f"KERNEL {name.encode('ascii', 'ignore').decode().replace(' ', '_') or 'kernel'}{' fastmath' if FAST_MATH else ''}"]
+  lines = [f"KERNEL {ansistrip(name).encode('ascii', 'ignore').decode().replace(' ', '_') or 'kernel'}{' fastmath' if FAST_MATH else ''}"]
   for u in uops:
     lines.append(" ".join([u.op.name, _dtype(u.dtype), str(len(u.src)), *(str(index[s]) for s in u.src), *_arg(u)]))
   return "\n".join(lines) + "\n"

@@ -1,0 +1,74 @@
+#include "sim/trace.h"
+
+#include <algorithm>
+
+#include "isa/tasm.h"
+
+namespace tinytpu {
+
+const std::array<const char*, kNumTracks> kTrackNames = {"kernel", "loader", "sxu", "mxu",
+                                                         "vpu",    "xlu",    "vmem"};
+
+uint32_t TraceLog::intern(std::string_view name) {
+  auto [it, added] = ids_.try_emplace(std::string(name), uint32_t(names_.size()));
+  if (added) names_.emplace_back(name);
+  return it->second;
+}
+
+void TraceLog::slice(Track t, int depth, uint64_t begin, uint64_t end, uint32_t name, int pc) {
+  events_.push_back({base + begin, base + end, name, int16_t(pc), uint8_t(t), uint8_t(depth)});
+}
+
+void TraceLog::span(Track t, int depth, uint64_t begin, uint64_t end, uint32_t name) {
+  events_.push_back({begin, end, name, -1, uint8_t(t), uint8_t(depth)});
+}
+
+void TraceLog::state(Track t, int depth, uint64_t cycle, uint32_t name, int pc) {
+  TraceEvent& o = open_[size_t(t)];
+  bool& is_open = is_open_[size_t(t)];
+  if (is_open && o.name == name && o.pc == pc && o.depth == depth && o.end == base + cycle) {
+    ++o.end;
+    return;
+  }
+  close_state(t);
+  o = {base + cycle, base + cycle + 1, name, int16_t(pc), uint8_t(t), uint8_t(depth)};
+  is_open = true;
+}
+
+void TraceLog::close_state(Track t) {
+  if (!is_open_[size_t(t)]) return;
+  events_.push_back(open_[size_t(t)]);
+  is_open_[size_t(t)] = false;
+}
+
+uint32_t TraceLog::instr_name(int pc, const Instr& in) {
+  int64_t& cached = pc_names_[size_t(pc)];
+  if (cached < 0) cached = intern(format_instr(in));
+  return uint32_t(cached);
+}
+
+void TraceLog::begin_run() {
+  pc_names_.fill(-1);
+  run_first_event_ = events_.size();
+}
+
+void TraceLog::mxu_started(uint64_t first_busy_cycle, uint32_t name, int pc) {
+  mxu_ = {base + first_busy_cycle, 0, name, int16_t(pc), uint8_t(Track::kMxu), 0};
+  mxu_open_ = true;
+}
+
+void TraceLog::mxu_done(uint64_t cycle) {
+  mxu_.end = base + cycle + 1;
+  events_.push_back(mxu_);
+  mxu_open_ = false;
+}
+
+void TraceLog::end_run(uint64_t cycles) {
+  for (int t = 0; t < kNumTracks; ++t) close_state(Track(t));
+  if (mxu_open_) mxu_done(cycles - 1);
+  const uint64_t stop = base + cycles;
+  for (size_t i = run_first_event_; i < events_.size(); ++i) events_[i].end = std::min(events_[i].end, stop);
+  base = stop;
+}
+
+}  // namespace tinytpu

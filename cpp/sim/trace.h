@@ -1,0 +1,73 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "isa/instr.h"
+#include "sim/config.h"
+
+namespace tinytpu {
+
+// One track per unit in a trace. kKernel holds the tinygrad kernels and their launches; kLoader the
+// testbench's phases: loading records, start, run, output.
+enum class Track : uint8_t { kKernel, kLoader, kSxu, kMxu, kVpu, kXlu, kVmem };
+constexpr int kNumTracks = 7;
+extern const std::array<const char*, kNumTracks> kTrackNames;  // "kernel", "loader", "sxu", ...
+
+// One slice of a track, [begin, end) in cycles of the trace's timeline. Depth 0 is a unit's own work
+// (an instruction, an MXU dispatch, a VPU op, a record, a kernel); depth 1 nests inside it (an SXU stall
+// with its cause, an MXU phase, a launch). The layout is fixed: Python reads the events as raw bytes.
+struct TraceEvent {
+  uint64_t begin, end;
+  uint32_t name;  // index into TraceLog::names()
+  int16_t pc;     // the SXU instruction the event belongs to, -1 for none
+  uint8_t track, depth;
+};
+static_assert(sizeof(TraceEvent) == 24, "python/tinytpu/trace.py reads this layout");
+
+// The optional event sink of the model. TensorCore holds a pointer to one, null by default, so with
+// tracing off every report site costs one well-predicted branch. Runs are laid end to end: a run's
+// cycle c is at base + c on the timeline, and end_run() moves base past the run.
+class TraceLog {
+ public:
+  uint64_t base = 0;
+
+  uint32_t intern(std::string_view name);
+  void slice(Track t, int depth, uint64_t begin, uint64_t end, uint32_t name, int pc = -1);  // run cycles
+  void span(Track t, int depth, uint64_t begin, uint64_t end, uint32_t name);  // timeline cycles
+  // One cycle of a per-cycle state (a stall, an MXU phase, a testbench phase): consecutive cycles with
+  // the same state coalesce into one slice.
+  void state(Track t, int depth, uint64_t cycle, uint32_t name, int pc = -1);
+  // The TASM text of the instruction at pc, cached for the run: the program does not change during one.
+  uint32_t instr_name(int pc, const Instr& in);
+
+  void begin_run();
+  // Closes what is still open (an MXU dispatch the program never waited for) and clips every slice of
+  // the run to its `cycles`, then advances base.
+  void end_run(uint64_t cycles);
+
+  // An MXU dispatch is a depth-0 slice from its first busy cycle to the cycle it reaches Done.
+  void mxu_started(uint64_t first_busy_cycle, uint32_t name, int pc);
+  void mxu_done(uint64_t cycle);
+
+  const std::vector<TraceEvent>& events() const { return events_; }
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  void close_state(Track t);
+
+  std::vector<TraceEvent> events_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::array<TraceEvent, kNumTracks> open_{};
+  std::array<bool, kNumTracks> is_open_{};
+  std::array<int64_t, TensorCoreConfig::kProgDepth> pc_names_{};
+  TraceEvent mxu_{};
+  bool mxu_open_ = false;
+  size_t run_first_event_ = 0;
+};
+
+}  // namespace tinytpu
