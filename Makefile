@@ -1,7 +1,7 @@
 # `make demo` and `make test` work on a fresh machine: each installs what is missing first.
 PYTHON ?= python3
 JOBS ?= 2
-DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang
+DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang chromium
 PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothesis cmake ninja
 CPP_BUILD := build/cpp
 

@@ -11,6 +11,7 @@ from tinytpu import _core
 TRACKS: list[str] = list(_core.TRACKS)  # kernel, loader, sxu, mxu, vpu, xlu, vmem
 UNITS = ["sxu", "mxu", "vpu", "xlu", "vmem"]  # the tracks that have a busy counter
 _TRACK_TITLES = {"kernel": "kernels / launches", "loader": "loader (testbench)"}
+_NESTED = {"kernel": "launch", "sxu": "stall", "mxu": "phase"}  # what a depth-1 slice of a track is
 _RECORD = struct.Struct("<QQIhBB")  # TraceEvent in cpp/sim/trace.h
 
 @dataclass(frozen=True)
@@ -46,14 +47,15 @@ def busy_counters(evs: list[Event]) -> list[tuple[int, dict[str, int]]]:
   return out
 
 def chrome_trace(evs: list[Event]) -> dict:
-  """Chrome trace-event JSON: one thread per track, one complete ("X") event per slice, and a
-  "busy units" counter; every timed event in cycle order."""
+  """Chrome trace-event JSON: one thread per track, one complete ("X") event per slice (category: the
+  track, or track.stall / .phase / .launch for nested ones), and a "busy units" counter; every timed
+  event in cycle order."""
   meta: list[dict] = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "TinyTPU TensorCore"}}]
   for tid, t in enumerate(TRACKS):
     meta.append({"ph": "M", "pid": 1, "tid": tid, "name": "thread_name", "args": {"name": _TRACK_TITLES.get(t, t.upper())}})
     meta.append({"ph": "M", "pid": 1, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
   timed = [{"ph": "X", "pid": 1, "tid": TRACKS.index(e.track), "ts": e.begin, "dur": e.cycles, "name": e.name,
-            "cat": e.track, "args": {"pc": e.pc} if e.pc >= 0 else {}} for e in evs]
+            "cat": e.track if e.depth == 0 else f"{e.track}.{_NESTED[e.track]}", "args": {"pc": e.pc} if e.pc >= 0 else {}} for e in evs]
   counters = [{"ph": "C", "pid": 1, "name": "busy units", "ts": t, "args": v} for t, v in busy_counters(evs)]
   timed = sorted(timed + counters, key=lambda e: e["ts"])  # stable: slices stay parent-first
   return {"traceEvents": meta + timed, "displayTimeUnit": "ns",

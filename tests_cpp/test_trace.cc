@@ -1,0 +1,182 @@
+// The trace sink (sim/trace.h): which events each unit reports, at which cycles, and that every cycle
+// of a run is accounted for. Expected cycles come from hardware.md §2.3 (MXU FSM), §2.7 (SXU costs) and
+// §4.4 (the testbench's phases).
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <map>
+
+#include "helpers.h"
+#include "sim/errors.h"
+
+using namespace tinytpu;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Slice {
+  uint64_t begin, end;
+  std::string name;
+  int pc;
+  bool operator==(const Slice& o) const {
+    return begin == o.begin && end == o.end && name == o.name && pc == o.pc;
+  }
+};
+std::ostream& operator<<(std::ostream& os, const Slice& s) {
+  return os << "[" << s.begin << "," << s.end << ") " << s.name << " pc " << s.pc;
+}
+
+std::vector<Slice> slices(const TraceLog& log, Track t, int depth) {
+  std::vector<Slice> out;
+  for (const TraceEvent& e : log.events())
+    if (e.track == uint8_t(t) && e.depth == depth) out.push_back({e.begin, e.end, log.names()[e.name], e.pc});
+  std::sort(out.begin(), out.end(), [](const Slice& a, const Slice& b) { return a.begin < b.begin; });
+  return out;
+}
+
+uint64_t total(const std::vector<Slice>& s) {
+  uint64_t n = 0;
+  for (const Slice& x : s) n += x.end - x.begin;
+  return n;
+}
+
+// Slices that follow one another without gap or overlap from `begin` to `end`.
+void check_tiles(const std::vector<Slice>& s, uint64_t begin, uint64_t end) {
+  REQUIRE(!s.empty());
+  CHECK(s.front().begin == begin);
+  for (size_t i = 1; i < s.size(); ++i) CHECK(s[i].begin == s[i - 1].end);
+  CHECK(s.back().end == end);
+}
+
+void check_disjoint(const std::vector<Slice>& s) {
+  for (size_t i = 1; i < s.size(); ++i) CHECK(s[i].begin >= s[i - 1].end);
+}
+
+// Every nested slice lies inside one parent slice of the same track.
+void check_nested(const std::vector<Slice>& children, const std::vector<Slice>& parents) {
+  for (const Slice& c : children) {
+    bool inside = false;
+    for (const Slice& p : parents) inside |= p.begin <= c.begin && c.end <= p.end;
+    INFO(c);
+    CHECK(inside);
+  }
+}
+
+// The accounting every run satisfies: the loader track covers every cycle; the SXU's instructions cover
+// exactly its run phase and add up to P; stalls, MXU phases and unit slices add up to the busy counters.
+void check_accounting(const TraceLog& log, const RunResult& r) {
+  check_tiles(slices(log, Track::kLoader, 0), 0, r.cycles);
+  auto sxu = slices(log, Track::kSxu, 0);
+  const auto loader = slices(log, Track::kLoader, 0);
+  auto run = std::find_if(loader.begin(), loader.end(), [](const Slice& s) { return s.name == "run"; });
+  REQUIRE(run != loader.end());
+  check_tiles(sxu, run->begin, run->end);
+  CHECK(total(sxu) == r.sxu_cycles);
+  auto stalls = slices(log, Track::kSxu, 1);
+  check_nested(stalls, sxu);
+  CHECK(total(stalls) == r.busy.sxu_stall);
+  auto mxu = slices(log, Track::kMxu, 0);
+  check_disjoint(mxu);
+  CHECK(total(mxu) == r.busy.mxu);
+  auto phases = slices(log, Track::kMxu, 1);
+  check_nested(phases, mxu);
+  CHECK(total(phases) == r.busy.mxu);
+  for (Track t : {Track::kVpu, Track::kXlu, Track::kVmem}) check_disjoint(slices(log, t, 0));
+  CHECK(total(slices(log, Track::kVpu, 0)) == r.busy.vpu);
+  CHECK(total(slices(log, Track::kXlu, 0)) == r.busy.xlu);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "add_16: one SXU slice per instruction with its §2.7 cost, the loader's records and phases (§4.4)") {
+  TraceLog log;
+  RunResult r =
+      run_bundle(assemble(test::read_file(std::string(TINYTPU_KERNELS_DIR) + "/seed/add_16.tasm")), {}, &log);
+  REQUIRE(r.cycles == 33);
+  // R = 8 records: the SXU starts at 2R + 3 = 19. LOAD 3, VPU 3, STORE 2, HALT 1.
+  CHECK(slices(log, Track::kSxu, 0) == std::vector<Slice>{{19, 22, "LOAD v0, VMEM[0]", 0},
+                                                          {22, 25, "LOAD v1, VMEM[1]", 1},
+                                                          {25, 28, "VPU v2 = ADD(v0, v1)", 2},
+                                                          {28, 30, "STORE VMEM[2], v2", 3},
+                                                          {30, 31, "HALT", 4}});
+  // LOAD_REQ reads VMEM in the cycle after FETCH; the VPU works in its dispatch cycle; STORE writes in EXEC.
+  CHECK(slices(log, Track::kVmem, 0) == std::vector<Slice>{{20, 21, "read VMEM[0]", 0},
+                                                           {23, 24, "read VMEM[1]", 1},
+                                                           {29, 30, "write VMEM[2]", 3}});
+  CHECK(slices(log, Track::kVpu, 0) == std::vector<Slice>{{26, 27, "ADD", 2}});
+  auto loader = slices(log, Track::kLoader, 0);
+  REQUIRE(loader.size() == 14);
+  CHECK(loader[0] == Slice{0, 1, "open bundle", -1});
+  CHECK(loader[1] == Slice{1, 3, "VMEM[0]", -1});
+  CHECK(loader[3] == Slice{5, 7, "program[0] LOAD v0, VMEM[0]", -1});
+  CHECK(loader[8] == Slice{15, 17, "OUTPUT_VMEM VMEM[2]", -1});
+  CHECK(loader[9] == Slice{17, 18, "END", -1});
+  CHECK(loader[10] == Slice{18, 19, "start", -1});
+  CHECK(loader[11] == Slice{19, 31, "run", -1});
+  CHECK(loader[12] == Slice{31, 32, "running done", -1});
+  CHECK(loader[13] == Slice{32, 33, "OUTPUT_VMEM VMEM[2]", -1});  // the final print is cycle 33
+  check_accounting(log, r);
+}
+
+TEST_CASE("MXU dispatch and WAIT_MXU: WS phases per §2.3 and the SXU's stall on the MXU result") {
+  for (int tiles : {1, 3}) {
+    TraceLog log;
+    RunResult r = run_bundle(assemble("WMEM[0] = 1 0 0 0 0 1 0 0 0 0 1 0 0 0 0 1\nAMEM[0] = 1 2 3 4\n"
+                                      "AMEM[1] = 1 2 3 4\nAMEM[2] = 1 2 3 4\nMXU WMEM[0], AMEM[0], tiles=" +
+                                      std::to_string(tiles) + "\nWAIT_MXU\nHALT\nEND\n"),
+                             {}, &log);
+    INFO("tiles=" << tiles);
+    const uint64_t sxu0 = 2 * 7 + 3;  // 2R + 3, R = 4 memory records + 3 instructions
+    const uint64_t T = sxu0 + 1;      // the MXU's EXEC (start) cycle, after its FETCH
+    const uint64_t L = tiles + 3;     // tLen + rows - 1
+    CHECK(slices(log, Track::kMxu, 0) ==
+          std::vector<Slice>{{T + 1, T + 5 + L, "MXU WMEM[0], AMEM[0], tiles=" + std::to_string(tiles), 0}});
+    CHECK(slices(log, Track::kMxu, 1) == std::vector<Slice>{{T + 1, T + 3, "load weights", -1},
+                                                            {T + 3, T + 4 + L, "stream", -1},
+                                                            {T + 4 + L, T + 5 + L, "drain", -1}});
+    // WAIT_MXU: FETCH at T+1, polls from T+2 until Done is visible at T+5+L, where it retires.
+    CHECK(slices(log, Track::kSxu, 0) ==
+          std::vector<Slice>{{sxu0, T + 1, "MXU WMEM[0], AMEM[0], tiles=" + std::to_string(tiles), 0},
+                             {T + 1, T + 6 + L, "WAIT_MXU", 1},
+                             {T + 6 + L, T + 7 + L, "HALT", 2}});
+    CHECK(slices(log, Track::kSxu, 1) == std::vector<Slice>{{T + 2, T + 5 + L, "MXU result", 1}});
+    // DISPATCH_MXU followed by WAIT_MXU costs tLen + rows + 6 (§2.7).
+    CHECK(T + 6 + L - sxu0 == uint64_t(tiles + 4 + 6));
+    check_accounting(log, r);
+  }
+}
+
+TEST_CASE("tracing changes nothing and accounts for every cycle of the recorded and seed programs") {
+  int checked = 0;
+  for (const char* dir : {"/reference", "/seed"}) {
+    for (const auto& entry : fs::directory_iterator(std::string(TINYTPU_KERNELS_DIR) + dir)) {
+      const std::string ext = entry.path().extension().string();
+      if (ext != ".bundle" && ext != ".tasm") continue;
+      INFO(entry.path().filename().string());
+      Bundle b = parse_bundle(test::read_file(entry.path()));
+      RunResult plain;
+      try {
+        plain = run_bundle(b);
+      } catch (const SimError&) {
+        continue;  // a recorded hang: nothing to trace
+      }
+      TraceLog log;
+      RunResult traced = run_bundle(b, {}, &log);
+      CHECK(traced.output() == plain.output());
+      check_accounting(log, traced);
+      ++checked;
+    }
+  }
+  CHECK(checked >= 20);
+}
+
+TEST_CASE("runs are laid end to end on one timeline") {
+  TraceLog log;
+  Bundle b = assemble(test::read_file(std::string(TINYTPU_KERNELS_DIR) + "/seed/add_16.tasm"));
+  run_bundle(b, {}, &log);
+  run_bundle(b, {}, &log);
+  CHECK(log.base == 66);
+  auto sxu = slices(log, Track::kSxu, 0);
+  REQUIRE(sxu.size() == 10);
+  CHECK(sxu[5] == Slice{33 + 19, 33 + 22, "LOAD v0, VMEM[0]", 0});
+}
