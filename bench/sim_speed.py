@@ -29,12 +29,13 @@ def main():
   ap = argparse.ArgumentParser(description=__doc__)
   ap.add_argument("--outer", type=int, default=200, help="outer loop count (1..255)")
   ap.add_argument("--repeat", type=int, default=3, help="runs; the best is reported")
+  ap.add_argument("--trace", action="store_true", help="with tracing on (events kept in memory, not written)")
   args = ap.parse_args()
   src = program(args.outer)
   best = None
   for _ in range(args.repeat):
     t0 = time.perf_counter()
-    r = tinytpu.run_tasm(src, max_cycles=10**10)
+    r = tinytpu.run_tasm(src, max_cycles=10**10, trace=tinytpu._core.TraceLog() if args.trace else None)
     dt = time.perf_counter() - t0
     best = dt if best is None else min(best, dt)
   print(f"simulated cycles: {r.cycles}")

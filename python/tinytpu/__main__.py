@@ -23,13 +23,13 @@ def cmd_demo(args) -> None:
 
 def cmd_profile(args) -> None:
   from tinytpu import profile
-  log = profile.run_script(args.script, args.args)
-  evs = trace.events(log)
-  print(profile.report(evs, top=args.top))
-  if args.trace: trace.write(args.trace, log)
+  tr = trace.Trace(profile.run_script(args.script, args.args))
+  print(profile.report(tr, top=args.top))
+  if args.trace:
+    with open(args.trace, "w") as f: trace.write_json(tr, f)
   if args.html:
     from tinytpu import pipeline
-    with open(args.html, "w") as f: f.write(pipeline.html(evs, args.kernel))
+    with open(args.html, "w") as f: f.write(pipeline.html(tr, args.kernel))
     print(f"pipeline view: {args.html}")
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,8 +2,9 @@
 kernel call; hovering a slice shows its instruction. Written by `python -m tinytpu profile --html`."""
 from __future__ import annotations
 import html as _html, json
+import numpy as np
 from tinytpu.profile import Call, kernel_calls
-from tinytpu.trace import TRACKS, Event
+from tinytpu.trace import TRACKS, Trace
 
 MAX_EVENTS = 200_000  # a longer call is shown from its start up to this many slices (the page says so)
 
@@ -18,22 +19,22 @@ def choose(calls: list[Call], kernel: str | None) -> Call:
     if c.name == kernel: return c
   raise ValueError(f"no kernel named {kernel!r}; kernels: {', '.join(sorted({c.name for c in calls}))}")
 
-def html(evs: list[Event], kernel: str | None = None) -> str:
-  calls = kernel_calls(evs)
+def html(tr: Trace, kernel: str | None = None) -> str:
+  calls = kernel_calls(tr)
   call = choose(calls, kernel)
-  shown = [e for e in evs if e.track == "kernel" and call.begin <= e.begin < call.end] + call.events
-  shown.sort(key=lambda e: e.begin)
+  ev = tr.ev[(tr.ev["begin"] >= call.begin) & (tr.ev["begin"] < call.end)]
   note = ""
-  if len(shown) > MAX_EVENTS:
-    stop = shown[MAX_EVENTS].begin
-    shown = [e for e in shown if e.begin < stop]
-    note = f"showing cycles {call.begin:,} to {stop:,} of this call ({len(shown):,} slices)"
-  names: dict[str, int] = {}
-  rows = [[TRACKS.index(e.track), e.depth, e.begin - call.begin, e.end - call.begin, names.setdefault(e.name, len(names)), e.pc]
-          for e in shown]
+  if len(ev) > MAX_EVENTS:
+    stop = int(np.sort(ev["begin"])[MAX_EVENTS])
+    ev = ev[ev["begin"] < stop]
+    note = f"showing cycles {call.begin:,} to {stop:,} of this call ({len(ev):,} slices)"
+  used, name_idx = np.unique(ev["name"], return_inverse=True)
+  rows = np.stack([ev["track"].astype(np.int64), ev["depth"], ev["begin"] - np.uint64(call.begin),
+                   ev["end"] - np.uint64(call.begin), name_idx.reshape(-1), ev["pc"]], axis=1).astype(np.int64)
   data = {"title": f"{call.name}: {call.cycles:,} cycles, {call.launches} launches (call {calls.index(call)} of {len(calls)})",
-          "cycles": call.cycles, "tracks": TRACKS, "names": list(names), "events": rows, "note": note}
-  # "</" cannot end the script element early: JSON escapes it as "<\/".
+          "cycles": call.cycles, "tracks": TRACKS, "names": [tr.names[n] for n in used.tolist()],
+          "events": rows.tolist(), "note": note}
+  # "</" cannot end the script element early: JSON escapes it as "<\\/".
   payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
   return _PAGE.replace("{{TITLE}}", _html.escape(data["title"])).replace("{{DATA}}", payload)
 

@@ -2,35 +2,34 @@
 overall, cycles, launches, per-unit busy %, the instruction mix, the top stall causes and the hot
 instructions. Everything is derived from the trace's events (tinytpu.trace)."""
 from __future__ import annotations
-import bisect, os, re, runpy, sys
+import os, re, runpy, sys
 from collections import Counter
 from dataclasses import dataclass, field
+import numpy as np
 from tinytpu import trace
-from tinytpu.trace import Event, UNITS
+from tinytpu.trace import TRACKS, UNITS, Trace
 
-@dataclass
+@dataclass(frozen=True)
 class Call:
   """One kernel call on the timeline (or the one bundle of `tinytpu run`)."""
   name: str
   begin: int
   end: int
-  launches: int = 0
-  events: list[Event] = field(default_factory=list)  # everything reported inside it, kernel track aside
+  launches: int
   @property
   def cycles(self) -> int: return self.end - self.begin
 
-def kernel_calls(evs: list[Event]) -> list[Call]:
-  calls = [Call(e.name, e.begin, e.end) for e in evs if e.track == "kernel" and e.depth == 0]
-  if not calls:  # a bare bundle: its loader track spans the run
-    runs = [e for e in evs if e.track == "loader"]
-    calls = [Call("bundle", min(e.begin for e in runs), max(e.end for e in runs), 1)] if runs else []
-  begins = [c.begin for c in calls]
-  for e in evs:
-    if not calls: break
-    c = calls[max(bisect.bisect_right(begins, e.begin) - 1, 0)]
-    if e.track == "kernel": c.launches += e.depth == 1
-    else: c.events.append(e)
-  return calls
+def kernel_calls(tr: Trace) -> list[Call]:
+  k = tr.ev[tr.on("kernel", 0)]
+  if len(k) == 0:  # bare bundles: the loader track spans them
+    lo = tr.ev[tr.ev["track"] == TRACKS.index("loader")]
+    return [Call("bundle", int(lo["begin"].min()), int(lo["end"].max()), 1)] if len(lo) else []
+  launches = np.bincount(call_of(tr, k["begin"], tr.ev["begin"][tr.on("kernel", 1)]), minlength=len(k))
+  return [Call(tr.names[n], int(b), int(e), int(c)) for n, b, e, c in zip(k["name"], k["begin"], k["end"], launches)]
+
+def call_of(tr: Trace, call_begins: np.ndarray, begins: np.ndarray) -> np.ndarray:
+  """The call each event (by its begin cycle) falls in: calls lie end to end on the timeline."""
+  return np.maximum(np.searchsorted(call_begins, begins, "right") - 1, 0)
 
 _VPU_TASM = re.compile(r"^(VPU(?:_BG)?) v\d+ = (\w+)\(")
 def mnemonic(tasm: str) -> str:
@@ -38,60 +37,74 @@ def mnemonic(tasm: str) -> str:
   m = _VPU_TASM.match(tasm)
   return f"{m[1]} {m[2]}" if m else tasm.split(" ", 1)[0]
 
+def _sums(weights: np.ndarray, *keys: np.ndarray) -> tuple[dict, dict]:
+  """Sum and count of `weights` per distinct tuple of keys."""
+  if len(weights) == 0: return {}, {}
+  uniq, inv = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)
+  inv = inv.reshape(-1)
+  tuples = [tuple(u) for u in uniq.tolist()]
+  return (dict(zip(tuples, np.bincount(inv, weights=weights).astype(np.int64).tolist())),
+          dict(zip(tuples, np.bincount(inv).tolist())))
+
 @dataclass
 class Stats:
   calls: int = 0
   launches: int = 0
   cycles: int = 0
-  busy: Counter = field(default_factory=Counter)    # unit -> busy cycles (depth-0 slices)
-  stalls: Counter = field(default_factory=Counter)  # cause -> SXU stall cycles
-  mix: Counter = field(default_factory=Counter)     # mnemonic -> executions
-  mix_cycles: Counter = field(default_factory=Counter)
-  hot: Counter = field(default_factory=Counter)     # (kernel, pc, TASM) -> SXU cycles
+  busy: Counter = field(default_factory=Counter)        # unit -> busy cycles (its depth-0 slices)
+  stalls: Counter = field(default_factory=Counter)      # cause -> SXU stall cycles
+  mix: Counter = field(default_factory=Counter)         # mnemonic -> executions
+  mix_cycles: Counter = field(default_factory=Counter)  # mnemonic -> SXU cycles
+  hot: Counter = field(default_factory=Counter)         # (kernel, pc, TASM) -> SXU cycles
   hot_count: Counter = field(default_factory=Counter)
 
-  def add(self, call: Call) -> None:
-    self.calls += 1
-    self.launches += call.launches
-    self.cycles += call.cycles
-    for e in call.events:
-      if e.track == "sxu" and e.depth == 1: self.stalls[e.name] += e.cycles
-      if e.depth != 0 or e.track not in UNITS: continue
-      self.busy[e.track] += e.cycles
-      if e.track == "sxu":
-        self.mix[mnemonic(e.name)] += 1
-        self.mix_cycles[mnemonic(e.name)] += e.cycles
-        self.hot[(call.name, e.pc, e.name)] += e.cycles
-        self.hot_count[(call.name, e.pc, e.name)] += 1
+def group_stats(tr: Trace, calls: list[Call], group_of_call: list[int]) -> list[Stats]:
+  """Stats per group of calls (group_of_call[i] is call i's group)."""
+  out = [Stats() for _ in range(max(group_of_call, default=-1) + 1)]
+  for c, g in zip(calls, group_of_call):
+    out[g].calls, out[g].launches, out[g].cycles = out[g].calls + 1, out[g].launches + c.launches, out[g].cycles + c.cycles
+  ev, dur = tr.ev, tr.cycles
+  call = call_of(tr, np.array([c.begin for c in calls], np.uint64), ev["begin"])
+  group = np.array(group_of_call)[call]
+  for u in UNITS:
+    m = tr.on(u, 0)
+    for g, v in _sums(dur[m], group[m])[0].items(): out[g[0]].busy[u] = v
+  m = tr.on("sxu", 1)
+  for (g, n), v in _sums(dur[m], group[m], ev["name"][m])[0].items(): out[g].stalls[tr.names[n]] = v
+  m = tr.on("sxu", 0)
+  for (g, n), v in _sums(dur[m], group[m], ev["name"][m])[0].items(): out[g].mix_cycles[mnemonic(tr.names[n])] += v
+  for (g, n), v in _sums(dur[m], group[m], ev["name"][m])[1].items(): out[g].mix[mnemonic(tr.names[n])] += v
+  cycles, count = _sums(dur[m], group[m], call[m], ev["pc"][m].astype(np.int64), ev["name"][m])
+  for (g, c, pc, n), v in cycles.items():
+    key = (calls[c].name, pc, tr.names[n])
+    out[g].hot[key] += v
+    out[g].hot_count[key] += count[(g, c, pc, n)]
+  return out
 
 def _pct(part: int, whole: int) -> str: return f"{100 * part / whole:5.1f}%" if whole else "    -"
 
-def report(evs: list[Event], top: int = 5) -> str:
-  calls = kernel_calls(evs)
-  per: dict[str, Stats] = {}
-  total = Stats()
-  for c in calls:
-    per.setdefault(c.name, Stats()).add(c)
-    total.add(c)
+def report(tr: Trace, top: int = 5) -> str:
+  calls = kernel_calls(tr)
+  if not calls: return "TINYTPU profile: no kernel ran on TINYTPU"
+  kernels = list(dict.fromkeys(c.name for c in calls))  # in first-call order
+  per = dict(zip(kernels, group_stats(tr, calls, [kernels.index(c.name) for c in calls])))
+  total = group_stats(tr, calls, [0] * len(calls))[0]
   ranked = sorted(per.items(), key=lambda kv: -kv[1].cycles)
-  cols = ["sxu", "stall", *UNITS[1:]]
-  w = max([len("overall")] + [len(n) for n in per])
+  w = max([len("overall"), *map(len, kernels)])
+  cols = ["SXU", "STALL", *(u.upper() for u in UNITS[1:])]
   out = [f"TINYTPU profile: {total.calls} kernel calls, {total.launches} launches, {total.cycles:,} cycles", "",
-         f"{'kernel':<{w}} {'calls':>5} {'launches':>8} {'cycles':>12} {'share':>6}  " +
-         " ".join(f"{c.upper():>6}" for c in cols)]
+         f"{'kernel':<{w}} {'calls':>5} {'launches':>8} {'cycles':>12} {'share':>6}  " + " ".join(f"{c:>6}" for c in cols)]
   def row(name: str, s: Stats) -> str:
-    busy = [s.busy["sxu"], sum(s.stalls.values()), *(s.busy[u] for u in UNITS[1:])]
+    vals = [s.busy["sxu"], sum(s.stalls.values()), *(s.busy[u] for u in UNITS[1:])]
     return (f"{name:<{w}} {s.calls:>5} {s.launches:>8} {s.cycles:>12,} {_pct(s.cycles, total.cycles)}  " +
-            " ".join(f"{_pct(b, s.cycles):>6}" for b in busy))
+            " ".join(f"{_pct(v, s.cycles):>6}" for v in vals))
   out += [row(n, s) for n, s in ranked] + [row("overall", total)]
   out.append("  (per-unit busy % of the kernel's cycles; STALL: SXU cycles stalled, part of SXU)")
   for name, s in [*ranked[:top], ("overall", total)]:
     out += ["", f"== {name}: {s.cycles:,} cycles, {s.launches} launches"]
-    out.append("  instruction mix: " + ", ".join(
-        f"{m} x{n} ({s.mix_cycles[m]:,} cyc)" for m, n in sorted(s.mix.items(), key=lambda kv: -s.mix_cycles[kv[0]])[:8]))
-    sxu = s.busy["sxu"]
-    out.append("  top stall causes: " + (", ".join(
-        f"{c} {n:,} cyc ({_pct(n, sxu).strip()} of SXU)" for c, n in s.stalls.most_common(4)) or "none"))
+    out.append("  instruction mix: " + ", ".join(f"{m} x{s.mix[m]} ({c:,} cyc)" for m, c in s.mix_cycles.most_common(8)))
+    out.append("  top stall causes: " + (", ".join(f"{c} {n:,} cyc ({_pct(n, s.busy['sxu']).strip()} of SXU)"
+                                                   for c, n in s.stalls.most_common(4)) or "none"))
     out.append("  hot instructions:")
     for (kernel, pc, tasm), n in s.hot.most_common(top):
       where = f"{kernel} pc {pc}" if name == "overall" else f"pc {pc}"
