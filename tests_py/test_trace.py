@@ -177,3 +177,26 @@ def test_pipeline_page_renders_in_headless_chromium(tmp_path):
   timeline = px[120:, 160:]  # right of the track labels, below the header
   colors = {tuple(c) for c in timeline.reshape(-1, 3)[::7]}
   assert len(colors) > 10 and (timeline != 255).any(axis=2).mean() > 0.05  # slices drawn, not a blank page
+
+def test_pipeline_page_of_a_long_call_shows_its_start(monkeypatch):
+  from tinytpu import pipeline
+  log = _core.TraceLog()
+  r = tinytpu.run_tasm((ROOT / "kernels" / "seed" / "add_256.tasm").read_text(), trace=log)
+  tr = trace.Trace(log)
+  data = lambda page: json.loads(page.split('type="application/json">', 1)[1].split("</script>", 1)[0])
+  whole = data(pipeline.html(tr))
+  assert whole["cycles"] == r.cycles and len(whole["events"]) == len(tr) and whole["note"] == ""
+  monkeypatch.setattr(pipeline, "MAX_EVENTS", 50)
+  part = data(pipeline.html(tr))
+  assert len(part["events"]) <= 50 and part["cycles"] < r.cycles and "showing cycles 0 to" in part["note"]
+  assert all(e[2] < part["cycles"] for e in part["events"])
+
+def test_profile_report_of_a_bundle_counts_its_instructions():
+  from tinytpu import profile
+  log = _core.TraceLog()
+  r = tinytpu.run_tasm((ROOT / "kernels" / "seed" / "add_256.tasm").read_text(), trace=log)
+  out = profile.report(trace.Trace(log))
+  assert f"1 kernel calls, 1 launches, {r.cycles:,} cycles" in out
+  # add_256: 16 x (LOAD, LOAD, ADD, STORE) and HALT (hardware.md §4.4), at 3, 3, 2 and 1 cycles each
+  assert "LOAD x32 (96 cyc)" in out and "VPU ADD x16 (48 cyc)" in out and "STORE x16 (32 cyc)" in out
+  assert "HALT x1 (1 cyc)" in out

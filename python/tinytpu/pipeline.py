@@ -23,7 +23,7 @@ def html(tr: Trace, kernel: str | None = None) -> str:
   calls = kernel_calls(tr)
   call = choose(calls, kernel)
   ev = tr.ev[(tr.ev["begin"] >= call.begin) & (tr.ev["begin"] < call.end)]
-  note = ""
+  note, stop = "", call.end
   if len(ev) > MAX_EVENTS:
     stop = int(np.sort(ev["begin"])[MAX_EVENTS])
     ev = ev[ev["begin"] < stop]
@@ -32,7 +32,7 @@ def html(tr: Trace, kernel: str | None = None) -> str:
   rows = np.stack([ev["track"].astype(np.int64), ev["depth"], ev["begin"] - np.uint64(call.begin),
                    ev["end"] - np.uint64(call.begin), name_idx.reshape(-1), ev["pc"]], axis=1).astype(np.int64)
   data = {"title": f"{call.name}: {call.cycles:,} cycles, {call.launches} launches (call {calls.index(call)} of {len(calls)})",
-          "cycles": call.cycles, "tracks": TRACKS, "names": [tr.names[n] for n in used.tolist()],
+          "cycles": stop - call.begin, "tracks": TRACKS, "names": [tr.names[n] for n in used.tolist()],
           "events": rows.tolist(), "note": note}
   # "</" cannot end the script element early: JSON escapes it as "<\\/".
   payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")

@@ -112,10 +112,10 @@ def report(tr: Trace, top: int = 5) -> str:
   return "\n".join(out)
 
 def run_script(path: str, argv: list[str]):
-  """Run a Python script in this process on TINYTPU with tracing on; returns its TraceLog. DEV from the
-  environment wins, as it would for the script alone."""
+  """Run a Python script in this process with TINYTPU as the default device and tracing on; returns its
+  TraceLog."""
   from tinygrad.helpers import DEV
-  if not os.environ.get("DEV"): DEV.value = os.environ["DEV"] = "TINYTPU"
+  DEV.value = os.environ["DEV"] = "TINYTPU"  # the context variable was read at import; later imports see the env
   old_argv, log = sys.argv, trace.start()
   sys.argv = [path, *argv]
   try:
