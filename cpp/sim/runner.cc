@@ -87,27 +87,11 @@ void trace_testbench(TraceLog& log, uint64_t cycle, const char* phase, int out_a
               log.intern(std::string(phase) + "[" + std::to_string(out_addr) + "]"));
 }
 
-}  // namespace
-
-RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog* trace) {
-  validate(bundle);
-  TensorCore tc(cfg);
-  tc.trace = trace;
-  bool out_mxu = false;
-  std::vector<int> vmem_out, asram_out;
-  load(tc, bundle, out_mxu, vmem_out, asram_out);
-  if (trace) {
-    trace->begin_run();
-    trace_loading(*trace, bundle);
-  }
-
-  // Cycle 0 opens the bundle, each record takes 2, END's type read 1, and do_start 1 (§4.4).
-  const uint64_t R = bundle.records.size();
-  tc.cycle = 2 * R + 2;
-  tc.sxu.start();
-  ++tc.cycle;
-
-  RunResult res;
+// The testbench from start to the final print. Instantiated with and without tracing, so that a run
+// without a trace has no trace code in its per-cycle path.
+template <bool kTraced>
+void run_cycles(TensorCore& tc, const TensorCoreConfig& cfg, bool out_mxu, const std::vector<int>& vmem_out,
+                const std::vector<int>& asram_out, RunResult& res) {
   bool outputting = false;
   size_t vi = 0, ai = 0;
   for (;;) {
@@ -141,9 +125,36 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog
     } else {
       break;  // do_output_done prints `cycles N` in this cycle
     }
-    if (trace) trace_testbench(*trace, tc.cycle, phase, out_addr);
-    tc.tick();
+    if constexpr (kTraced) trace_testbench(*tc.trace, tc.cycle, phase, out_addr);
+    tc.tick<kTraced>();
   }
+}
+
+}  // namespace
+
+RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog* trace) {
+  validate(bundle);
+  TensorCore tc(cfg);
+  tc.trace = trace;
+  bool out_mxu = false;
+  std::vector<int> vmem_out, asram_out;
+  load(tc, bundle, out_mxu, vmem_out, asram_out);
+  if (trace) {
+    trace->begin_run();
+    trace_loading(*trace, bundle);
+  }
+
+  // Cycle 0 opens the bundle, each record takes 2, END's type read 1, and do_start 1 (§4.4).
+  const uint64_t R = bundle.records.size();
+  tc.cycle = 2 * R + 2;
+  tc.sxu.start();
+  ++tc.cycle;
+
+  RunResult res;
+  if (trace)
+    run_cycles<true>(tc, cfg, out_mxu, vmem_out, asram_out, res);
+  else
+    run_cycles<false>(tc, cfg, out_mxu, vmem_out, asram_out, res);
   res.cycles = tc.cycle;
   res.sxu_cycles = tc.sxu.cycles;
   res.busy = {tc.sxu.cycles, tc.ctrl.busy_cycles, tc.vpu.busy_cycles, tc.xlu_busy_cycles,

@@ -16,6 +16,7 @@ namespace tinytpu {
 //    rule fires: no main-FSM rule that can fire then reads a vreg (they are guarded by
 //    !vpu_wb_pending), and when both write the same vreg the main FSM's write wins (G0117). Its only
 //    G0010 conflicts are the MXU epilogue dispatches (42, 46), which lose that cycle.
+template <bool kTraced>
 void Sxu::tick(TensorCore& tc) {
   collecting = vpu_wb_pending && tc.vpu.is_done();
   if (xlu_busy) {
@@ -23,9 +24,10 @@ void Sxu::tick(TensorCore& tc) {
     xlu_busy = false;
   }
   if (collecting) tc.vrf.v[vpu_wb_dst] = tc.vpu.result;  // first, so a main-FSM write overrides it
-  const Phase phase_at_start = phase;
-  Exec outcome = Exec::kFired;
+  Exec outcome = Exec::kFired;                           // what the cycle did, for a trace
   if (phase == Phase::kIdle || phase == Phase::kHalted) {
+    if (collecting) vpu_wb_pending = false;
+    return;
   } else if (phase == Phase::kVpuCollect) {  // synchronous DISPATCH_VPU / SELECT waiting for its result
     ++cycles;
     if (collecting) {
@@ -33,6 +35,7 @@ void Sxu::tick(TensorCore& tc) {
       phase = Phase::kFetch;
       outcome = Exec::kNext;
     } else {
+      ++stall_cycles;
       outcome = Exec::kStallVpuResult;
     }
   } else if (phase == Phase::kFetch) {
@@ -56,14 +59,15 @@ void Sxu::tick(TensorCore& tc) {
         phase = Phase::kVpuCollect;
         break;
       default:  // a stall
+        ++stall_cycles;
         break;
     }
   }
-  if (is_stall(outcome)) ++stall_cycles;
-  if (tc.trace && phase_at_start != Phase::kIdle && phase_at_start != Phase::kHalted)
-    trace_cycle(tc, outcome);
+  if constexpr (kTraced) trace_cycle(tc, outcome);
   if (collecting) vpu_wb_pending = false;
 }
+template void Sxu::tick<false>(TensorCore&);
+template void Sxu::tick<true>(TensorCore&);
 
 void Sxu::trace_cycle(TensorCore& tc, Exec outcome) {
   TraceLog& log = *tc.trace;

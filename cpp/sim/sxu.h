@@ -40,6 +40,7 @@ struct Sxu {
     phase = Phase::kFetch;
   }
   bool halted() const { return phase == Phase::kHalted; }
+  template <bool kTraced>
   void tick(TensorCore& tc);
 
  private:

@@ -45,16 +45,18 @@ class TensorCore {
   uint64_t xlu_busy_cycles = 0;
   bool psum_port_taken = false;  // the MXU drain owns the PSUM write port this cycle
 
+  // kTraced: report to `trace` (non-null). A separate instantiation keeps the untraced cycle free of it.
+  template <bool kTraced>
   void tick() {
     bool vpu_busy = !vpu.is_done();
     bool mxu_busy = ctrl.active();
     psum_port_taken = ctrl.draining();
-    sxu.tick(*this);
+    sxu.tick<kTraced>(*this);
     if (vpu_busy) vpu.tick();
     if (mxu_busy) {
       CState phase = ctrl.state;
       ctrl.tick(array, wsram, asram, psum);
-      if (trace) trace_mxu(phase);
+      if constexpr (kTraced) trace_mxu(phase);
     }
     ++cycle;
   }
