@@ -68,23 +68,22 @@ std::string record_name(const Record& r, int& pc) {
 
 // The testbench's loading phase on the loader track: open, two cycles per record, END, start (§4.4).
 void trace_loading(TraceLog& log, const Bundle& bundle) {
-  log.slice(Track::kLoader, 0, 0, 1, log.intern("open bundle"));
+  log.slice(Track::kLoader, 0, 0, 1, log.name("open bundle"));
   int pc = 0;
   uint64_t c = 1;
   for (const Record& r : bundle.records) {
     log.slice(Track::kLoader, 0, c, c + 2, log.intern(record_name(r, pc)));
     c += 2;
   }
-  log.slice(Track::kLoader, 0, c, c + 1, log.intern("END"));
-  log.slice(Track::kLoader, 0, c + 1, c + 2, log.intern("start"));
+  log.slice(Track::kLoader, 0, c, c + 1, log.name("END"));
+  log.slice(Track::kLoader, 0, c + 1, c + 2, log.name("start"));
 }
 
 void trace_testbench(TraceLog& log, uint64_t cycle, const char* phase, int out_addr) {
   if (out_addr < 0)
-    log.state(Track::kLoader, 0, cycle, log.intern(phase));
+    log.state(Track::kLoader, 0, cycle, log.name(phase));
   else
-    log.slice(Track::kLoader, 0, cycle, cycle + 1,
-              log.intern(std::string(phase) + "[" + std::to_string(out_addr) + "]"));
+    log.slice(Track::kLoader, 0, cycle, cycle + 1, log.name(phase, out_addr));
 }
 
 // The testbench from start to the final print. Instantiated with and without tracing, so that a run

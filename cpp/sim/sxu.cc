@@ -72,7 +72,7 @@ template void Sxu::tick<true>(TensorCore&);
 void Sxu::trace_cycle(TensorCore& tc, Exec outcome) {
   TraceLog& log = *tc.trace;
   if (is_stall(outcome)) {
-    log.state(Track::kSxu, 1, tc.cycle, log.intern(kStallNames[int(outcome) - int(kFirstStall)]), fetch_pc);
+    log.state(Track::kSxu, 1, tc.cycle, log.name(kStallNames[int(outcome) - int(kFirstStall)]), fetch_pc);
   } else if (outcome == Exec::kNext || outcome == Exec::kJump) {
     log.slice(Track::kSxu, 0, fetch_cycle, tc.cycle + 1, log.instr_name(fetch_pc, cur), fetch_pc);
   }
@@ -105,18 +105,18 @@ Exec vpu_guard(TensorCore& tc) {
 void vpu_execute(TensorCore& tc, const VpuOpInfo& op, const Tile& a, const Tile& b) {
   tc.vpu.execute(op, a, b);
   if (tc.trace)
-    tc.trace->slice(Track::kVpu, 0, tc.cycle, tc.cycle + vpu_done_latency(op), tc.trace->intern(op.name),
+    tc.trace->slice(Track::kVpu, 0, tc.cycle, tc.cycle + vpu_done_latency(op), tc.trace->name(op.name),
                     tc.sxu.pc);
 }
 
+// access: "read VMEM" or "write VMEM".
 void trace_vmem(TensorCore& tc, const char* access, int addr) {
-  std::string name = std::string(access) + " VMEM[" + std::to_string(addr) + "]";
-  tc.trace->slice(Track::kVmem, 0, tc.cycle, tc.cycle + 1, tc.trace->intern(name), tc.sxu.pc);
+  tc.trace->slice(Track::kVmem, 0, tc.cycle, tc.cycle + 1, tc.trace->name(access, addr), tc.sxu.pc);
 }
 
 void vmem_write(TensorCore& tc, int addr, const Tile& value) {
   tc.vmem.mem[wrap_addr(addr)] = value;
-  if (tc.trace) trace_vmem(tc, "write", wrap_addr(addr));
+  if (tc.trace) trace_vmem(tc, "write VMEM", wrap_addr(addr));
 }
 
 // A rule that needs the MXU result (guard: Controller Done). In Idle nothing can ever start the MXU
@@ -230,7 +230,7 @@ Exec load_vreg(TensorCore& tc) {
   if (tc.sxu.step == 0) {  // LOAD_REQ: VMEM read has one cycle of latency
     int a = wrap_addr(in(tc).vmemAddr);
     tc.vmem.resp = tc.vmem.mem[a];
-    if (tc.trace) trace_vmem(tc, "read", a);
+    if (tc.trace) trace_vmem(tc, "read VMEM", a);
     return Exec::kFired;
   }
   if (wb_pending(tc)) return Exec::kStallVpuWriteback;

@@ -28,7 +28,7 @@ void TensorCore::trace_mxu(CState phase) {
     default:
       break;
   }
-  trace->state(Track::kMxu, 1, cycle, trace->intern(name));
+  trace->state(Track::kMxu, 1, cycle, trace->name(name));
   if (ctrl.is_done()) trace->mxu_done(cycle);
 }
 

@@ -15,6 +15,15 @@ uint32_t TraceLog::intern(std::string_view name) {
   return it->second;
 }
 
+uint32_t TraceLog::name(const char* literal, int index) {
+  const uint64_t key = uint64_t(reinterpret_cast<uintptr_t>(literal)) << 16 | uint16_t(index + 1);
+  auto it = static_ids_.find(key);
+  if (it != static_ids_.end()) return it->second;
+  std::string full = literal;
+  if (index >= 0) full += "[" + std::to_string(index) + "]";
+  return static_ids_[key] = intern(full);
+}
+
 void TraceLog::slice(Track t, int depth, uint64_t begin, uint64_t end, uint32_t name, int pc) {
   events_.push_back({base + begin, base + end, name, int16_t(pc), uint8_t(t), uint8_t(depth)});
 }

@@ -36,6 +36,9 @@ class TraceLog {
   uint64_t base = 0;
 
   uint32_t intern(std::string_view name);
+  // A name with static storage (a literal, a name from an opcode table), optionally with "[index]"
+  // appended: cached by address, so the per-cycle reports build no strings.
+  uint32_t name(const char* literal, int index = -1);
   void slice(Track t, int depth, uint64_t begin, uint64_t end, uint32_t name, int pc = -1);  // run cycles
   void span(Track t, int depth, uint64_t begin, uint64_t end, uint32_t name);  // timeline cycles
   // One cycle of a per-cycle state (a stall, an MXU phase, a testbench phase): consecutive cycles with
@@ -62,6 +65,7 @@ class TraceLog {
   std::vector<TraceEvent> events_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<uint64_t, uint32_t> static_ids_;  // (address << 16) + index + 1
   std::array<TraceEvent, kNumTracks> open_{};
   std::array<bool, kNumTracks> is_open_{};
   std::array<int64_t, TensorCoreConfig::kProgDepth> pc_names_{};
