@@ -180,3 +180,46 @@ TEST_CASE("runs are laid end to end on one timeline") {
   REQUIRE(sxu.size() == 10);
   CHECK(sxu[5] == Slice{33 + 19, 33 + 22, "LOAD v0, VMEM[0]", 0});
 }
+
+namespace {
+std::map<std::string, uint64_t> stall_cycles(const std::string& program) {
+  TraceLog log;
+  RunResult r = run_bundle(assemble(program), {}, &log);
+  check_accounting(log, r);
+  std::map<std::string, uint64_t> out;
+  for (const Slice& s : slices(log, Track::kSxu, 1)) out[s.name] += s.end - s.begin;
+  return out;
+}
+const char* kData =
+    "WMEM[0] = 1 0 0 0 0 1 0 0 0 0 1 0 0 0 0 1\nAMEM[0] = 1 2 3 4\n"
+    "VMEM[0] = 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n";
+}  // namespace
+
+TEST_CASE("each stall is named by what the SXU waits for, with the cycles test_sxu.cc derives") {
+  using Stalls = std::map<std::string, uint64_t>;
+  // Back-to-back dispatches (dispatch EXEC at T): the second's EXEC is blocked T+2..T+8 until Done at
+  // T+9; WAIT_MXU (FETCH T+10) polls T+11..T+17 and sees Done at T+18.
+  CHECK(stall_cycles(std::string(kData) +
+                     "MXU WMEM[0], AMEM[0], tiles=1\nMXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU\nHALT\nEND") ==
+        Stalls{{"MXU busy", 7}, {"MXU result", 7}});
+  // A synchronous FSUM_REDUCE_TILE (dispatch T, collect T+17, §2.4) waits in VPU_COLLECT T+1..T+16.
+  CHECK(stall_cycles(std::string(kData) + "LOAD v0, VMEM[0]\nVPU v1 = FSUM_REDUCE_TILE(v0)\nHALT\nEND") ==
+        Stalls{{"VPU result", 16}});
+  // A VPU op after a background one (FETCH T+1): the VPU is busy T+2..T+16; at T+17 the result is
+  // ready but its write-back fires in that cycle, so the dispatch goes at T+18.
+  CHECK(stall_cycles(std::string(kData) +
+                     "LOAD v0, VMEM[0]\nVPU_BG v1 = FSUM_REDUCE_TILE(v0)\nVPU v2 = ADD(v0, v0)\nHALT\nEND") ==
+        Stalls{{"VPU busy", 15}, {"VPU write-back", 1}});
+  // An SXU PSUM write in the MXU drain cycle loses the port for one cycle (§8 item 2); WAIT_MXU then
+  // polls until Done.
+  auto psum = stall_cycles(std::string(kData) +
+                           "LOAD v0, VMEM[0]\nMXU WMEM[0], AMEM[0], tiles=1, psum_write=PSUM[1], psum_row=0\n"
+                           "VZERO v1\nVZERO v2\nVZERO v3\nPSUM_WRITE PSUM[2], v0\nWAIT_MXU\nHALT\nEND");
+  CHECK(psum["PSUM port"] == 1);
+  // The epilogue dispatch whose EXEC meets the VPU_BG collect waits one cycle (bsc G0010).
+  std::string epi =
+      std::string(kData) + "LOAD v0, VMEM[0]\nVPU_BG v1 = FSUM_REDUCE_TILE(v0)\nPSUM_READ v9, PSUM[0]\n";
+  for (int i = 0; i < 6; ++i) epi += "VZERO v2\n";
+  epi += "MXU_EPILOGUE v5 = GEMM(WMEM[0], AMEM[0], tiles=1) DST_VREG\nHALT\nEND";
+  CHECK(stall_cycles(epi)["VPU write-back"] == 1);
+}

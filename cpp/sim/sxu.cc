@@ -96,10 +96,11 @@ Tile& vreg(TensorCore& tc, int idx) { return tc.vrf.v[idx & (TensorCoreConfig::k
 // Most SXU rules that read or write vregs carry the conservative !vpu_wb_pending guard.
 bool wb_pending(TensorCore& tc) { return tc.sxu.vpu_wb_pending; }
 
-// What a VPU dispatch waits for, or kFired when it can go.
+// What a VPU dispatch waits for, or kFired when it can go. A busy VPU is named first: its write-back is
+// pending too, but the op still running is what the SXU waits for.
 Exec vpu_guard(TensorCore& tc) {
-  if (wb_pending(tc)) return Exec::kStallVpuWriteback;
-  return tc.vpu.is_done() ? Exec::kFired : Exec::kStallVpuBusy;
+  if (!tc.vpu.is_done()) return Exec::kStallVpuBusy;
+  return wb_pending(tc) ? Exec::kStallVpuWriteback : Exec::kFired;
 }
 
 void vpu_execute(TensorCore& tc, const VpuOpInfo& op, const Tile& a, const Tile& b) {
@@ -175,6 +176,7 @@ Exec vpu_dispatch(TensorCore& tc, bool background) {
 // XLU dispatches are dual-issue: the result is collected into vregDst in the next cycle.
 template <class Op>
 Exec xlu_dispatch(TensorCore& tc, Op op) {
+  // The reference's guard; never false in practice: the collect happens in the FETCH after a dispatch.
   if (tc.sxu.xlu_busy) return Exec::kStallXluResult;
   if (wb_pending(tc)) return Exec::kStallVpuWriteback;
   op(tc.xlu, vreg(tc, in(tc).vregSrc), in(tc).vregSrc2);
