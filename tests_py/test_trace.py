@@ -4,7 +4,7 @@ import io, json, pathlib, shutil, struct, subprocess, sys, zlib
 import numpy as np
 import pytest
 import tinytpu
-from tinytpu import _core, trace
+from tinytpu import _core, events
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 GOLDEN = sorted((ROOT / "kernels" / "seed").glob("*.tasm")) + sorted((ROOT / "kernels" / "reference").glob("*.bundle"))
@@ -24,7 +24,7 @@ def cli(*args, env=None, cwd=None):
 
 def chrome_json(log) -> dict:
   f = io.StringIO()
-  trace.write_json(trace.Trace(log), f)
+  events.write_json(events.Trace(log), f)
   return json.loads(f.getvalue())
 
 def slices(doc: dict, cat: str) -> list[dict]:
@@ -182,7 +182,7 @@ def test_pipeline_page_of_a_long_call_shows_its_start(monkeypatch):
   from tinytpu import pipeline
   log = _core.TraceLog()
   r = tinytpu.run_tasm((ROOT / "kernels" / "seed" / "add_256.tasm").read_text(), trace=log)
-  tr = trace.Trace(log)
+  tr = events.Trace(log)
   data = lambda page: json.loads(page.split('type="application/json">', 1)[1].split("</script>", 1)[0])
   whole = data(pipeline.html(tr))
   assert whole["cycles"] == r.cycles and len(whole["events"]) == len(tr) and whole["note"] == ""
@@ -195,7 +195,7 @@ def test_profile_report_of_a_bundle_counts_its_instructions():
   from tinytpu import profile
   log = _core.TraceLog()
   r = tinytpu.run_tasm((ROOT / "kernels" / "seed" / "add_256.tasm").read_text(), trace=log)
-  out = profile.report(trace.Trace(log))
+  out = profile.report(events.Trace(log))
   assert f"1 kernel calls, 1 launches, {r.cycles:,} cycles" in out
   # add_256: 16 x (LOAD, LOAD, ADD, STORE) and HALT (hardware.md §4.4), at 3, 3, 2 and 1 cycles each
   assert "LOAD x32 (96 cyc)" in out and "VPU ADD x16 (48 cyc)" in out and "STORE x16 (32 cyc)" in out

@@ -40,6 +40,10 @@ void Sxu::tick(TensorCore& tc) {
     }
   } else if (phase == Phase::kFetch) {
     ++cycles;
+    if constexpr (kTraced) {
+      fetch_pc = pc;
+      fetch_cycle = tc.cycle;
+    }
     fetch(tc);
     if (halted()) outcome = Exec::kNext;  // HALT retires in its FETCH cycle
   } else {
@@ -82,8 +86,6 @@ void Sxu::fetch(TensorCore& tc) {
   if (!loaded[pc]) tc.fail("fetch from program memory the bundle never wrote (no HALT on this path)");
   cur = prog[pc];
   step = 0;
-  fetch_pc = pc;
-  fetch_cycle = tc.cycle;
   if (cur.op >= kNumSxuOps) tc.fail("undefined SXU opcode: the reference stays in FETCH forever");
   phase = cur.op == 7 ? Phase::kHalted : Phase::kExec;  // HALT retires in its FETCH cycle
 }

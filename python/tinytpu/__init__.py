@@ -27,7 +27,7 @@ def _result(r) -> RunResult:
 
 def run_bundle(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None) -> RunResult:
   """Run a TASM program or numeric bundle (detected). ValueError for bad input, SimError for a hang.
-  With a trace (`_core.TraceLog()`), the units report their events to it (see tinytpu.trace)."""
+  With a trace (`_core.TraceLog()`), the units report their events to it (see tinytpu.trace, tinytpu.events)."""
   return _result(_core.run(_core.parse_bundle(text), max_cycles, trace))
 
 def run_tasm(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None) -> RunResult:

@@ -22,11 +22,11 @@ def cmd_demo(args) -> None:
   demo()
 
 def cmd_profile(args) -> None:
-  from tinytpu import profile
-  tr = trace.Trace(profile.run_script(args.script, args.args))
+  from tinytpu import events, profile
+  tr = events.Trace(profile.run_script(args.script, args.args))
   print(profile.report(tr, top=args.top))
   if args.trace:
-    with open(args.trace, "w") as f: trace.write_json(tr, f)
+    with open(args.trace, "w") as f: events.write_json(tr, f)
   if args.html:
     from tinytpu import pipeline
     with open(args.html, "w") as f: f.write(pipeline.html(tr, args.kernel))

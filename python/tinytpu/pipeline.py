@@ -4,7 +4,7 @@ from __future__ import annotations
 import html as _html, json
 import numpy as np
 from tinytpu.profile import Call, kernel_calls
-from tinytpu.trace import TRACKS, Trace
+from tinytpu.events import TRACKS, Trace
 
 MAX_EVENTS = 200_000  # a longer call is shown from its start up to this many slices (the page says so)
 

@@ -1,13 +1,13 @@
 """`python -m tinytpu profile script.py`: run a script on TINYTPU with tracing on and report, per kernel and
 overall, cycles, launches, per-unit busy %, the instruction mix, the top stall causes and the hot
-instructions. Everything is derived from the trace's events (tinytpu.trace)."""
+instructions. Everything is derived from the trace's events (tinytpu.events)."""
 from __future__ import annotations
 import os, re, runpy, sys
 from collections import Counter
 from dataclasses import dataclass, field
 import numpy as np
 from tinytpu import trace
-from tinytpu.trace import TRACKS, UNITS, Trace
+from tinytpu.events import TRACKS, UNITS, Trace
 
 @dataclass(frozen=True)
 class Call:

@@ -1,73 +1,9 @@
-"""Cycle traces of the model. Every unit reports begin/end events to an optional sink (cpp/sim/trace.h);
-this module reads them as numpy columns and writes Chrome trace-event JSON, which Perfetto UI and
-chrome://tracing open. Timestamps are cycles (the viewers show them as microseconds).
-`TINYTPU_TRACE=out.json` traces every kernel a script runs on TINYTPU and writes the file at exit."""
+"""Tracing on and off. Every unit of the model reports begin/end events to an optional sink
+(cpp/sim/trace.h); the TINYTPU device reports its kernels to the active one. `TINYTPU_TRACE=out.json`
+traces every kernel a script runs and writes Chrome trace JSON at exit (tinytpu.events)."""
 from __future__ import annotations
-import atexit, json, os
-from typing import TextIO
-import numpy as np
+import atexit, os
 from tinytpu import _core
-
-TRACKS: list[str] = list(_core.TRACKS)  # kernel, loader, sxu, mxu, vpu, xlu, vmem
-UNITS = ["sxu", "mxu", "vpu", "xlu", "vmem"]  # the tracks with a busy counter and a busy %
-NESTED = {"kernel": "launch", "sxu": "stall", "mxu": "phase"}  # what a depth-1 slice of a track is
-_TITLES = {"kernel": "kernels / launches", "loader": "loader (testbench)"}
-# TraceEvent in cpp/sim/trace.h: [begin, end) in cycles, name index, pc (-1: none), track, depth.
-EVENT_DTYPE = np.dtype([("begin", "<u8"), ("end", "<u8"), ("name", "<u4"), ("pc", "<i2"), ("track", "u1"), ("depth", "u1")])
-
-class Trace:
-  """A log's events, ordered by begin cycle with a parent before what nests in it. Depth 0 is a unit's
-  own work (an instruction, an MXU dispatch, a VPU op, a loader record, a kernel); depth 1 nests in it."""
-  def __init__(self, log: _core.TraceLog):
-    ev = np.frombuffer(log.events, EVENT_DTYPE)
-    self.ev = ev[np.lexsort((ev["track"], -ev["end"].astype(np.int64), ev["depth"], ev["begin"]))]
-    self.names: list[str] = list(log.names)
-  def __len__(self) -> int: return len(self.ev)
-  def on(self, track: str, depth: int) -> np.ndarray:
-    """Mask of the slices of one track at one depth."""
-    return (self.ev["track"] == TRACKS.index(track)) & (self.ev["depth"] == depth)
-  @property
-  def cycles(self) -> np.ndarray: return (self.ev["end"] - self.ev["begin"]).astype(np.int64)
-
-def busy_counters(tr: Trace) -> tuple[list[str], np.ndarray, np.ndarray]:
-  """(keys, times, values): each key's busy state (1/0) from each time on, at every change. Keys are the
-  units (their depth-0 slices) and "sxu stalled" (the SXU's stall slices)."""
-  keys = UNITS + ["sxu stalled"]
-  masks = [tr.on(u, 0) for u in UNITS] + [tr.on("sxu", 1)]
-  times = np.unique(np.concatenate([tr.ev["begin"], tr.ev["end"]]))
-  values = np.zeros((len(times), len(keys)), np.int64)
-  for k, m in enumerate(masks):  # slices of one key are disjoint: busy at t iff some begin <= t < end
-    b, e = np.sort(tr.ev["begin"][m]), np.sort(tr.ev["end"][m])
-    values[:, k] = np.searchsorted(b, times, "right") - np.searchsorted(e, times, "right")
-  changed = np.ones(len(times), bool)
-  changed[1:] = (values[1:] != values[:-1]).any(axis=1)
-  return keys, times[changed], values[changed]
-
-def write_json(tr: Trace, f: TextIO) -> None:
-  """Chrome trace-event JSON: one thread per track, one complete ("X") event per slice (category: the
-  track, or track.stall / .phase / .launch when nested), a "busy units" counter; timed events in cycle order."""
-  f.write('{"displayTimeUnit":"ns","otherData":{"timestamps":"cycles of the TinyTPU model (1 cycle is shown as 1 us)"},'
-          '"traceEvents":[\n{"ph":"M","pid":1,"name":"process_name","args":{"name":"TinyTPU TensorCore"}}')
-  for tid, t in enumerate(TRACKS):
-    f.write(f',\n{{"ph":"M","pid":1,"tid":{tid},"name":"thread_name","args":{{"name":"{_TITLES.get(t, t.upper())}"}}}}'
-            f',\n{{"ph":"M","pid":1,"tid":{tid},"name":"thread_sort_index","args":{{"sort_index":{tid}}}}}')
-  quoted = [json.dumps(n) for n in tr.names]
-  cats = [[t, f"{t}.{NESTED.get(t, 'nested')}"] for t in TRACKS]
-  keys, ctimes, cvalues = busy_counters(tr)
-  counters = [(t, ",".join(f'"{k}":{v}' for k, v in zip(keys, row))) for t, row in zip(ctimes.tolist(), cvalues.tolist())]
-  ci = 0
-  ev = tr.ev
-  for b, e, n, pc, t, d in zip(*(ev[c].tolist() for c in ("begin", "end", "name", "pc", "track", "depth"))):
-    while ci < len(counters) and counters[ci][0] <= b:  # counters interleaved in time order
-      f.write(f',\n{{"ph":"C","pid":1,"name":"busy units","ts":{counters[ci][0]},"args":{{{counters[ci][1]}}}}}')
-      ci += 1
-    args = f'{{"pc":{pc}}}' if pc >= 0 else "{}"
-    f.write(f',\n{{"ph":"X","pid":1,"tid":{t},"ts":{b},"dur":{e - b},"name":{quoted[n]},"cat":"{cats[t][d]}","args":{args}}}')
-  for t, row in counters[ci:]: f.write(f',\n{{"ph":"C","pid":1,"name":"busy units","ts":{t},"args":{{{row}}}}}')
-  f.write("\n]}\n")
-
-def write(path: str, log: _core.TraceLog) -> None:
-  with open(path, "w") as f: write_json(Trace(log), f)
 
 # The log the TINYTPU device reports its kernels to: None when tracing is off.
 _active: _core.TraceLog | None = None
@@ -80,6 +16,10 @@ def stop() -> _core.TraceLog | None:
   global _active
   log, _active = _active, None
   return log
+
+def write(path: str, log: _core.TraceLog) -> None:
+  from tinytpu.events import Trace, write_json  # numpy only once a trace is read: `import tinytpu` stays light
+  with open(path, "w") as f: write_json(Trace(log), f)
 
 def _from_env() -> None:
   if (path := os.environ.get("TINYTPU_TRACE")) and _active is None:
