@@ -223,3 +223,18 @@ TEST_CASE("each stall is named by what the SXU waits for, with the cycles test_s
   epi += "MXU_EPILOGUE v5 = GEMM(WMEM[0], AMEM[0], tiles=1) DST_VREG\nHALT\nEND";
   CHECK(stall_cycles(epi)["VPU write-back"] == 1);
 }
+
+TEST_CASE("a run that fails keeps its trace up to the error") {
+  TraceLog log;
+  TensorCoreConfig cfg;
+  cfg.max_cycles = 100;
+  CHECK_THROWS_AS(run_bundle(assemble("LOOP_BEGIN count=255\nVZERO v0\nLOOP_END\nHALT\nEND\n"), cfg, &log),
+                  SimError);
+  // Loading: R = 4 records, so the SXU starts at 11; the timeout fires at the start of cycle 101.
+  CHECK(log.base == 101);
+  auto sxu = slices(log, Track::kSxu, 0);
+  REQUIRE(!sxu.empty());
+  CHECK(sxu.front() == Slice{11, 13, "LOOP_BEGIN count=255", 0});
+  CHECK(sxu.back().end <= 101);
+  check_tiles(slices(log, Track::kLoader, 0), 0, 101);
+}

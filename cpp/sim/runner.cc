@@ -148,10 +148,16 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog
   ++tc.cycle;
 
   RunResult res;
-  if (trace)
-    run_cycles<true>(tc, cfg, out_mxu, vmem_out, asram_out, res);
-  else
+  if (trace) {
+    try {
+      run_cycles<true>(tc, cfg, out_mxu, vmem_out, asram_out, res);
+    } catch (...) {
+      trace->end_run(tc.cycle);  // the trace keeps the run up to the error: where a hang sits
+      throw;
+    }
+  } else {
     run_cycles<false>(tc, cfg, out_mxu, vmem_out, asram_out, res);
+  }
   res.cycles = tc.cycle;
   res.sxu_cycles = tc.sxu.cycles;
   res.busy = {tc.sxu.cycles, tc.ctrl.busy_cycles, tc.vpu.busy_cycles, tc.xlu_busy_cycles,
