@@ -105,21 +105,19 @@ Exec vpu_guard(TensorCore& tc) {
   return wb_pending(tc) ? Exec::kStallVpuWriteback : Exec::kFired;
 }
 
-void vpu_execute(TensorCore& tc, const VpuOpInfo& op, const Tile& a, const Tile& b) {
-  tc.vpu.execute(op, a, b);
-  if (tc.trace)
-    tc.trace->slice(Track::kVpu, 0, tc.cycle, tc.cycle + vpu_done_latency(op), tc.trace->name(op.name),
-                    tc.sxu.pc);
+// A unit's work from this cycle on, on behalf of the running instruction (caller checks tc.trace).
+void report(TensorCore& tc, Track unit, int cycles, uint32_t name) {
+  tc.trace->slice(unit, 0, tc.cycle, tc.cycle + cycles, name, tc.sxu.pc);
 }
 
-// access: "read VMEM" or "write VMEM".
-void trace_vmem(TensorCore& tc, const char* access, int addr) {
-  tc.trace->slice(Track::kVmem, 0, tc.cycle, tc.cycle + 1, tc.trace->name(access, addr), tc.sxu.pc);
+void vpu_execute(TensorCore& tc, const VpuOpInfo& op, const Tile& a, const Tile& b) {
+  tc.vpu.execute(op, a, b);
+  if (tc.trace) report(tc, Track::kVpu, vpu_done_latency(op), tc.trace->name(op.name));
 }
 
 void vmem_write(TensorCore& tc, int addr, const Tile& value) {
   tc.vmem.mem[wrap_addr(addr)] = value;
-  if (tc.trace) trace_vmem(tc, "write VMEM", wrap_addr(addr));
+  if (tc.trace) report(tc, Track::kVmem, 1, tc.trace->name("write VMEM", wrap_addr(addr)));
 }
 
 // A rule that needs the MXU result (guard: Controller Done). In Idle nothing can ever start the MXU
@@ -182,9 +180,7 @@ Exec xlu_dispatch(TensorCore& tc, Op op) {
   if (tc.sxu.xlu_busy) return Exec::kStallXluResult;
   if (wb_pending(tc)) return Exec::kStallVpuWriteback;
   op(tc.xlu, vreg(tc, in(tc).vregSrc), in(tc).vregSrc2);
-  if (tc.trace)
-    tc.trace->slice(Track::kXlu, 0, tc.cycle, tc.cycle + 1, tc.trace->instr_name(tc.sxu.pc, in(tc)),
-                    tc.sxu.pc);
+  if (tc.trace) report(tc, Track::kXlu, 1, tc.trace->instr_name(tc.sxu.pc, in(tc)));
   tc.sxu.xlu_busy = true;
   tc.sxu.xlu_dst = in(tc).vregDst;
   ++tc.xlu_busy_cycles;
@@ -234,7 +230,7 @@ Exec load_vreg(TensorCore& tc) {
   if (tc.sxu.step == 0) {  // LOAD_REQ: VMEM read has one cycle of latency
     int a = wrap_addr(in(tc).vmemAddr);
     tc.vmem.resp = tc.vmem.mem[a];
-    if (tc.trace) trace_vmem(tc, "read VMEM", a);
+    if (tc.trace) report(tc, Track::kVmem, 1, tc.trace->name("read VMEM", a));
     return Exec::kFired;
   }
   if (wb_pending(tc)) return Exec::kStallVpuWriteback;

@@ -33,21 +33,19 @@ void TraceLog::span(Track t, int depth, uint64_t begin, uint64_t end, uint32_t n
 }
 
 void TraceLog::state(Track t, int depth, uint64_t cycle, uint32_t name, int pc) {
-  TraceEvent& o = open_[size_t(t)];
-  bool& is_open = is_open_[size_t(t)];
-  if (is_open && o.name == name && o.pc == pc && o.depth == depth && o.end == base + cycle) {
-    ++o.end;
+  std::optional<TraceEvent>& o = open_[size_t(t)];
+  if (o && o->name == name && o->pc == pc && o->depth == depth && o->end == base + cycle) {
+    ++o->end;
     return;
   }
   close_state(t);
-  o = {base + cycle, base + cycle + 1, name, int16_t(pc), uint8_t(t), uint8_t(depth)};
-  is_open = true;
+  o = TraceEvent{base + cycle, base + cycle + 1, name, int16_t(pc), uint8_t(t), uint8_t(depth)};
 }
 
 void TraceLog::close_state(Track t) {
-  if (!is_open_[size_t(t)]) return;
-  events_.push_back(open_[size_t(t)]);
-  is_open_[size_t(t)] = false;
+  std::optional<TraceEvent>& o = open_[size_t(t)];
+  if (o) events_.push_back(*o);
+  o.reset();
 }
 
 uint32_t TraceLog::instr_name(int pc, const Instr& in) {
@@ -62,19 +60,18 @@ void TraceLog::begin_run() {
 }
 
 void TraceLog::mxu_started(uint64_t first_busy_cycle, uint32_t name, int pc) {
-  mxu_ = {base + first_busy_cycle, 0, name, int16_t(pc), uint8_t(Track::kMxu), 0};
-  mxu_open_ = true;
+  mxu_ = TraceEvent{base + first_busy_cycle, 0, name, int16_t(pc), uint8_t(Track::kMxu), 0};
 }
 
 void TraceLog::mxu_done(uint64_t cycle) {
-  mxu_.end = base + cycle + 1;
-  events_.push_back(mxu_);
-  mxu_open_ = false;
+  mxu_->end = base + cycle + 1;
+  events_.push_back(*mxu_);
+  mxu_.reset();
 }
 
 void TraceLog::end_run(uint64_t cycles) {
   for (int t = 0; t < kNumTracks; ++t) close_state(Track(t));
-  if (mxu_open_) mxu_done(cycles - 1);
+  if (mxu_) mxu_done(cycles - 1);
   const uint64_t stop = base + cycles;
   for (size_t i = run_first_event_; i < events_.size(); ++i) events_[i].end = std::min(events_[i].end, stop);
   base = stop;

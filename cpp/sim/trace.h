@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -26,11 +27,12 @@ struct TraceEvent {
   int16_t pc;     // the SXU instruction the event belongs to, -1 for none
   uint8_t track, depth;
 };
-static_assert(sizeof(TraceEvent) == 24, "python/tinytpu/trace.py reads this layout");
+static_assert(sizeof(TraceEvent) == 24, "python/tinytpu/events.py reads this layout");
 
-// The optional event sink of the model. TensorCore holds a pointer to one, null by default, so with
-// tracing off every report site costs one well-predicted branch. Runs are laid end to end: a run's
-// cycle c is at base + c on the timeline, and end_run() moves base past the run.
+// The optional event sink of the model. TensorCore holds a pointer to one, null by default: the
+// per-cycle path is compiled without tracing then (TensorCore::tick<false>), and each dispatch site
+// tests the pointer once. Runs are laid end to end: a run's cycle c is at base + c on the timeline, and
+// end_run() moves base past the run.
 class TraceLog {
  public:
   uint64_t base = 0;
@@ -65,12 +67,10 @@ class TraceLog {
   std::vector<TraceEvent> events_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> ids_;
-  std::unordered_map<uint64_t, uint32_t> static_ids_;  // (address << 16) + index + 1
-  std::array<TraceEvent, kNumTracks> open_{};
-  std::array<bool, kNumTracks> is_open_{};
+  std::unordered_map<uint64_t, uint32_t> static_ids_;       // (address << 16) + index + 1
+  std::array<std::optional<TraceEvent>, kNumTracks> open_;  // the state being coalesced, per track
   std::array<int64_t, TensorCoreConfig::kProgDepth> pc_names_{};
-  TraceEvent mxu_{};
-  bool mxu_open_ = false;
+  std::optional<TraceEvent> mxu_;  // the running dispatch
   size_t run_first_event_ = 0;
 };
 

@@ -52,14 +52,16 @@ def write_json(tr: Trace, f: TextIO) -> None:
   quoted = [json.dumps(n) for n in tr.names]
   cats = [[t, f"{t}.{NESTED.get(t, 'nested')}"] for t in TRACKS]
   keys, ctimes, cvalues = busy_counters(tr)
-  counters = [(t, ",".join(f'"{k}":{v}' for k, v in zip(keys, row))) for t, row in zip(ctimes.tolist(), cvalues.tolist())]
+  counters = [(t, f',\n{{"ph":"C","pid":1,"name":"busy units","ts":{t},"args":{{' +
+               ",".join(f'"{k}":{v}' for k, v in zip(keys, row)) + "}}")
+              for t, row in zip(ctimes.tolist(), cvalues.tolist())]
   ci = 0
   ev = tr.ev
   for b, e, n, pc, t, d in zip(*(ev[c].tolist() for c in ("begin", "end", "name", "pc", "track", "depth"))):
     while ci < len(counters) and counters[ci][0] <= b:  # counters interleaved in time order
-      f.write(f',\n{{"ph":"C","pid":1,"name":"busy units","ts":{counters[ci][0]},"args":{{{counters[ci][1]}}}}}')
+      f.write(counters[ci][1])
       ci += 1
     args = f'{{"pc":{pc}}}' if pc >= 0 else "{}"
     f.write(f',\n{{"ph":"X","pid":1,"tid":{t},"ts":{b},"dur":{e - b},"name":{quoted[n]},"cat":"{cats[t][d]}","args":{args}}}')
-  for t, row in counters[ci:]: f.write(f',\n{{"ph":"C","pid":1,"name":"busy units","ts":{t},"args":{{{row}}}}}')
+  for _, text in counters[ci:]: f.write(text)
   f.write("\n]}\n")

@@ -24,10 +24,10 @@ def kernel_calls(tr: Trace) -> list[Call]:
   if len(k) == 0:  # bare bundles: the loader track spans them
     lo = tr.ev[tr.ev["track"] == TRACKS.index("loader")]
     return [Call("bundle", int(lo["begin"].min()), int(lo["end"].max()), 1)] if len(lo) else []
-  launches = np.bincount(call_of(tr, k["begin"], tr.ev["begin"][tr.on("kernel", 1)]), minlength=len(k))
+  launches = np.bincount(call_of(k["begin"], tr.ev["begin"][tr.on("kernel", 1)]), minlength=len(k))
   return [Call(tr.names[n], int(b), int(e), int(c)) for n, b, e, c in zip(k["name"], k["begin"], k["end"], launches)]
 
-def call_of(tr: Trace, call_begins: np.ndarray, begins: np.ndarray) -> np.ndarray:
+def call_of(call_begins: np.ndarray, begins: np.ndarray) -> np.ndarray:
   """The call each event (by its begin cycle) falls in: calls lie end to end on the timeline."""
   return np.maximum(np.searchsorted(call_begins, begins, "right") - 1, 0)
 
@@ -64,7 +64,7 @@ def group_stats(tr: Trace, calls: list[Call], group_of_call: list[int]) -> list[
   for c, g in zip(calls, group_of_call):
     out[g].calls, out[g].launches, out[g].cycles = out[g].calls + 1, out[g].launches + c.launches, out[g].cycles + c.cycles
   ev, dur = tr.ev, tr.cycles
-  call = call_of(tr, np.array([c.begin for c in calls], np.uint64), ev["begin"])
+  call = call_of(np.array([c.begin for c in calls], np.uint64), ev["begin"])
   group = np.array(group_of_call)[call]
   for u in UNITS:
     m = tr.on(u, 0)
@@ -72,8 +72,10 @@ def group_stats(tr: Trace, calls: list[Call], group_of_call: list[int]) -> list[
   m = tr.on("sxu", 1)
   for (g, n), v in _sums(dur[m], group[m], ev["name"][m])[0].items(): out[g].stalls[tr.names[n]] = v
   m = tr.on("sxu", 0)
-  for (g, n), v in _sums(dur[m], group[m], ev["name"][m])[0].items(): out[g].mix_cycles[mnemonic(tr.names[n])] += v
-  for (g, n), v in _sums(dur[m], group[m], ev["name"][m])[1].items(): out[g].mix[mnemonic(tr.names[n])] += v
+  cycles, count = _sums(dur[m], group[m], ev["name"][m])
+  for (g, n), v in cycles.items():
+    out[g].mix_cycles[mnemonic(tr.names[n])] += v
+    out[g].mix[mnemonic(tr.names[n])] += count[(g, n)]
   cycles, count = _sums(dur[m], group[m], call[m], ev["pc"][m].astype(np.int64), ev["name"][m])
   for (g, c, pc, n), v in cycles.items():
     key = (calls[c].name, pc, tr.names[n])
