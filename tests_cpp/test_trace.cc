@@ -238,3 +238,58 @@ TEST_CASE("a run that fails keeps its trace up to the error") {
   CHECK(sxu.back().end <= 101);
   check_tiles(slices(log, Track::kLoader, 0), 0, 101);
 }
+
+namespace {
+// 255 iterations of a 2-instruction loop: about 1,000 cycles and 1,800 events traced.
+const char* kLoop = "LOOP_BEGIN count=255\nVZERO v0\nVZERO v1\nLOOP_END\nHALT\nEND\n";
+}  // namespace
+
+TEST_CASE(
+    "at the event cap recording stops at one cycle, the open slices are closed there, the run goes on") {
+  const Bundle b = assemble(kLoop);
+  const RunResult plain = run_bundle(b);
+  TraceLog log;
+  log.max_events = 100;
+  const RunResult traced = run_bundle(b, {}, &log);
+  CHECK(traced.output() == plain.output());
+  REQUIRE(log.stopped_at());
+  const uint64_t stop = *log.stopped_at();
+  CHECK(stop > 20);
+  CHECK(stop < plain.cycles);
+  // Beyond the cap only the slices open at the stop: one per track at most, and the MXU dispatch.
+  CHECK(log.events().size() >= 100);
+  CHECK(log.events().size() <= 100 + kNumTracks + 1);
+  for (const TraceEvent& e : log.events()) CHECK(e.end <= stop);
+  check_tiles(slices(log, Track::kLoader, 0), 0, stop);  // [0, stop) is whole
+  check_tiles(slices(log, Track::kSxu, 0), 2 * 5 + 3, stop);
+  CHECK(log.base == plain.cycles);
+  CHECK(!log.recording());
+  // Later runs go untraced and keep the timeline.
+  const size_t n = log.events().size();
+  CHECK(run_bundle(b, {}, &log).output() == plain.output());
+  CHECK(log.events().size() == n);
+  CHECK(log.base == 2 * plain.cycles);
+}
+
+TEST_CASE("a cycle window keeps the slices overlapping it, clipped to it; paused records nothing") {
+  const Bundle add = assemble(test::read_file(std::string(TINYTPU_KERNELS_DIR) + "/seed/add_16.tasm"));
+  TraceLog log;
+  log.window_begin = 40;
+  log.window_end = 60;
+  for (int i = 0; i < 3; ++i) run_bundle(add, {}, &log);  // 33 cycles each: the window is in the second
+  CHECK(log.base == 99);
+  CHECK(!log.recording());
+  REQUIRE(!log.events().empty());
+  for (const TraceEvent& e : log.events()) CHECK((e.begin >= 40 && e.end <= 60));
+  check_tiles(slices(log, Track::kLoader, 0), 40, 60);
+  CHECK(!log.stopped_at());
+
+  TraceLog paused;
+  paused.paused = true;
+  run_bundle(add, {}, &paused);
+  CHECK(paused.events().empty());
+  CHECK(paused.base == 33);
+  paused.paused = false;
+  run_bundle(add, {}, &paused);
+  CHECK(slices(paused, Track::kSxu, 0).front() == Slice{33 + 19, 33 + 22, "LOAD v0, VMEM[0]", 0});
+}

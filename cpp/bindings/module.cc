@@ -46,6 +46,13 @@ PYBIND11_MODULE(_core, m) {
   py::class_<TraceLog>(m, "TraceLog")
       .def(py::init<>())
       .def_readonly("base", &TraceLog::base)
+      .def_readonly_static("DEFAULT_MAX_EVENTS", &TraceLog::kDefaultMaxEvents)
+      .def_readwrite("max_events", &TraceLog::max_events)
+      .def_readwrite("window_begin", &TraceLog::window_begin)
+      .def_readwrite("window_end", &TraceLog::window_end)
+      .def_readwrite("paused", &TraceLog::paused)
+      .def_property_readonly("stopped_at", &TraceLog::stopped_at)
+      .def_property_readonly("num_events", [](const TraceLog& t) { return t.events().size(); })
       .def_property_readonly("names", &TraceLog::names)
       .def_property_readonly("events", [](const TraceLog& t) {  // raw TraceEvent records
         return py::bytes(reinterpret_cast<const char*>(t.events().data()),

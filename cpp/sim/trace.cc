@@ -24,12 +24,24 @@ uint32_t TraceLog::name(const char* literal, int index) {
   return static_ids_[key] = intern(full);
 }
 
+void TraceLog::record(TraceEvent e, bool may_stop) {
+  const uint64_t stop = std::min(window_end, stopped_at_.value_or(UINT64_MAX));
+  if (paused || e.begin >= stop || (e.begin < window_begin && e.end <= window_begin)) return;
+  if (may_stop && max_events && !stopped_at_ && events_.size() >= max_events) {
+    stopped_at_ = e.begin;  // what the run recorded from here on is dropped at end_run
+    return;
+  }
+  e.begin = std::max(e.begin, window_begin);
+  e.end = std::min(e.end, stop);
+  events_.push_back(e);
+}
+
 void TraceLog::slice(Track t, int depth, uint64_t begin, uint64_t end, uint32_t name, int pc) {
-  events_.push_back({base + begin, base + end, name, int16_t(pc), uint8_t(t), uint8_t(depth)});
+  record({base + begin, base + end, name, int16_t(pc), uint8_t(t), uint8_t(depth)});
 }
 
 void TraceLog::span(Track t, int depth, uint64_t begin, uint64_t end, uint32_t name) {
-  events_.push_back({begin, end, name, -1, uint8_t(t), uint8_t(depth)});
+  record({begin, end, name, -1, uint8_t(t), uint8_t(depth)}, false);
 }
 
 void TraceLog::state(Track t, int depth, uint64_t cycle, uint32_t name, int pc) {
@@ -44,7 +56,7 @@ void TraceLog::state(Track t, int depth, uint64_t cycle, uint32_t name, int pc) 
 
 void TraceLog::close_state(Track t) {
   std::optional<TraceEvent>& o = open_[size_t(t)];
-  if (o) events_.push_back(*o);
+  if (o) record(*o);
   o.reset();
 }
 
@@ -65,16 +77,22 @@ void TraceLog::mxu_started(uint64_t first_busy_cycle, uint32_t name, int pc) {
 
 void TraceLog::mxu_done(uint64_t cycle) {
   mxu_->end = base + cycle + 1;
-  events_.push_back(*mxu_);
+  record(*mxu_);
   mxu_.reset();
 }
 
 void TraceLog::end_run(uint64_t cycles) {
   for (int t = 0; t < kNumTracks; ++t) close_state(Track(t));
   if (mxu_) mxu_done(cycles - 1);
-  const uint64_t stop = base + cycles;
+  const uint64_t stop = std::min(base + cycles, stopped_at_.value_or(UINT64_MAX));
+  // Slices reported before the one that reached the cap (a VPU op at its dispatch, after the FETCH of
+  // the instruction that retired later) may begin after the stop.
+  if (stopped_at_)
+    events_.erase(std::remove_if(events_.begin() + run_first_event_, events_.end(),
+                                 [&](const TraceEvent& e) { return e.begin >= stop; }),
+                  events_.end());
   for (size_t i = run_first_event_; i < events_.size(); ++i) events_[i].end = std::min(events_[i].end, stop);
-  base = stop;
+  base += cycles;
 }
 
 }  // namespace tinytpu

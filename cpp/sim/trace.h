@@ -33,16 +33,31 @@ static_assert(sizeof(TraceEvent) == 24, "python/tinytpu/events.py reads this lay
 // per-cycle path is compiled without tracing then (TensorCore::tick<false>), and each dispatch site
 // tests the pointer once. Runs are laid end to end: a run's cycle c is at base + c on the timeline, and
 // end_run() moves base past the run.
+//
+// What is kept is bounded: at most max_events events (0: no cap), then recording stops for good at the
+// cycle reached (stopped_at()); the slices still open there are closed at it, so the trace covers
+// [0, stopped_at) whole. Only slices overlapping [window_begin, window_end) are kept, clipped to it, and
+// none while paused. A run started while !recording() goes untraced (run_bundle) and skip()s the timeline.
 class TraceLog {
  public:
+  static constexpr size_t kDefaultMaxEvents = 4'000'000;  // 96 MB here, about 500 MB of Chrome JSON
   uint64_t base = 0;
+  size_t max_events = kDefaultMaxEvents;
+  uint64_t window_begin = 0, window_end = UINT64_MAX;
+  bool paused = false;
+
+  bool recording() const { return !paused && !stopped_at_ && base < window_end; }
+  std::optional<uint64_t> stopped_at() const { return stopped_at_; }
+  void skip(uint64_t cycles) { base += cycles; }  // an untraced run
 
   uint32_t intern(std::string_view name);
   // A name with static storage (a literal, a name from an opcode table), optionally with "[index]"
   // appended: cached by address, so the per-cycle reports build no strings.
   uint32_t name(const char* literal, int index = -1);
   void slice(Track t, int depth, uint64_t begin, uint64_t end, uint32_t name, int pc = -1);  // run cycles
-  void span(Track t, int depth, uint64_t begin, uint64_t end, uint32_t name);  // timeline cycles
+  // Timeline cycles. An enclosing slice (a kernel, a launch) never stops recording: it is kept, clipped,
+  // when it began before the stop.
+  void span(Track t, int depth, uint64_t begin, uint64_t end, uint32_t name);
   // One cycle of a per-cycle state (a stall, an MXU phase, a testbench phase): consecutive cycles with
   // the same state coalesce into one slice.
   void state(Track t, int depth, uint64_t cycle, uint32_t name, int pc = -1);
@@ -51,7 +66,7 @@ class TraceLog {
 
   void begin_run();
   // Closes what is still open (an MXU dispatch the program never waited for) and clips every slice of
-  // the run to its `cycles`, then advances base.
+  // the run to its `cycles` (and drops what began after a stop), then advances base.
   void end_run(uint64_t cycles);
 
   // An MXU dispatch is a depth-0 slice from its first busy cycle to the cycle it reaches Done.
@@ -63,6 +78,8 @@ class TraceLog {
 
  private:
   void close_state(Track t);
+  // Keeps `e` if it lies in what is recorded (clipped to it); at the cap, stops recording at e's begin.
+  void record(TraceEvent e, bool may_stop = true);
 
   std::vector<TraceEvent> events_;
   std::vector<std::string> names_;
@@ -72,6 +89,7 @@ class TraceLog {
   std::array<int64_t, TensorCoreConfig::kProgDepth> pc_names_{};
   std::optional<TraceEvent> mxu_;  // the running dispatch
   size_t run_first_event_ = 0;
+  std::optional<uint64_t> stopped_at_;
 };
 
 }  // namespace tinytpu
