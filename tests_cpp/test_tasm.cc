@@ -114,3 +114,57 @@ TEST_CASE("wire comments and free layout (hardware.md §4.1)") {
   REQUIRE(b.records.size() == 3);
   CHECK(b.records[0].data[15] == 16);
 }
+
+TEST_CASE("directive addresses are range-checked like instruction operands, never wrapped") {
+  using Catch::Matchers::Contains;
+  // 2^32 once loaded VMEM[0] and -(2^32 - 2) output VMEM[2]: the int64 value was truncated to int.
+  CHECK_THROWS_WITH(assemble("VMEM[4294967296] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\nEND"),
+                    Contains("line 1") && Contains("VMEM address 4294967296 out of range (0..31)"));
+  CHECK_THROWS_WITH(assemble("HALT\nOUTPUT_VMEM VMEM[-4294967294]\nEND"),
+                    Contains("line 2") && Contains("VMEM address -4294967294 out of range (0..31)"));
+  CHECK_THROWS_WITH(assemble("HALT\nOUTPUT_ASRAM ASRAM[32]\nEND"), Contains("ASRAM address 32 out of range"));
+  CHECK_THROWS_WITH(assemble("WMEM[-1] = 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\nEND"),
+                    Contains("WMEM address -1 out of range"));
+  CHECK_THROWS_WITH(assemble("AMEM[99999999999999999999] = 0 0 0 0\nEND"),
+                    Contains("AMEM address 99999999999999999999 out of range"));
+  // The same in the numeric format, where the address is the record's second integer.
+  CHECK_THROWS_WITH(parse_wire("5 4294967296 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n4"),
+                    Contains("line 1") && Contains("VMEM address 4294967296 out of range (0..31)"));
+  CHECK_THROWS_WITH(parse_wire("2 7 0 0 0 0 0 0 0 0\n6 -4294967294\n4"),
+                    Contains("line 2") && Contains("VMEM address -4294967294 out of range (0..31)"));
+  CHECK_THROWS_WITH(parse_wire("7 32\n4"), Contains("ASRAM address 32 out of range"));
+  CHECK_THROWS_WITH(parse_wire("1 -1 0 0 0 0\n4"), Contains("AMEM address -1 out of range"));
+  CHECK_THROWS_WITH(parse_wire("0 99999999999999999999 0\n4"), Contains("is not a 32-bit integer"));
+  CHECK(assemble("HALT\nOUTPUT_VMEM VMEM[31]\nEND").records[1].addr == 31);
+  CHECK(parse_wire("6 31\n4").records[0].addr == 31);
+}
+
+TEST_CASE("every other parsed integer is range-checked, never wrapped") {
+  using Catch::Matchers::Contains;
+  const std::string zeros15 = " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0";
+  // Tile data: 2^32 + 5 would wrap to 5.
+  CHECK_THROWS_WITH(assemble("VMEM[0] = 4294967301" + zeros15 + "\nEND"),
+                    Contains("VMEM value 4294967301 out of range (-2147483648..2147483647)"));
+  CHECK_THROWS_WITH(assemble("VMEM[0] = -2147483649" + zeros15 + "\nEND"), Contains("out of range"));
+  CHECK(assemble("VMEM[0] = -2147483648" + zeros15 + "\nEND").records[0].data[0] == INT32_MIN);
+  CHECK_THROWS_WITH(parse_wire("5 0 4294967301" + zeros15 + "\n4"),
+                    Contains("tile value 4294967301 out of range"));
+  CHECK_THROWS_WITH(parse_wire("5 0 -9223372036854775809" + zeros15 + "\n4"), Contains("not a 32-bit integer"));
+  // WMEM data: 256 + 1 would be int8 1.
+  CHECK_THROWS_WITH(assemble("WMEM[0] = 257" + zeros15 + "\nEND"), Contains("int8 range"));
+  CHECK_THROWS_WITH(parse_wire("0 0 257" + zeros15 + "\n4"), Contains("int8 range"));
+  // Record types: 2^32 + 2 would be an instruction record.
+  CHECK_THROWS_WITH(parse_wire("4294967298 7 0 0 0 0 0 0 0 0\n4"),
+                    Contains("unknown bundle record type 4294967298"));
+  // Instruction fields and operands: 2^32 + 7 would be HALT, 2^32 + 3 vreg 3, 2^40 + 1 a loop count of 1.
+  CHECK_THROWS_WITH(parse_wire("2 4294967303 0 0 0 0 0 0 0 0\n4"), Contains("out of range"));
+  CHECK_THROWS_WITH(assemble("INSTR 4294967303 0 0 0 0 0 0 0 0\nEND"), Contains("does not fit 6 bits"));
+  CHECK_THROWS_WITH(assemble("LOAD v4294967299, VMEM[0]\nEND"), Contains("vreg v4294967299 out of range"));
+  CHECK_THROWS_WITH(assemble("LOOP_BEGIN count=1099511627777\nEND"), Contains("loop count 1099511627777 out"));
+  CHECK_THROWS_WITH(assemble("VFILL v1, imm=4294967041\nEND"), Contains("int8 immediate 4294967041 out of range"));
+  CHECK_THROWS_WITH(assemble("SET_REQUANT_CONFIG scale_mul=4294967298 scale_shift=0\nEND"),
+                    Contains("int32 immediate 4294967298 out of range"));
+  // The OUTPUT_MXU flag is a 32-bit integer in both formats.
+  CHECK_THROWS_WITH(assemble("OUTPUT_MXU 4294967296\nEND"), Contains("32-bit integer"));
+  CHECK_THROWS_WITH(parse_wire("3 4294967296\n4"), Contains("flag 4294967296 out of range"));
+}

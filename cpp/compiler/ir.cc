@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
-#include <sstream>
 
 namespace tinytpu::compiler {
 
@@ -131,6 +133,43 @@ int min_sources(Op op) {
   }
 }
 
+// One IR line's whitespace-separated words; a missing or malformed one is std::invalid_argument naming
+// the line. Words after the ones an op reads are ignored.
+struct Line {
+  std::string_view rest;
+  int number;
+
+  std::string_view word() {
+    size_t b = rest.find_first_not_of(" \t\r\f\v");
+    if (b == std::string_view::npos) return rest = {};
+    size_t e = std::min(rest.find_first_of(" \t\r\f\v", b), rest.size());
+    std::string_view w = rest.substr(b, e - b);
+    rest.remove_prefix(e);
+    return w;
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::invalid_argument("malformed kernel IR line " + std::to_string(number) + ": " + what);
+  }
+  // A decimal integer in [lo, hi]; no silent wrap of values outside it.
+  int64_t integer(const char* what, int64_t lo, int64_t hi) {
+    std::string_view w = word();
+    int64_t v = 0;
+    auto [end, err] = std::from_chars(w.data(), w.data() + w.size(), v);
+    if (w.empty() || err != std::errc() || end != w.data() + w.size() || v < lo || v > hi)
+      fail(std::string(what) + " '" + std::string(w) + "' is not an integer in " + std::to_string(lo) + ".." +
+           std::to_string(hi));
+    return v;
+  }
+  // Python's float.hex() (or any strtod spelling), rounded to float32 as the renderer's values are.
+  float float32(const char* what) {
+    std::string w(word());
+    char* end = nullptr;
+    double v = std::strtod(w.c_str(), &end);
+    if (w.empty() || *end) fail(std::string(what) + " '" + w + "' is not a number");
+    return float(v);
+  }
+};
+
 }  // namespace
 
 int dtype_bytes(DType d) { return row(d).bytes; }
@@ -145,66 +184,59 @@ const char* op_name(Op op) { return kOpNames[int(op)]; }
 
 Kernel parse_kernel(std::string_view text) {
   Kernel k;
-  std::istringstream in{std::string(text)};
-  std::string line;
   int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty()) continue;
-    std::istringstream ls(line);
-    std::string op, dt;
-    ls >> op;
+  for (size_t start = 0; start < text.size();) {
+    size_t nl = std::min(text.find('\n', start), text.size());
+    Line ln{text.substr(start, nl - start), ++lineno};
+    start = nl + 1;
+    std::string_view op = ln.word();
+    if (op.empty()) continue;
     if (op == "KERNEL") {
-      std::string flag;
-      ls >> k.name >> flag;
-      k.fast_math = flag == "fastmath";
+      k.name = std::string(ln.word());
+      k.fast_math = ln.word() == "fastmath";
       continue;
     }
-    ls >> dt;
+    std::string_view dt = ln.word();
+    if (dt.empty()) ln.fail("no dtype");
     Node n;
-    auto it = std::find_if(std::begin(kOpNames), std::end(kOpNames), [&](const char* s) { return op == s; });
+    auto it = std::find(std::begin(kOpNames), std::end(kOpNames), op);
     if (it == std::end(kOpNames))
-      throw Unsupported("TINYTPU cannot lower op " + op + " (dtype " + dt + ") in kernel " + k.name);
+      throw Unsupported("TINYTPU cannot lower op " + std::string(op) + " (dtype " + std::string(dt) +
+                        ") in kernel " + k.name);
     n.op = Op(it - std::begin(kOpNames));
-    n.dtype_text = dt;
+    n.dtype_text = std::string(dt);
     n.dtype = DType::kOther;
     for (const auto& r : kDTypes)
       if (dt == r.code) n.dtype = r.d;
     if (n.dtype == DType::kOther)
-      throw Unsupported("TINYTPU has no lanes for dtype " + dt + " (op " + op + ") in kernel " + k.name);
-    int nsrc = 0;
-    ls >> nsrc;
-    n.src.resize(nsrc);
-    for (int& s : n.src) ls >> s;
-    std::string a0, a1;
+      throw Unsupported("TINYTPU has no lanes for dtype " + n.dtype_text + " (op " + std::string(op) +
+                        ") in kernel " + k.name);
+    int64_t nsrc = ln.integer("source count", 0, INT32_MAX);
+    for (int64_t i = 0; i < nsrc; ++i)
+      n.src.push_back(int(ln.integer("source", 0, int64_t(k.nodes.size()) - 1)));
+    if (int(n.src.size()) < min_sources(n.op))
+      ln.fail(std::string(op) + " needs " + std::to_string(min_sources(n.op)) + " sources");
     if (n.op == Op::CONST) {
-      ls >> a0;
       if (is_float(n.dtype)) {
-        double v = std::strtod(a0.c_str(), nullptr);
-        float f = float(v);
+        float f = ln.float32("float constant");
         std::memcpy(&n.fbits, &f, 4);
       } else {
-        n.ivalue = std::stoll(a0);
+        n.ivalue = ln.integer("integer constant", INT64_MIN, INT64_MAX);
       }
     } else if (n.op == Op::PARAM) {
-      ls >> n.ivalue >> a1;
-      n.global = a1 == "GLOBAL";
+      n.ivalue = ln.integer("parameter slot", 0, INT32_MAX);
+      n.global = ln.word() == "GLOBAL";
     } else if (n.op == Op::RANGE) {
-      ls >> n.ivalue >> a1;
-      n.reduce = a1 == "REDUCE";
+      n.ivalue = ln.integer("range axis", 0, INT32_MAX);
+      n.reduce = ln.word() == "REDUCE";
     } else if (n.op == Op::BUFFER) {
-      ls >> a0;
-      if (a0 != "REG") throw Unsupported("TINYTPU has no " + a0 + " memory (kernel " + k.name + ")");
+      std::string_view space = ln.word();
+      if (space != "REG")
+        throw Unsupported("TINYTPU has no " + std::string(space) + " memory (kernel " + k.name + ")");
     }
-    for (int src : n.src)
-      if (src < 0 || src >= int(k.nodes.size()))
-        throw std::invalid_argument("malformed kernel IR line " + std::to_string(lineno) + ": bad source " +
-                                    std::to_string(src));
-    if (int(n.src.size()) < min_sources(n.op))
-      throw std::invalid_argument("malformed kernel IR line " + std::to_string(lineno) + ": " + op +
-                                  " needs " + std::to_string(min_sources(n.op)) + " sources");
     if (!lowerable(n, k.fast_math))
-      throw Unsupported(std::string("TINYTPU cannot lower ") + op + " on " + dt + " in kernel " + k.name);
+      throw Unsupported("TINYTPU cannot lower " + std::string(op) + " on " + n.dtype_text + " in kernel " +
+                        k.name);
     k.nodes.push_back(std::move(n));
   }
   return k;

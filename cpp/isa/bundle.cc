@@ -1,6 +1,7 @@
 #include "isa/bundle.h"
 
 #include <cctype>
+#include <cerrno>
 #include <climits>
 #include <sstream>
 
@@ -34,8 +35,9 @@ struct WireReader {
         pos = end;
         at = line;
         char* rest = nullptr;
+        errno = 0;
         long long v = std::strtoll(tok.c_str(), &rest, 10);
-        if (*rest || tok.empty() || v < INT32_MIN || v > INT32_MAX)
+        if (*rest || tok.empty() || errno == ERANGE)
           throw AsmError("line " + std::to_string(line) + ": '" + tok + "' is not a 32-bit integer");
         value = v;
         return true;
@@ -43,14 +45,31 @@ struct WireReader {
     }
     return false;
   }
-  int64_t need(const char* what) {
+  // The next integer of the current record, which must lie in lo..hi.
+  int32_t need(const char* what, int64_t lo = INT32_MIN, int64_t hi = INT32_MAX) {
     int64_t v;
     int at;
     if (!next(v, at))
       throw AsmError("line " + std::to_string(line) + ": bundle ends inside a record (" + what + ")");
-    return v;
+    if (v < lo || v > hi)
+      throw AsmError("line " + std::to_string(at) + ": " + what + " " + std::to_string(v) +
+                     " out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    return int32_t(v);
   }
 };
+
+const char* space_name(RecordType t) {
+  switch (t) {
+    case RecordType::kWeightTile:
+      return "WMEM address";
+    case RecordType::kActTile:
+      return "AMEM address";
+    case RecordType::kOutputAsram:
+      return "ASRAM address";
+    default:
+      return "VMEM address";
+  }
+}
 
 }  // namespace
 
@@ -69,15 +88,15 @@ Bundle parse_wire(std::string_view text) {
       case 1:
       case 5: {
         r.type = RecordType(type);
-        r.addr = int(rd.need("address"));
+        r.addr = rd.need(space_name(r.type), 0, TensorCoreConfig::kDepth - 1);
         int n = type == 1 ? kRows : kTileElems;
-        for (int k = 0; k < n; ++k) r.data[k] = int32_t(rd.need("tile values"));
+        for (int k = 0; k < n; ++k) r.data[k] = rd.need("tile value");
         break;
       }
       case 2:
         r.type = RecordType::kInstr;
         for (const auto& f : kFields) {
-          int64_t v = rd.need("instruction fields");
+          int64_t v = rd.need("instruction field");
           if (v < 0 || v >= (int64_t(1) << f.width))
             throw AsmError("line " + std::to_string(line) + ": instruction field " + f.name + " = " +
                            std::to_string(v) + " does not fit " + std::to_string(f.width) + " bits");
@@ -85,10 +104,13 @@ Bundle parse_wire(std::string_view text) {
         }
         break;
       case 3:
+        r.type = RecordType::kOutputMxu;
+        r.addr = rd.need("flag");
+        break;
       case 6:
       case 7:
         r.type = RecordType(type);
-        r.addr = int(rd.need(type == 3 ? "flag" : "address"));
+        r.addr = rd.need(space_name(r.type), 0, TensorCoreConfig::kDepth - 1);
         break;
       case 4:
         ended = true;

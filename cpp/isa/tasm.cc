@@ -2,6 +2,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include "isa/sxu_ops.h"
 #include "isa/vpu_ops.h"
+#include "sim/config.h"
 #include "sim/errors.h"
 
 namespace tinytpu {
@@ -47,15 +49,17 @@ bool iequal(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
+// A decimal integer. Magnitudes past 2^40 saturate there: outside every range a caller checks, so a
+// huge value is reported as out of range instead of wrapping into it.
 std::optional<int64_t> parse_int(std::string_view s) {
+  constexpr int64_t kSaturated = int64_t(1) << 40;
   if (s.empty()) return std::nullopt;
   size_t i = s[0] == '-' || s[0] == '+';
   if (i == s.size()) return std::nullopt;
   int64_t v = 0;
   for (; i < s.size(); ++i) {
     if (!std::isdigit(uint8_t(s[i]))) return std::nullopt;
-    v = v * 10 + (s[i] - '0');
-    if (v > (int64_t(1) << 40)) return std::nullopt;
+    v = std::min(v * 10 + (s[i] - '0'), kSaturated);
   }
   return s[0] == '-' ? -v : v;
 }
@@ -371,14 +375,17 @@ std::string upper(std::string s) {
   return s;
 }
 
-// "NAME [ n ]" at toks[pos..]; returns n.
-int64_t expect_mem(const std::vector<std::string>& t, size_t& pos, const char* name) {
+// "NAME [ n ]" at toks[pos..]; returns the address n, range-checked like an instruction's addr operand.
+int expect_mem(const std::vector<std::string>& t, size_t& pos, const char* name) {
   if (pos + 3 >= t.size() || !iequal(t[pos], name) || t[pos + 1] != "[" || t[pos + 3] != "]")
     throw ParseError{std::string("expected ") + name + "[N]"};
   auto v = parse_int(t[pos + 2]);
   if (!v) throw ParseError{std::string("expected ") + name + "[N]"};
+  if (*v < 0 || *v >= TensorCoreConfig::kDepth)
+    throw ParseError{std::string(name) + " address " + t[pos + 2] + " out of range (0.." +
+                     std::to_string(TensorCoreConfig::kDepth - 1) + ")"};
   pos += 4;
-  return *v;
+  return int(*v);
 }
 
 }  // namespace
@@ -423,7 +430,7 @@ Bundle assemble(std::string_view text) {
         r.type = kw == "VMEM"   ? RecordType::kVmemTile
                  : kw == "WMEM" ? RecordType::kWeightTile
                                 : RecordType::kActTile;
-        r.addr = int(expect_mem(toks, pos, kw.c_str()));
+        r.addr = expect_mem(toks, pos, kw.c_str());
         ++pos;
         size_t n = kw == "AMEM" ? kRows : kTileElems;
         if (toks.size() - pos != n)
@@ -431,19 +438,22 @@ Bundle assemble(std::string_view text) {
                            std::to_string(toks.size() - pos)};
         for (size_t k = 0; k < n; ++k) {
           auto v = parse_int(toks[pos + k]);
-          if (!v || *v < INT32_MIN || *v > INT32_MAX) throw ParseError{"bad value '" + toks[pos + k] + "'"};
+          if (!v) throw ParseError{"bad value '" + toks[pos + k] + "'"};
+          if (*v < INT32_MIN || *v > INT32_MAX)
+            throw ParseError{kw + " value " + toks[pos + k] + " out of range (" + std::to_string(INT32_MIN) +
+                             ".." + std::to_string(INT32_MAX) + ")"};
           r.data[k] = int32_t(*v);
         }
       } else if (kw == "OUTPUT_MXU" && toks.size() <= 2) {  // optional flag, as record type 3 carries one
         r.type = RecordType::kOutputMxu;
         auto flag = toks.size() == 2 ? parse_int(toks[1]) : std::optional<int64_t>(1);
         if (!flag || *flag < INT32_MIN || *flag > INT32_MAX)
-          throw ParseError{"OUTPUT_MXU flag must be an integer"};
+          throw ParseError{"OUTPUT_MXU flag must be a 32-bit integer"};
         r.addr = int(*flag);
       } else if (kw == "OUTPUT_VMEM" || kw == "OUTPUT_ASRAM") {
         pos = 1;
         r.type = kw == "OUTPUT_VMEM" ? RecordType::kOutputVmem : RecordType::kOutputAsram;
-        r.addr = int(expect_mem(toks, pos, kw == "OUTPUT_VMEM" ? "VMEM" : "ASRAM"));
+        r.addr = expect_mem(toks, pos, kw == "OUTPUT_VMEM" ? "VMEM" : "ASRAM");
         if (pos != toks.size()) throw ParseError{"unexpected '" + toks[pos] + "'"};
       } else if (kw == "END" && toks.size() == 1) {
         ended = true;

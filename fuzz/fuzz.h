@@ -1,0 +1,23 @@
+// Shared by the libFuzzer targets. Each target feeds one front door arbitrary bytes; the project's own
+// error types are the clean rejections it catches. Anything else is a finding libFuzzer reports with
+// the input: an escaping exception (std::terminate), a sanitizer report, a timeout, or broken_invariant.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+namespace tinytpu::fuzz {
+
+inline std::string_view text(const uint8_t* data, size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+// An input was accepted but a property that must hold for it does not.
+[[noreturn]] inline void broken_invariant(const std::string& what) {
+  std::fprintf(stderr, "broken invariant: %s\n", what.c_str());
+  std::abort();
+}
+
+}  // namespace tinytpu::fuzz

@@ -1,0 +1,15 @@
+// The TASM assembler. Clean rejection: AsmError. An accepted program must also pass validate().
+#include "fuzz.h"
+#include "isa/tasm.h"
+#include "sim/errors.h"
+
+using namespace tinytpu;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    Bundle b = assemble(fuzz::text(data, size));
+    validate(b);
+  } catch (const AsmError&) {
+  }
+  return 0;
+}
