@@ -8,7 +8,7 @@ CPP_BUILD := build/cpp
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
 TINYGRAD_SDIST := $(UPSTREAM_CACHE)/tinygrad-0.14.0.tar.gz
 
-.PHONY: deps install cpp-build test test-cpp test-py test-upstream demo bench clean format
+.PHONY: deps install cpp-build test test-cpp test-py test-upstream test-upstream-full demo bench clean format
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -24,8 +24,9 @@ deps:
 	  && $(PYTHON) -c "import pybind11, scikit_build_core, numpy, pytest, hypothesis" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q $(PY_PACKAGES)
 
+# An explicit build directory keeps rebuilds incremental; a plain `pip install .` builds in a temporary one.
 install: deps
-	$(PYTHON) -m pip install -q --no-build-isolation --no-deps .
+	$(PYTHON) -m pip install -q --no-build-isolation --no-deps --config-settings=build-dir=build/wheel .
 
 cpp-build: deps
 	cmake -S . -B $(CPP_BUILD) -DCMAKE_BUILD_TYPE=Release -DTINYTPU_BUILD_PYTHON=OFF >/dev/null
@@ -46,6 +47,13 @@ test-upstream: install $(TINYGRAD_SDIST)
 	rm -rf build/upstream && mkdir -p build/upstream
 	tar -xzf $(TINYGRAD_SDIST) -C build/upstream tinygrad-0.14.0/test/test_tiny.py
 	cd build/upstream/tinygrad-0.14.0 && DEV=TINYTPU $(PYTHON) -m pytest -q -p no:cacheprovider test/test_tiny.py
+
+# tinygrad's test/backend and test/models from a tinygrad checkout (slow tests included), each file in its own process,
+# against the expected failures and skips kept in tests_upstream/expected.tsv. Hours long, so not part of `make test`.
+test-upstream-full: install
+	@test -d "$(TINYGRAD_TESTS)/test/backend" || { echo "usage: make test-upstream-full TINYGRAD_TESTS=<tinygrad source checkout>"; exit 2; }
+	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==2.13.0
+	$(PYTHON) tests_upstream/run.py $(TINYGRAD_TESTS) -j $(JOBS)
 
 test: test-cpp test-py test-upstream
 

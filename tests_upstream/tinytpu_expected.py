@@ -1,0 +1,94 @@
+# pytest plugin (-p tinytpu_expected) for tinygrad's own test files run on TINYTPU.
+# It marks the tests listed in expected.tsv (xfail, skip, or timeout: skipped unless TINYTPU_UPSTREAM_RUN_TIMEOUTS=1),
+# appends one JSON line per test to $TINYTPU_UPSTREAM_LOG (a line when a test starts, so a runner can name the test a
+# dead process was in), and fails the session on a new failure or an unexpected pass.
+import json, os, pathlib, time
+import pytest
+
+EXPECTED_TSV = pathlib.Path(__file__).with_name("expected.tsv")
+OUTCOMES = ("xfail", "skip", "timeout")
+SEVERITY = ("passed", "skipped", "xfailed", "xpassed", "failed")
+WATCHDOG = int(os.getenv("TEST_TIMEOUT", "300"))  # upstream's conftest aborts a test after this many seconds
+
+def load_expected(path=EXPECTED_TSV) -> dict[str, tuple[str, str]]:
+  expected = {}
+  for n, line in enumerate(pathlib.Path(path).read_text().splitlines(), 1):
+    if not line.strip() or line.startswith("#"): continue
+    fields = line.split("\t")
+    if len(fields) != 3 or fields[1] not in OUTCOMES or not fields[2].strip():
+      raise ValueError(f"{path}:{n}: want 'nodeid<TAB>{'|'.join(OUTCOMES)}<TAB>reason', got {line!r}")
+    if fields[0] in expected: raise ValueError(f"{path}:{n}: {fields[0]} listed twice")
+    expected[fields[0]] = (fields[1], fields[2])
+  return expected
+
+def outcome_of(report) -> str | None:
+  if report.when == "call" or (report.when == "setup" and not report.passed) or (report.when == "teardown" and report.failed):
+    if hasattr(report, "wasxfail"): return "xpassed" if report.passed else "xfailed"
+    return report.outcome
+  return None
+
+def is_unexpected_pass(outcome: str, duration: float, expected_outcome: str) -> bool:
+  # a listed xfail that passed, or a listed timeout that passed within the watchdog (run with TINYTPU_UPSTREAM_RUN_TIMEOUTS=1)
+  return outcome == "xpassed" or (outcome == "passed" and expected_outcome == "timeout" and duration < WATCHDOG)
+
+def short_message(report) -> str:
+  if report.skipped and isinstance(report.longrepr, tuple): return report.longrepr[2]
+  text = getattr(report, "wasxfail", "") if report.outcome != "failed" else str(report.longrepr)
+  lines = [l for l in text.splitlines() if l.startswith("E ")] or text.splitlines() or [""]
+  return lines[-1].removeprefix("E").strip()[:300]
+
+class ExpectedFailures:
+  def __init__(self):
+    self.expected = load_expected()
+    self.log = open(os.environ["TINYTPU_UPSTREAM_LOG"], "a") if os.getenv("TINYTPU_UPSTREAM_LOG") else None
+    self.run_timeouts = os.getenv("TINYTPU_UPSTREAM_RUN_TIMEOUTS") == "1"
+    self.current: dict[str, tuple[str, float, str]] = {}
+    self.counts: dict[str, int] = {}
+    self.new_failures: list[tuple[str, str]] = []
+    self.unexpected_passes: list[str] = []
+
+  def write(self, **record):
+    if self.log is None: return
+    self.log.write(json.dumps(record) + "\n")
+    self.log.flush()
+
+  def pytest_collection_modifyitems(self, items):
+    for item in items:
+      outcome, reason = self.expected.get(item.nodeid, (None, None))
+      if outcome == "xfail": item.add_marker(pytest.mark.xfail(reason=reason, strict=False))
+      elif outcome == "skip" or (outcome == "timeout" and not self.run_timeouts): item.add_marker(pytest.mark.skip(reason=f"{outcome}: {reason}"))
+
+  def pytest_runtest_logstart(self, nodeid):
+    self.write(nodeid=nodeid, event="start", time=time.time())
+
+  def pytest_runtest_logreport(self, report):
+    # a test's outcome is the worst of its reports: its call (or a setup that did not pass, or a failing teardown) and
+    # any unittest subTest, which reports under the same nodeid
+    outcome = outcome_of(report)
+    if outcome is None: return
+    worst, duration, message = self.current.get(report.nodeid, ("passed", 0.0, ""))
+    if SEVERITY.index(outcome) >= SEVERITY.index(worst): worst, message = outcome, short_message(report)
+    self.current[report.nodeid] = (worst, duration + report.duration, message)
+
+  def pytest_runtest_logfinish(self, nodeid):
+    outcome, duration, message = self.current.pop(nodeid, ("passed", 0.0, ""))
+    self.counts[outcome] = self.counts.get(outcome, 0) + 1
+    expected_outcome = self.expected.get(nodeid, ("",))[0]
+    if outcome == "failed" and not expected_outcome: self.new_failures.append((nodeid, message))
+    if is_unexpected_pass(outcome, duration, expected_outcome): self.unexpected_passes.append(nodeid)
+    self.write(nodeid=nodeid, event="end", outcome=outcome, duration=round(duration, 3), message=message)
+
+  def pytest_sessionfinish(self, session):
+    # listed failures do not fail the session (a failing subTest of a listed test is not turned into an xfail by pytest)
+    if session.exitstatus in (0, 1): session.exitstatus = 1 if self.new_failures or self.unexpected_passes else 0
+
+  def pytest_terminal_summary(self, terminalreporter):
+    tr = terminalreporter
+    for nodeid, message in self.new_failures: tr.write_line(f"NEW FAILURE {nodeid}: {message}")
+    for nodeid in self.unexpected_passes: tr.write_line(f"UNEXPECTED PASS {nodeid} (remove it from tests_upstream/expected.tsv)")
+    c = self.counts
+    tr.write_line(f"tinytpu upstream: {c.get('passed', 0)} passed, {c.get('xfailed', 0)} xfailed, {c.get('skipped', 0)} skipped, "
+                  f"{len(self.new_failures)} new failures, {len(self.unexpected_passes)} unexpected passes")
+
+def pytest_configure(config):
+  config.pluginmanager.register(ExpectedFailures(), "tinytpu_expected_failures")
