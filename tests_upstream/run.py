@@ -50,13 +50,15 @@ def run_file(stage_dir: pathlib.Path, test_file: str, log_dir: pathlib.Path, pyt
   return [r for r in read_log(log) if r["event"] == "end"] + dead
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__)
+  parser = argparse.ArgumentParser(description="tinygrad's test/backend and test/models on TINYTPU against tests_upstream/expected.tsv",
+                                   usage="%(prog)s [options] checkout [-- pytest arguments]")
   parser.add_argument("checkout", type=pathlib.Path, help="a tinygrad source checkout (with test/backend, test/models)")
   parser.add_argument("--files", nargs="*", help="test files relative to the checkout (default: test/backend and test/models)")
   parser.add_argument("-j", "--jobs", type=int, default=1, help="test files run at once (default 1)")
   parser.add_argument("--work", type=pathlib.Path, default=pathlib.Path("build/upstream-full"), help="staging and log directory")
-  parser.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
-  args = parser.parse_args()
+  argv = sys.argv[1:]
+  split = argv.index("--") if "--" in argv else len(argv)
+  args, pytest_args = parser.parse_args(argv[:split]), argv[split + 1:]
   checkout = args.checkout.resolve()
   if not (checkout / "test" / "backend").is_dir(): parser.error(f"{checkout} is not a tinygrad checkout: it has no test/backend")
   if args.jobs < 1: parser.error("--jobs must be at least 1")
@@ -68,7 +70,7 @@ def main():
   expected = load_expected()
   results: list[dict] = []
   with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-    futures = {pool.submit(run_file, stage_dir.resolve(), f, log_dir.resolve(), args.pytest_args): f for f in files}
+    futures = {pool.submit(run_file, stage_dir.resolve(), f, log_dir.resolve(), pytest_args): f for f in files}
     for future in concurrent.futures.as_completed(futures):
       file_results = future.result()
       results += file_results
