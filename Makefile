@@ -8,7 +8,7 @@ CPP_BUILD := build/cpp
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
 TINYGRAD_SDIST := $(UPSTREAM_CACHE)/tinygrad-0.14.0.tar.gz
 
-.PHONY: deps install cpp-build test test-cpp test-py test-upstream test-upstream-full demo bench clean format
+.PHONY: deps install cpp-build test test-cpp test-py test-upstream test-upstream-full random-programs demo bench clean format
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -54,6 +54,12 @@ test-upstream-full: install
 	@test -d "$(TINYGRAD_TESTS)/test/backend" || { echo "usage: make test-upstream-full TINYGRAD_TESTS=<tinygrad source checkout>"; exit 2; }
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==2.13.0
 	$(PYTHON) tests_upstream/run.py $(TINYGRAD_TESTS) -j $(JOBS)
+
+# Random differential programs, each in its own process (make test runs seeds 0-199): a long local run.
+COUNT ?= 5000
+SEED ?= 0
+random-programs: install
+	$(PYTHON) harness/random_programs.py --count $(COUNT) --seed $(SEED) --jobs $(JOBS)
 
 test: test-cpp test-py test-upstream
 
