@@ -47,6 +47,7 @@ test-upstream: install $(TINYGRAD_SDIST)
 	rm -rf build/upstream && mkdir -p build/upstream
 	tar -xzf $(TINYGRAD_SDIST) -C build/upstream tinygrad-0.14.0/test/test_tiny.py
 	cd build/upstream/tinygrad-0.14.0 && DEV=TINYTPU $(PYTHON) -m pytest -q -p no:cacheprovider test/test_tiny.py
+	$(PYTHON) -m pytest -q -p no:cacheprovider tests_upstream/test_run.py
 
 # tinygrad's test/backend and test/models from a tinygrad checkout (slow tests included), each file in its own process,
 # against the expected failures and skips kept in tests_upstream/expected.tsv. Hours long, so not part of `make test`.
