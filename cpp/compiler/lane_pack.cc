@@ -22,7 +22,10 @@ using LaneMap = std::array<LaneSrc, kLanes>;
 // packed trees made from the input's nodes.
 class Builder {
  public:
-  explicit Builder(const TileProgram& in) : in_(in), remap_(in.nodes.size(), -1) { out.mxu = in.mxu; }
+  explicit Builder(const TileProgram& in) : in_(in), remap_(in.nodes.size(), -1) {
+    out.mxu = in.mxu;
+    out.nodes.reserve(in.nodes.size());  // nodes are large: one allocation, not log n copies
+  }
   TileProgram out;
 
   int add(const TileNode& t) {

@@ -148,7 +148,12 @@ class Emitter {
  private:
   const TileProgram& p_;
   bool fast_math_;
-  std::vector<int> vreg_;                     // node -> vreg holding it in the current launch
+  std::vector<int> vreg_;                     // node -> vreg holding it in the current launch, or -1
+  // Nodes given a vreg in the current launch, and the (node, previous vreg) writes of the current
+  // event: resetting, cutting and rolling back touch only these, so emission stays linear in the
+  // program's size however long it is.
+  std::vector<int> bound_;
+  std::vector<std::pair<int, int>> undo_;
   std::vector<bool> spilled_;                 // node value saved in scratch by an earlier launch
   std::vector<std::pair<bool, int>> events_;  // (is a node, node or store index) in emission order
   std::vector<int> last_use_;                 // event position of the last read
@@ -163,7 +168,13 @@ class Emitter {
     cur_ = Launch{};
     busy_.reset();
     slot_.fill(kFree);
-    std::fill(vreg_.begin(), vreg_.end(), -1);
+    for (int n : bound_) vreg_[n] = -1;
+    bound_.clear();
+  }
+  void set_vreg(int node, int r) {
+    undo_.push_back({node, vreg_[node]});
+    vreg_[node] = r;
+    if (r >= 0) bound_.push_back(node);
   }
   void finish_launch() {
     if (cur_.program.empty() && cur_.drains.empty()) return;
@@ -180,7 +191,10 @@ class Emitter {
   // by emit(), take_out_slot() and alloc_vreg() (room for one STORE and one output per busy vreg)
   // guarantee this fits.
   void cut() {
-    for (int n = 0; n < int(vreg_.size()); ++n) {
+    std::vector<int> held(bound_);
+    std::sort(held.begin(), held.end());
+    held.erase(std::unique(held.begin(), held.end()), held.end());
+    for (int n : held) {
       if (vreg_[n] < 0 || last_use_[n] < pos_ || is_leaf(n)) continue;  // the current event may still read it
       int s = 0;
       while (slot_[s] == kOut) ++s;
@@ -191,24 +205,29 @@ class Emitter {
     }
     finish_launch();
   }
-  // Runs one event's emission as a transaction against the launch limits.
+  // Runs one event's emission as a transaction against the launch limits. An event only appends to
+  // the launch, so undoing it truncates.
   template <class Body>
   void transact(Body body) {
-    Launch saved_launch = cur_;
+    const Launch& l = cur_;
+    const size_t program = l.program.size(), fills = l.fills.size(), drains = l.drains.size(),
+                 mxu_fills = l.mxu_fills.size(), consts = consts_.size();
     auto saved_busy = busy_;
     auto saved_slots = slot_;
-    auto saved_vregs = vreg_;
-    size_t saved_consts = consts_.size();
+    undo_.clear();
     try {
       body();
       return;
     } catch (const NoRoom&) {
     }
-    cur_ = std::move(saved_launch);
+    cur_.program.resize(program);
+    cur_.fills.resize(fills);
+    cur_.drains.resize(drains);
+    cur_.mxu_fills.resize(mxu_fills);
+    consts_.resize(consts);
     busy_ = saved_busy;
     slot_ = saved_slots;
-    vreg_ = std::move(saved_vregs);
-    consts_.resize(saved_consts);
+    for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) vreg_[it->first] = it->second;
     cut();
     try {
       body();
@@ -294,16 +313,15 @@ class Emitter {
   }
   int operand(int node) {
     if (vreg_[node] >= 0) return vreg_[node];
-    if (is_leaf(node)) return vreg_[node] = fill_leaf(node);
-    if (!spilled_[node]) throw Unsupported("internal: operand not computed");
-    vreg_[node] = load_fill(node);
+    if (!is_leaf(node) && !spilled_[node]) throw Unsupported("internal: operand not computed");
+    set_vreg(node, is_leaf(node) ? fill_leaf(node) : load_fill(node));
     return vreg_[node];
   }
   void drop_dead(int node) {
     for (int o : {p_.nodes[node].a, p_.nodes[node].b, p_.nodes[node].c})
       if (o >= 0 && vreg_[o] >= 0 && last_use_[o] <= pos_) {
         release(vreg_[o]);
-        vreg_[o] = -1;
+        set_vreg(o, -1);
       }
   }
 
@@ -806,10 +824,10 @@ class Emitter {
         throw Unsupported(std::string("internal: no lowering for ") + op_name(n.op));
     }
     if (n.op != Op::CMPLT && n.op != Op::CMPNE && n.op != Op::CMPEQ && !is_float(n.dtype)) wrap(n.dtype, d);
-    vreg_[i] = d;
+    set_vreg(i, d);
     if (last_use_[i] < 0) {  // computed only for a store that a later store overwrote
       release(d);
-      vreg_[i] = -1;
+      set_vreg(i, -1);
     }
     drop_dead(i);
   }
@@ -842,7 +860,7 @@ class Emitter {
     for (auto [node, role] : parts)
       if (node >= 0 && vreg_[node] >= 0 && last_use_[node] <= pos_) {
         release(vreg_[node]);
-        vreg_[node] = -1;
+        set_vreg(node, -1);
       }
   }
 };

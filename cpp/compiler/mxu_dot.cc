@@ -32,12 +32,13 @@ class Fuser {
 
   void run() {
     std::vector<bool> absorbed(p_.nodes.size(), false);
+    const std::vector<bool> flat = flattens();
     for (int root = int(p_.nodes.size()) - 1; root >= 0; --root) {
-      if (absorbed[root] || !is_sum(root)) continue;
+      if (absorbed[root] || !flat[root]) continue;  // a sum that does not flatten may hold one that does
       std::vector<int> adds;
       std::vector<Term> terms;
-      if (!collect(root, root, adds, terms)) continue;  // an inner sum may still qualify
-      for (int a : adds) absorbed[a] = true;            // its inner sums have the same lanes and fewer terms
+      collect(root, adds, terms);
+      for (int a : adds) absorbed[a] = true;  // its inner sums have the same lanes and fewer terms
       auto values = terms.size() < 2 ? std::nullopt : read(terms, uses_.live[root]);
       if (values) rewrite(root, adds, terms, *values);
     }
@@ -70,28 +71,47 @@ class Fuser {
     return std::nullopt;
   }
 
-  // Flattens the ADD tree under root into product terms; every inner node must be used only here.
+  // Whether collect() succeeds at each node, bottom-up in program order (operands come first), so
+  // finding the roots is linear: retrying every inner sum of a failed chain would be quadratic.
+  std::vector<bool> flattens() const {
+    std::vector<bool> flat(p_.nodes.size(), false);
+    std::vector<int> via;  // unused here
+    auto part = [&](int parent, int c) {
+      if (is_sum(c) && uses_.count[c] == 1) return bool(flat[c]) && node(c).dtype == node(parent).dtype;
+      if (is_zero(c)) return true;
+      const TileNode& n = node(c);
+      return n.op == Op::MUL && n.dtype == node(parent).dtype && uses_.count[c] == 1 && factor(n.a, via) &&
+             factor(n.b, via);
+    };
+    for (int i = 0; i < int(p_.nodes.size()); ++i)
+      if (is_sum(i)) flat[i] = part(i, node(i).a) && (node(i).op == Op::NEG || part(i, node(i).b));
+    return flat;
+  }
+
+  // Flattens the ADD tree under a root that flattens() accepts into product terms, left to right.
   // (tinygrad writes b - x@y as b + (-(x0*y0) - x1*y1 - ...), so SUB and NEG carry a sign.)
-  bool collect(int i, int root, std::vector<int>& adds, std::vector<Term>& terms,
-               bool negated = false) const {
-    const TileNode& n = node(i);
-    if (is_sum(i) && (i == root || uses_.count[i] == 1)) {
-      adds.push_back(i);
-      if (n.op == Op::NEG) return collect(n.a, root, adds, terms, !negated);
-      return collect(n.a, root, adds, terms, negated) &&
-             collect(n.b, root, adds, terms, n.op == Op::SUB ? !negated : negated);
+  // An explicit stack: a reduce of n terms is a chain n deep.
+  void collect(int root, std::vector<int>& adds, std::vector<Term>& terms) const {
+    std::vector<std::pair<int, bool>> todo{{root, false}};  // (node, negated)
+    while (!todo.empty()) {
+      auto [i, negated] = todo.back();
+      todo.pop_back();
+      const TileNode& n = node(i);
+      if (is_sum(i) && (i == root || uses_.count[i] == 1)) {
+        adds.push_back(i);
+        if (n.op == Op::NEG) {
+          todo.push_back({n.a, !negated});
+        } else {
+          todo.push_back({n.b, n.op == Op::SUB ? !negated : negated});
+          todo.push_back({n.a, negated});
+        }
+      } else if (!is_zero(i)) {  // a reduce's initial value adds nothing; else a MUL term
+        Term t{i, -1, -1, {}, negated};
+        t.x = *factor(n.a, t.via);
+        t.y = *factor(n.b, t.via);
+        terms.push_back(t);
+      }
     }
-    if (is_zero(i)) return true;  // a reduce's initial value
-    if (n.op == Op::MUL && n.dtype == node(root).dtype && uses_.count[i] == 1) {
-      Term t{i, -1, -1, {}, negated};
-      auto x = factor(n.a, t.via), y = factor(n.b, t.via);
-      if (!x || !y) return false;
-      t.x = *x;
-      t.y = *y;
-      terms.push_back(t);
-      return true;
-    }
-    return false;
   }
 
   struct Values {
