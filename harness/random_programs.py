@@ -483,8 +483,9 @@ def warm_up():
     except RuntimeError: pass  # NULL has no copyout: the kernels ran
   assert threading.active_count() == 1, f"threads started before forking: {threading.enumerate()}"
 
-def run_forked(seeds, jobs: int, timeout: float, on_result=None) -> list[dict]:
-  """Each seed in a forked child (its own process group, killed on timeout); results come back through a pipe."""
+def run_forked(seeds, jobs: int, timeout: float, on_result=None, case=run_case) -> list[dict]:
+  """case(seed) in a forked child per seed (its own process group, killed on timeout); results come back through a
+  pipe. A child that dies by a signal or without a result is a crash, one past the timeout a hang."""
   results, pending, running = [], list(seeds)[::-1], {}
   errdir = tempfile.mkdtemp(prefix="random_programs_")
   while pending or running:
@@ -498,7 +499,7 @@ def run_forked(seeds, jobs: int, timeout: float, on_result=None) -> list[dict]:
         os.close(rfd)
         err = os.open(errfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(err, 1), os.dup2(err, 2)
-        data = pickle.dumps(run_case(seed))
+        data = pickle.dumps(case(seed))
         os.write(wfd, data)
         os._exit(0)
       os.close(wfd)

@@ -22,3 +22,20 @@ def test_random_programs_do_not_crash_hang_or_differ(tmp_path):
   bad = [r for r in results if r["status"] in MUST_NOT]
   assert not bad, out.stdout.splitlines()[0] + "\n" + "\n".join(
     f"{r['status']} seed {r['seed']}: {r['detail']}\n  python harness/random_programs.py --case {r['seed']}" for r in bad)
+
+SELF_TEST = """
+import json, os, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+import random_programs
+def case(seed):
+  if seed == 1: os.kill(os.getpid(), signal.SIGSEGV)
+  if seed == 2: time.sleep(60)
+  if seed == 3: os._exit(3)
+  return {"seed": seed, "status": "exact"}
+print(json.dumps({r["seed"]: r["status"] for r in random_programs.run_forked(range(5), 2, 2.0, case=case)}))
+"""
+
+def test_harness_reports_crashes_and_hangs_and_runs_on():
+  out = subprocess.run([sys.executable, "-c", SELF_TEST, str(HARNESS.parent)], capture_output=True, text=True, timeout=60)
+  assert out.returncode == 0, out.stderr
+  assert json.loads(out.stdout) == {"0": "exact", "1": "crash", "2": "hang", "3": "crash", "4": "exact"}
