@@ -22,18 +22,19 @@ def read_log(path: pathlib.Path) -> list[dict]:
 
 def run_file(stage_dir: pathlib.Path, test_file: str, log_dir: pathlib.Path, pytest_args: list[str]) -> list[dict]:
   log = log_dir / (test_file.replace("/", "_") + ".jsonl")
-  log.unlink(missing_ok=True)
-  env = {**os.environ, "DEV": "TINYTPU", "RUN_SLOW": "1", "TINYTPU_UPSTREAM_LOG": str(log),
+  done, out = log.with_suffix(".done"), log.with_suffix(".out")
+  for path in (log, done, out): path.unlink(missing_ok=True)
+  env = {**os.environ, "DEV": "TINYTPU", "RUN_SLOW": "1", "TINYTPU_UPSTREAM_LOG": str(log), "TINYTPU_UPSTREAM_DONE": str(done),
          "PYTHONPATH": os.pathsep.join([str(HERE), os.getenv("PYTHONPATH", "")])}
   dead: list[dict] = []
   while True:
     records = read_log(log)
     finished = {r["nodeid"] for r in records if r["event"] == "end"} | {r["nodeid"] for r in dead}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tinytpu_expected", test_file, *pytest_args]
-    cmd += [f"--deselect={nodeid}" for nodeid in sorted(finished)]
+    done.write_text("".join(nodeid + "\n" for nodeid in sorted(finished)))
     start = time.time()
     proc = subprocess.run(cmd, cwd=stage_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    (log_dir / (test_file.replace("/", "_") + ".out")).open("a").write(proc.stdout)
+    with out.open("a") as f: f.write(proc.stdout)
     if proc.returncode in (0, 1, 5): break
     records = read_log(log)
     ended = {r["nodeid"] for r in records if r["event"] == "end"}

@@ -16,6 +16,7 @@ class TestFake(unittest.TestCase):
     for i in range(3):
       with self.subTest(i=i): self.assertNotEqual(i, 1)
   def test_f_crash(self): os.abort()
+  def test_f_crash_prefixes_me(self): pass
   def test_g_watchdog(self):  # what upstream's conftest does to a test that runs past TEST_TIMEOUT
     time.sleep(float(os.environ["TEST_TIMEOUT"]) + 0.2)
     os.abort()
@@ -42,15 +43,15 @@ def test_new_failures_and_unexpected_passes(tmp_path):
   assert proc.returncode == 1, proc.stdout + proc.stderr
   assert results == {FAKE + "test_a_pass": "passed", FAKE + "test_b_new_failure": "failed", FAKE + "test_c_listed_failure": "xfailed",
                      FAKE + "test_d_listed_pass": "xpassed", FAKE + "test_e_subtest": "failed", FAKE + "test_f_crash": "crashed",
-                     FAKE + "test_g_watchdog": "timeout", FAKE + "test_h_listed_timeout": "skipped", FAKE + "test_i_after": "passed",
-                     "test/models/test_broken.py": "error"}
+                     FAKE + "test_f_crash_prefixes_me": "passed", FAKE + "test_g_watchdog": "timeout",
+                     FAKE + "test_h_listed_timeout": "skipped", FAKE + "test_i_after": "passed", "test/models/test_broken.py": "error"}
   lines = proc.stdout.splitlines()
   assert sorted(l.split(" [")[0] for l in lines if l.startswith("NEW FAILURE")) == [
     "NEW FAILURE " + n for n in (FAKE + "test_b_new_failure", FAKE + "test_e_subtest", FAKE + "test_f_crash", FAKE + "test_g_watchdog",
                                  "test/models/test_broken.py")]
   assert [l for l in lines if l.startswith("UNEXPECTED PASS")] == [f"UNEXPECTED PASS {FAKE}test_d_listed_pass (remove it from tests_upstream/expected.tsv)"]
   assert "No module named 'no_such_module'" in proc.stdout
-  assert lines[-1] == "tinytpu upstream: 2 passed, 1 xfailed, 1 skipped, 5 new failures, 1 unexpected passes"
+  assert lines[-1] == "tinytpu upstream: 3 passed, 1 xfailed, 1 skipped, 5 new failures, 1 unexpected passes"
 
 def test_everything_listed_passes(tmp_path):
   listed = [(FAKE + name, "xfail", "made up") for name in ("test_b_new_failure", "test_c_listed_failure", "test_e_subtest", "test_f_crash")]
@@ -58,7 +59,7 @@ def test_everything_listed_passes(tmp_path):
              ("test/models/test_broken.py", "xfail", "made up")]
   proc, results = run(tmp_path, listed)
   assert proc.returncode == 0, proc.stdout + proc.stderr
-  assert proc.stdout.splitlines()[-1] == "tinytpu upstream: 3 passed, 5 xfailed, 2 skipped, 0 new failures, 0 unexpected passes"
+  assert proc.stdout.splitlines()[-1] == "tinytpu upstream: 4 passed, 5 xfailed, 2 skipped, 0 new failures, 0 unexpected passes"
 
 @pytest.mark.parametrize("line", ["test/x.py::t\txfail", "test/x.py::t\tbroken\twhy", "test/x.py::t\txfail\t "])
 def test_bad_list_line(tmp_path, line):
