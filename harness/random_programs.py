@@ -488,47 +488,55 @@ def run_forked(seeds, jobs: int, timeout: float, on_result=None, case=run_case) 
   pipe. A child that dies by a signal or without a result is a crash, one past the timeout a hang."""
   results, pending, running = [], list(seeds)[::-1], {}
   errdir = tempfile.mkdtemp(prefix="random_programs_")
-  while pending or running:
-    while pending and len(running) < jobs:
-      seed = pending.pop()
-      rfd, wfd = os.pipe()
-      errfile = os.path.join(errdir, f"{seed}.err")
-      pid = os.fork()
-      if pid == 0:
-        os.setpgid(0, 0)
-        os.close(rfd)
-        err = os.open(errfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(err, 1), os.dup2(err, 2)
-        data = pickle.dumps(case(seed))
-        os.write(wfd, data)
-        os._exit(0)
-      os.close(wfd)
-      running[rfd] = (pid, seed, time.monotonic(), errfile, bytearray())
-    ready, _, _ = select.select(list(running), [], [], 0.1)
-    for fd in ready:
-      chunk = os.read(fd, 1 << 16)
-      if chunk: running[fd][4].extend(chunk)
-      else: results.append(finish(running.pop(fd), fd, None))
-    for fd, (pid, seed, start, errfile, buf) in list(running.items()):
-      if time.monotonic() - start > timeout:
-        os.killpg(pid, signal.SIGKILL)
-        results.append(finish(running.pop(fd), fd, f"no answer in {timeout:g} s"))
-    if on_result:
-      while on_result.done < len(results): on_result(results[on_result.done]); on_result.done += 1
+  def done(res):
+    results.append(res)
+    if on_result: on_result(res, len(results))
+  try:
+    while pending or running:
+      while pending and len(running) < jobs:
+        seed, (rfd, wfd) = pending.pop(), os.pipe()
+        errfile = os.path.join(errdir, f"{seed}.err")
+        if (pid := os.fork()) == 0: child(seed, case, wfd, errfile)
+        os.close(wfd)
+        running[rfd] = (pid, seed, time.monotonic(), errfile, bytearray())
+      for fd in select.select(list(running), [], [], 0.1)[0]:
+        if chunk := os.read(fd, 1 << 16): running[fd][4].extend(chunk)
+        else: done(finish(running.pop(fd), fd, None))
+      for fd, (pid, seed, start, errfile, buf) in list(running.items()):
+        if time.monotonic() - start > timeout:
+          os.killpg(pid, signal.SIGKILL)
+          done(finish(running.pop(fd), fd, f"no answer in {timeout:g} s"))
+  finally:  # interrupted: the children are in their own process groups, out of reach of the terminal's Ctrl-C
+    for pid, *_ in running.values(): os.killpg(pid, signal.SIGKILL)
+    for name in os.listdir(errdir): os.unlink(os.path.join(errdir, name))
+    os.rmdir(errdir)
   return results
 
-def finish(child, fd, timed_out) -> dict:
-  pid, seed, start, errfile, buf = child
+def child(seed, case, wfd, errfile):
+  """In the forked process: run the case, send its result, exit without returning into the runner's loop."""
+  try:
+    os.setpgid(0, 0)
+    err = os.open(errfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(err, 1), os.dup2(err, 2)
+    os.write(wfd, pickle.dumps(case(seed)))
+  except BaseException:
+    traceback.print_exc()
+    os._exit(1)
+  os._exit(0)
+
+def finish(entry, fd, timed_out) -> dict:
+  """The result of a finished or killed child: its own, or a crash or hang with the last line it printed."""
+  pid, seed, start, errfile, buf = entry
   os.close(fd)
-  _, status = os.waitpid(pid, 0)
-  tail = open(errfile, errors="replace").read().strip().splitlines()[-1:] if os.path.exists(errfile) else []
-  os.unlink(errfile)
-  wall = time.monotonic() - start
-  if timed_out: return {"seed": seed, "status": "hang", "detail": timed_out, "wall_s": wall}
-  if os.WIFSIGNALED(status):
-    return {"seed": seed, "status": "crash", "detail": f"{signal.Signals(os.WTERMSIG(status)).name} {' '.join(tail)[:160]}", "wall_s": wall}
-  if not buf: return {"seed": seed, "status": "crash", "detail": f"exit {os.WEXITSTATUS(status)} {' '.join(tail)[:160]}", "wall_s": wall}
-  return {**pickle.loads(bytes(buf)), "wall_s": wall}
+  status, tail = os.waitpid(pid, 0)[1], ""
+  if os.path.exists(errfile):
+    with open(errfile, errors="replace") as f: tail = " ".join(f.read().strip().splitlines()[-1:])[:160]
+    os.unlink(errfile)
+  res = {"seed": seed, "wall_s": time.monotonic() - start}
+  if timed_out: return {**res, "status": "hang", "detail": f"{timed_out} {tail}"}
+  if os.WIFSIGNALED(status): return {**res, "status": "crash", "detail": f"{signal.Signals(os.WTERMSIG(status)).name} {tail}"}
+  if not buf: return {**res, "status": "crash", "detail": f"exit {os.WEXITSTATUS(status)} {tail}"}
+  return {**pickle.loads(bytes(buf)), **res}
 
 # *** report
 
@@ -579,10 +587,9 @@ def main():
   if args.count < 1 or args.jobs < 1 or args.timeout <= 0: p.error("--count, --jobs and --timeout must be positive")
   warm_up()
   start = time.monotonic()
-  def progress(res): print(f"{on_progress.done + 1}/{args.count} seed {res['seed']}: {res['status']} {res.get('wall_s', 0):.1f} s", flush=True)
-  on_progress = progress if args.progress else None
-  if on_progress: on_progress.done = 0
-  results = sorted(run_forked(range(args.seed, args.seed + args.count), args.jobs, args.timeout, on_progress), key=lambda r: r["seed"])
+  def progress(res, n): print(f"{n}/{args.count} seed {res['seed']}: {res['status']} {res['wall_s']:.1f} s {res.get('detail', '')}", flush=True)
+  results = run_forked(range(args.seed, args.seed + args.count), args.jobs, args.timeout, progress if args.progress else None)
+  results.sort(key=lambda r: r["seed"])
   print(summary(results, time.monotonic() - start))
   if args.json:
     with open(args.json, "w") as f: json.dump(results, f, indent=1)
