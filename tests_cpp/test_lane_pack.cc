@@ -123,3 +123,30 @@ TEST_CASE("lane_pack: a 16-element sum runs as LOAD, SUM_REDUCE_TILE, STORE, HAL
   // the testbench's count: 2 per record (1 tile, 4 instructions, 1 output) + SXU cycles + 1 output + 4
   CHECK(s.cycles == 2 * 6 + s.sxu_cycles + 1 + 4);
 }
+
+TEST_CASE("lane_pack: a constant term packed with leaf terms leaves the identity in its padding lanes") {
+  // r_8_8 as BEAM (UNROLL 8) has tinygrad write (a.sum(axis=1) + 1): the + 1 is a ninth term of each row's
+  // chain. Packed four terms per column, it gets a tile of its own whose other three rows must hold 0;
+  // the whole constant tile (1 in every lane) made each row sum 3 too large.
+  CompiledKernel k(
+      "KERNEL r_8_8\nCONST idx 0 8\nCAST i32 1 0\nPARAM i32 1 1 0 GLOBAL 0 0\nCONST idx 0 64\n"
+      "CAST i32 1 3\nPARAM i32 1 4 1 GLOBAL 0 0\nCONST idx 0 1\nCAST i32 1 6\nCONST idx 0 2\n"
+      "CAST i32 1 8\nCONST idx 0 3\nCAST i32 1 10\nCONST idx 0 4\nCAST i32 1 12\nCONST idx 0 5\n"
+      "CAST i32 1 14\nCONST idx 0 6\nCAST i32 1 16\nCONST idx 0 7\nCAST i32 1 18\n"
+      "RANGE i32 1 1 1 WEAK\nSHL i32 2 20 11\nADD i32 2 21 7\nINDEX i32 2 5 22\nLOAD i32 1 23\n"
+      "ADD i32 2 21 9\nINDEX i32 2 5 25\nLOAD i32 1 26\nADD i32 2 21 11\nINDEX i32 2 5 28\n"
+      "LOAD i32 1 29\nADD i32 2 21 13\nINDEX i32 2 5 31\nLOAD i32 1 32\nADD i32 2 21 15\n"
+      "INDEX i32 2 5 34\nLOAD i32 1 35\nADD i32 2 21 17\nINDEX i32 2 5 37\nLOAD i32 1 38\n"
+      "ADD i32 2 21 19\nINDEX i32 2 5 40\nLOAD i32 1 41\nINDEX i32 2 5 21\nLOAD i32 1 43\n"
+      "INDEX i32 2 2 20\nADD i32 2 44 24\nADD i32 2 46 27\nADD i32 2 47 30\nADD i32 2 48 33\n"
+      "ADD i32 2 49 36\nADD i32 2 50 39\nADD i32 2 51 42\nADD i32 2 52 7\nSTORE void 2 45 53\n"
+      "END void 2 54 20\nSINK void 1 55\n");
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(8 * 4), DeviceBuffer(64 * 4)};
+  for (int32_t i = 0; i < 64; ++i) std::memcpy(bufs[1].data() + 4 * i, &i, 4);
+  k.run(bufs, {}, false);
+  for (int r = 0; r < 8; ++r) {
+    int32_t out;
+    std::memcpy(&out, bufs[0].data() + 4 * r, 4);
+    CHECK(out == 64 * r + 28 + 1);  // sum of 8r .. 8r + 7, plus 1
+  }
+}

@@ -1,4 +1,5 @@
 // pybind11 surface of the C++ core: conversions only, no logic.
+#include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -62,13 +63,14 @@ PYBIND11_MODULE(_core, m) {
 
   m.def(
       "run",
-      [](const Bundle& b, uint64_t max_cycles, TraceLog* trace) {
+      [](const Bundle& b, uint64_t max_cycles, TraceLog* trace, const Poll& poll) {
         TensorCoreConfig cfg;
         cfg.max_cycles = max_cycles;
         py::gil_scoped_release release;
-        return run_bundle(b, cfg, trace);
+        return run_bundle(b, cfg, trace, poll);
       },
-      py::arg("bundle"), py::arg("max_cycles") = TensorCoreConfig{}.max_cycles, py::arg("trace") = nullptr);
+      py::arg("bundle"), py::arg("max_cycles") = TensorCoreConfig{}.max_cycles, py::arg("trace") = nullptr,
+      py::arg("poll") = nullptr);
 
   py::class_<DeviceBuffer>(m, "DeviceBuffer", py::buffer_protocol())
       .def(py::init<size_t>())
@@ -84,17 +86,24 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("sxu_cycles", &KernelStats::sxu_cycles)
       .def_readonly("tasm", &KernelStats::tasm);
 
+  py::class_<KernelProgress>(m, "KernelProgress")
+      .def_readonly("chunks_done", &KernelProgress::chunks_done)
+      .def_readonly("chunks", &KernelProgress::chunks)
+      .def_readonly("launches", &KernelProgress::launches)
+      .def_readonly("cycles", &KernelProgress::cycles);
+
   py::class_<CompiledKernel>(m, "Kernel")
       .def(py::init([](py::bytes ir) { return CompiledKernel(std::string(ir)); }))
       .def_property_readonly("name", &CompiledKernel::name)
       .def(
           "run",
           [](const CompiledKernel& k, std::vector<DeviceBuffer> bufs, std::vector<int64_t> vals, bool tasm,
-             TraceLog* trace) {
+             TraceLog* trace, const Progress& progress) {
             py::gil_scoped_release release;
-            return k.run(bufs, vals, tasm, trace);
+            return k.run(bufs, vals, tasm, trace, progress);
           },
-          py::arg("bufs"), py::arg("vals"), py::arg("tasm"), py::arg("trace") = nullptr);
+          py::arg("bufs"), py::arg("vals"), py::arg("tasm"), py::arg("trace") = nullptr,
+          py::arg("progress") = nullptr);
 
   m.def(
       "check_kernel", [](const std::string& ir) { compiler::parse_kernel(ir); },

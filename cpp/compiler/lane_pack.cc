@@ -70,7 +70,8 @@ class Builder {
 
   // The isomorphic trees `roots` computed side by side: packed lane l is lane map[l].lane of
   // roots[map[l].src]. Leaves gather accordingly (padding lanes hold `pad`); ops are rebuilt on top.
-  int pack(const std::vector<int>& roots, const LaneMap& map, uint32_t pad) {
+  // `pad`: what padding lanes must hold (a reduction's identity), or nothing when no one reads them.
+  int pack(const std::vector<int>& roots, const LaneMap& map, std::optional<uint32_t> pad) {
     std::map<std::vector<int>, int> memo;
     return pack(roots, map, pad, memo);
   }
@@ -84,19 +85,21 @@ class Builder {
   const TileProgram& in_;
   std::vector<int> remap_;
 
-  int pack(const std::vector<int>& ids, const LaneMap& map, uint32_t pad,
+  int pack(const std::vector<int>& ids, const LaneMap& map, std::optional<uint32_t> pad,
            std::map<std::vector<int>, int>& memo) {
     if (auto it = memo.find(ids); it != memo.end()) return it->second;
     const TileNode& first = in_.nodes[ids[0]];
     int made;
     if (first.op == Op::LOAD) {
       bool shared = std::all_of(ids.begin(), ids.end(), [&](int i) { return i == ids[0]; });
-      if (shared && uniform_bits(in_.nodes[ids[0]]))
-        return memo[ids] = remap_[ids[0]];  // the same in every lane
+      auto bits = uniform_bits(in_.nodes[ids[0]]);
+      bool padded = std::any_of(map.begin(), map.end(), [](const LaneSrc& s) { return s.src < 0; });
+      if (shared && bits && (!pad || !padded || *bits == *pad))
+        return memo[ids] = remap_[ids[0]];  // the same in every lane, padding included
       TileNode t{Op::LOAD, first.dtype};
       for (int l = 0; l < kLanes; ++l) {
         if (map[l].src < 0) {
-          t.leaf[l].bits = pad;
+          t.leaf[l].bits = pad.value_or(0);
           continue;
         }
         const TileNode& s = in_.nodes[ids[map[l].src]];
@@ -166,7 +169,7 @@ TileProgram pack_stores(const TileProgram& p) {
         packed.active[l] = true;
       }
     }
-    packed.value = b.pack(roots, map, 0);
+    packed.value = b.pack(roots, map, std::nullopt);  // padding lanes are not stored
     b.out.stores.push_back(packed);
     s = e;
   }
@@ -331,7 +334,8 @@ class ReductionPacker {
             map[l] = {int(k), o};
             real[l] = true;
           }
-        int tile = b_.pack(roots, map, leaf_terms ? id : 0);
+        // padding lanes of leaf terms hold the identity; other terms are padded by a select below
+        int tile = b_.pack(roots, map, leaf_terms ? std::optional(id) : std::nullopt);
         if (!leaf_terms && roots.size() < per) {  // padding lanes must hold the identity
           LaneSet all;
           all.fill(true);

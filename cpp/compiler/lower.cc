@@ -148,7 +148,7 @@ class Emitter {
  private:
   const TileProgram& p_;
   bool fast_math_;
-  std::vector<int> vreg_;                     // node -> vreg holding it in the current launch, or -1
+  std::vector<int> vreg_;  // node -> vreg holding it in the current launch, or -1
   // Nodes given a vreg in the current launch, and the (node, previous vreg) writes of the current
   // event: resetting, cutting and rolling back touch only these, so emission stays linear in the
   // program's size however long it is.

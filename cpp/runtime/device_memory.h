@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace tinytpu {
@@ -13,7 +14,10 @@ class DeviceBuffer {
  public:
   explicit DeviceBuffer(size_t size) : storage_(std::make_shared<std::vector<uint8_t>>(size)), size_(size) {}
   DeviceBuffer view(size_t offset, size_t size) const {
-    if (offset + size > size_) throw std::out_of_range("view outside the device buffer");
+    if (offset > size_ || size > size_ - offset)  // offset + size could wrap
+      throw std::out_of_range("view of " + std::to_string(size) + " bytes at offset " +
+                              std::to_string(offset) + " outside a device buffer of " +
+                              std::to_string(size_) + " bytes");
     DeviceBuffer v(*this);
     v.offset_ += offset;
     v.size_ = size;

@@ -54,10 +54,37 @@ struct ParamInfo {
   int bytes = 0;
 };
 
+// What the progress callback threw (KeyboardInterrupt from Python): carried past the handlers below,
+// which turn other failures into errors naming the kernel, and rethrown as it was.
+struct Stopped {
+  std::exception_ptr cause;
+};
+
 }  // namespace
 
 KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
-                                bool keep_tasm, TraceLog* trace) const {
+                                bool keep_tasm, TraceLog* trace, const Progress& progress) const {
+  try {
+    return run_chunks(bufs, vals, keep_tasm, trace, progress);
+  } catch (const Stopped& s) {
+    std::rethrow_exception(s.cause);
+  } catch (const Unsupported& e) {
+    throw Unsupported(named(e.what()));
+  } catch (const SimError& e) {
+    throw SimError(named(e.what()));
+  } catch (const std::bad_alloc&) {
+    throw;  // MemoryError
+  } catch (const std::exception& e) {
+    throw SimError("internal error in kernel " + kernel_.name + ": " + e.what());
+  }
+}
+
+std::string CompiledKernel::named(const std::string& what) const {
+  return what.find(kernel_.name) == std::string::npos ? "kernel " + kernel_.name + ": " + what : what;
+}
+
+KernelStats CompiledKernel::run_chunks(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
+                                       bool keep_tasm, TraceLog* trace, const Progress& progress) const {
   std::map<int, ParamInfo> params;
   for (const Node& n : kernel_.nodes)
     if (n.op == Op::PARAM && n.global) params[int(n.ivalue)] = {n.dtype, dtype_bytes(n.dtype)};
@@ -81,6 +108,21 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
 
   Tracer tracer(kernel_, vals, sizes);
   KernelStats stats;
+  KernelProgress done{0, std::max<int64_t>(tracer.num_chunks(), 1)};
+  auto last_report = std::chrono::steady_clock::now();
+  const Poll poll = [&] {
+    if (!progress) return;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_report < kProgressInterval) return;
+    last_report = now;
+    done.launches = stats.launches;
+    done.cycles = stats.cycles;
+    try {
+      progress(done);
+    } catch (...) {
+      throw Stopped{std::current_exception()};
+    }
+  };
   constexpr size_t kBatchNodes = 96;  // tile nodes traced before lowering a batch of chunks
   TileProgram prog;
   std::map<int, Tile> pinned;  // the uniform prefix's values, shared by every chunk
@@ -143,7 +185,7 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
       RunResult res;
       const uint64_t launch_begin = trace ? trace->base : 0;
       try {
-        res = run_bundle(b, {}, trace);
+        res = run_bundle(b, {}, trace, poll);
       } catch (const std::exception& e) {
         throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
                        disassemble(b));
@@ -183,12 +225,15 @@ KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vect
       ++stats.launches;
       stats.cycles += res.cycles;
       stats.sxu_cycles += res.sxu_cycles;
+      poll();
     }
     prog = TileProgram{};
   };
   const uint64_t kernel_begin = trace ? trace->base : 0;
-  for (int64_t c = 0; c < std::max<int64_t>(tracer.num_chunks(), 1); ++c) {
+  for (int64_t c = 0; c < done.chunks; ++c) {
     tracer.trace_chunk(c, prog);
+    done.chunks_done = c + 1;
+    poll();
     // the chunk that pins the prefix runs before any chunk reads the pinned tiles
     if (prog.nodes.size() >= kBatchNodes || (c == 0 && tracer.pinned_prefix())) flush();
   }

@@ -1,5 +1,6 @@
 #include "sim/runner.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "isa/tasm.h"
@@ -93,13 +94,20 @@ void trace_testbench(TraceLog& log, uint64_t cycle, const char* phase, int out_a
 template <bool kTraced>
 [[gnu::noinline]] void run_cycles(TensorCore& tc, const TensorCoreConfig& cfg, bool out_mxu,
                                   const std::vector<int>& vmem_out, const std::vector<int>& asram_out,
-                                  RunResult& res) {
+                                  RunResult& res, const Poll& poll) {
   bool outputting = false;
   size_t vi = 0, ai = 0;
+  // One comparison per cycle covers both the timeout and the next poll.
+  auto next_check = [&] { return poll ? std::min(cfg.max_cycles, tc.cycle + kPollCycles) : cfg.max_cycles; };
+  uint64_t check_at = next_check();
   for (;;) {
-    if (tc.cycle > cfg.max_cycles)
-      tc.fail("no HALT after " + std::to_string(cfg.max_cycles) +
-              " cycles (the reference testbench times out)");
+    if (tc.cycle > check_at) {
+      if (tc.cycle > cfg.max_cycles)
+        tc.fail("no HALT after " + std::to_string(cfg.max_cycles) +
+                " cycles (the reference testbench times out)");
+      poll();
+      check_at = next_check();
+    }
     // Testbench rules read start-of-cycle state, like every other rule.
     if (!outputting) {
       outputting = tc.sxu.halted();  // do_running_done
@@ -129,9 +137,9 @@ template <bool kTraced>
 
 }  // namespace
 
-RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog* trace) {
+RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog* trace, const Poll& poll) {
   if (trace && !trace->recording()) {  // past the trace's cap or cycle window, or paused: the fast path
-    RunResult res = run_bundle(bundle, cfg);
+    RunResult res = run_bundle(bundle, cfg, nullptr, poll);
     trace->skip(res.cycles);
     return res;
   }
@@ -155,13 +163,13 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog
   RunResult res;
   if (trace) {
     try {
-      run_cycles<true>(tc, cfg, out_mxu, vmem_out, asram_out, res);
+      run_cycles<true>(tc, cfg, out_mxu, vmem_out, asram_out, res, poll);
     } catch (...) {
       trace->end_run(tc.cycle);  // the trace keeps the run up to the error: where a hang sits
       throw;
     }
   } else {
-    run_cycles<false>(tc, cfg, out_mxu, vmem_out, asram_out, res);
+    run_cycles<false>(tc, cfg, out_mxu, vmem_out, asram_out, res, poll);
   }
   res.cycles = tc.cycle;
   res.sxu_cycles = tc.sxu.cycles;

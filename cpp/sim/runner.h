@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,9 +30,15 @@ struct RunResult {
   std::string output() const;  // the testbench's stdout: result lines, cycles N, status ok
 };
 
+// Called every kPollCycles simulated cycles of a run (under a millisecond of host time) so that a long
+// run can be stopped from outside: whatever it throws ends the run (Ctrl-C from Python).
+using Poll = std::function<void()>;
+constexpr uint64_t kPollCycles = uint64_t(1) << 16;
+
 // Runs a bundle the way the reference runtime testbench does (TbTinyTPURuntime.bsv): load records at
 // 2 cycles each, start, run to HALT, print outputs one per cycle. Raises SimError for a run the
 // reference would hang on or time out. With a trace, every unit reports its events to it.
-RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg = {}, TraceLog* trace = nullptr);
+RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg = {}, TraceLog* trace = nullptr,
+                     const Poll& poll = {});
 
 }  // namespace tinytpu

@@ -25,14 +25,16 @@ def _result(r) -> RunResult:
                    list(r.mxu_result) if r.mxu_result is not None else None, [list(a) for a in r.asram_results],
                    {"sxu": b.sxu, "mxu": b.mxu, "vpu": b.vpu, "xlu": b.xlu, "sxu_stall": b.sxu_stall}, r.output())
 
+def _poll() -> None: pass  # the model calls it during a long run: Python runs, so a pending Ctrl-C raises here
+
 def run_bundle(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None) -> RunResult:
   """Run a TASM program or numeric bundle (detected). ValueError for bad input, SimError for a hang.
   With a trace (`_core.TraceLog()`), the units report their events to it (see tinytpu.trace, tinytpu.events)."""
-  return _result(_core.run(_core.parse_bundle(text), max_cycles, trace))
+  return _result(_core.run(_core.parse_bundle(text), max_cycles, trace, _poll))
 
 def run_tasm(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None) -> RunResult:
   """Assemble TASM and run it on the model."""
-  return _result(_core.run(_core.assemble(text), max_cycles, trace))
+  return _result(_core.run(_core.assemble(text), max_cycles, trace, _poll))
 
 def assemble(text: str) -> str:
   """TASM -> numeric bundle text."""

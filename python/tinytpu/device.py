@@ -1,8 +1,11 @@
 """The TINYTPU tinygrad device: buffers live in the model's device memory (C++), every kernel runs on the
 cycle-accurate TensorCore in-process."""
 from __future__ import annotations
+import sys, time
+from collections import Counter
 from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
+from tinygrad.codegen.opt import search
 from tinytpu import _core, trace
 from tinytpu.renderer import TinyTPURenderer
 
@@ -17,20 +20,53 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
   def __init__(self, dev: TinyTPUDevice, obj: TinyELF):
     self.dev, self.name, self.kernel = dev, obj.name, _core.Kernel(obj.lib)
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
-    stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4, trace.active())
+    progress = _Progress(self.name)
+    try: stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4, trace.active(), progress)
+    finally: progress.close()
     for i, tasm in enumerate(stats.tasm): print(f"# {self.name} launch {i}\n{tasm}", end="")
-    _counters["kernels"] += 1
-    _counters["launches"] += stats.launches
-    _counters["cycles"] += stats.cycles
-    _counters["sxu_cycles"] += stats.sxu_cycles
+    _counters.setdefault((self.dev.device, _beam_trials > 0), Counter()).update(
+      kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles)
     return stats.cycles * 1e-9 if wait else None  # simulated seconds at a nominal 1 GHz
+
+PROGRESS_AFTER = 2.0  # seconds of host time before a kernel call shows its progress
+
+class _Progress:
+  """Called by a running kernel every 50 ms of host time. Python code runs here, so a pending Ctrl-C raises
+  KeyboardInterrupt in it and stops the kernel. After PROGRESS_AFTER seconds, on a terminal, one updating line
+  on stderr says how far the call has got."""
+  def __init__(self, name: str): self.name, self.start, self.shown = name, time.monotonic(), False
+  def __call__(self, p: _core.KernelProgress):
+    if time.monotonic() - self.start < PROGRESS_AFTER or not sys.stderr.isatty(): return
+    sys.stderr.write(f"\r{self.name}: {p.chunks_done}/{p.chunks} chunks, {p.launches} launches, {p.cycles} cycles ")
+    sys.stderr.flush()
+    self.shown = True
+  def close(self):
+    if self.shown: sys.stderr.write("\r\033[K")
 
 class TinyTPUDevice(Compiled):
   def __init__(self, device: str):
     super().__init__(device, TinyTPUAllocator(self), [TinyTPURenderer], TinyTPUProgram)
 
 trace._from_env()
-_counters = {"kernels": 0, "launches": 0, "cycles": 0, "sxu_cycles": 0}
-def counters() -> dict[str, int]: return dict(_counters)
-def reset_counters() -> None:
-  for k in _counters: _counters[k] = 0
+COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles")
+_counters: dict[tuple[str, bool], Counter] = {}  # (device, a BEAM trial run) -> totals
+
+def counters(device: str | None = None, beam: bool = False) -> dict[str, int]:
+  """Kernel calls, launches, cycles and SXU cycles since reset_counters(): of one device ("TINYTPU", "TINYTPU:1")
+  or, by default, all of them; beam=True gives BEAM's trial runs instead, which the user's totals leave out."""
+  total = Counter({k: 0 for k in COUNTERS})
+  for (dev, trial), c in _counters.items():
+    if trial == beam and device in (None, dev): total.update(c)
+  return dict(total)
+def reset_counters(device: str | None = None) -> None:
+  for dev, trial in list(_counters):
+    if device in (None, dev): del _counters[(dev, trial)]
+
+# BEAM times candidate kernels through search._time_program (looked up when called): runs inside it are trials.
+_beam_trials = 0
+def _time_program(*args, **kwargs):
+  global _beam_trials
+  _beam_trials += 1
+  try: return _tinygrad_time_program(*args, **kwargs)
+  finally: _beam_trials -= 1
+_tinygrad_time_program, search._time_program = search._time_program, _time_program
