@@ -200,3 +200,64 @@ def test_profile_report_of_a_bundle_counts_its_instructions():
   # add_256: 16 x (LOAD, LOAD, ADD, STORE) and HALT (hardware.md §4.4), at 3, 3, 2 and 1 cycles each
   assert "LOAD x32 (96 cyc)" in out and "VPU ADD x16 (48 cyc)" in out and "STORE x16 (32 cyc)" in out
   assert "HALT x1 (1 cyc)" in out
+
+def traced_script(tmp_path, **env) -> tuple[subprocess.CompletedProcess, dict, dict]:
+  """SCRIPT run with TINYTPU_TRACE and `env`: the process, its counters and its trace."""
+  script, out = tmp_path / "s.py", tmp_path / "trace.json"
+  script.write_text(SCRIPT)
+  p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                     env={**__import__("os").environ, "DEV": "TINYTPU", "TINYTPU_TRACE": str(out), **env})
+  assert p.returncode == 0, p.stderr
+  return p, eval(p.stdout.split("COUNTERS", 1)[1]), json.loads(out.read_text())
+
+def test_trace_cap_stops_recording_with_one_warning_and_a_whole_trace(tmp_path):
+  _, full_counters, full = traced_script(tmp_path)
+  p, counters, doc = traced_script(tmp_path, TINYTPU_TRACE_MAX_EVENTS="150")
+  assert counters == full_counters  # the run goes on: same kernels, launches, cycles
+  assert p.stderr.count("TraceCapWarning") == 1 and "recording stopped at cycle" in p.stderr
+  check_structure(doc)
+  stop = int(doc["otherData"]["coverage"].split("stopped at cycle ")[1].split()[0])
+  assert 0 < stop < counters["cycles"]
+  timed = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+  assert 150 <= len(timed) <= 160 < len([e for e in full["traceEvents"] if e["ph"] == "X"])
+  assert all(e["ts"] + e["dur"] <= stop for e in timed)
+  check_tiles(slices(doc, "loader"), 0, stop)  # every cycle up to the stop, nothing after
+  check_tiles(slices(doc, "kernel"), 0, stop)
+
+def test_trace_of_a_cycle_window_and_of_some_kernels(tmp_path):
+  _, counters, doc = traced_script(tmp_path, TINYTPU_TRACE_CYCLES="100:300")
+  check_structure(doc)
+  check_tiles(slices(doc, "loader"), 100, 300)
+  assert doc["otherData"]["coverage"] == "only cycles 100..300"
+  _, _, full = traced_script(tmp_path)
+  first, second = slices(full, "kernel")
+  _, counters, doc = traced_script(tmp_path, TINYTPU_TRACE_KERNELS=f"^{second['name']}$")
+  assert [(e["name"], e["ts"], e["dur"]) for e in slices(doc, "kernel")] == [(second["name"], second["ts"], second["dur"])]
+  check_tiles(slices(doc, "loader"), second["ts"], counters["cycles"])  # the timeline is the whole script's
+
+def test_bad_trace_bounds_are_named(tmp_path):
+  for var, value, says in [("TINYTPU_TRACE_MAX_EVENTS", "lots", "not a whole number"),
+                           ("TINYTPU_TRACE_CYCLES", "9:3", "not a cycle window"),
+                           ("TINYTPU_TRACE_KERNELS", "(", "not a regular expression")]:
+    p = subprocess.run([sys.executable, "-c", "import tinytpu"], capture_output=True, text=True,
+                       env={**__import__("os").environ, "TINYTPU_TRACE": str(tmp_path / "t.json"), var: value})
+    assert p.returncode == 1 and f"ValueError: {var}: '{value}' is {says}" in p.stderr
+
+def test_run_cli_trace_cap(tmp_path):
+  loop = tmp_path / "loop.tasm"
+  loop.write_text("LOOP_BEGIN count=255\nVZERO v0\nVZERO v1\nLOOP_END\nHALT\nEND\n")
+  plain = cli("run", str(loop))
+  p = cli("run", "--trace", str(tmp_path / "t.json"), "--trace-max-events", "100", str(loop))
+  assert p.returncode == 0 and p.stdout == plain.stdout
+  assert p.stderr.startswith("tinytpu: warning: TINYTPU trace: recording stopped at cycle") and p.stderr.count("\n") == 1
+  doc = json.loads((tmp_path / "t.json").read_text())
+  check_structure(doc)
+  assert 100 <= len([e for e in doc["traceEvents"] if e["ph"] == "X"]) <= 108
+
+def test_profile_of_some_kernels(tmp_path):
+  script = tmp_path / "s.py"
+  script.write_text(SCRIPT)
+  p = cli("profile", "--trace-kernels", "^r_8_8_8$", str(script), cwd=tmp_path)
+  assert p.returncode == 0, p.stderr
+  rows = [l.split()[0] for l in p.stdout.split("\n\n")[1].splitlines()[1:-1]]
+  assert rows == ["r_8_8_8", "overall"]

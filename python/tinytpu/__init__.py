@@ -4,7 +4,9 @@ from dataclasses import dataclass, field
 from tinytpu import _core
 from tinytpu._core import SimError
 
-__all__ = ["SimError", "RunResult", "run_tasm", "run_bundle", "assemble", "disassemble", "DEFAULT_MAX_CYCLES", "counters",
+__version__ = "0.1.0"  # the package's version: pyproject.toml reads it from here
+
+__all__ = ["__version__", "SimError", "UnsupportedDType", "RunResult", "run_tasm", "run_bundle", "assemble", "disassemble", "DEFAULT_MAX_CYCLES", "counters",
            "reset_counters"]
 
 DEFAULT_MAX_CYCLES = 50000  # the reference testbench's timeout
@@ -49,3 +51,5 @@ import sys as _sys
 from tinytpu import device as _device
 _sys.modules.setdefault("tinygrad.runtime.ops_tinytpu", _device)
 counters, reset_counters = _device.counters, _device.reset_counters
+from tinytpu.renderer import UnsupportedDType, refuse_float64_tensors as _refuse_float64_tensors
+_refuse_float64_tensors()

@@ -1,16 +1,64 @@
-"""tinytpu command line: run, asm, disasm, demo, profile."""
+"""tinytpu command line: run, asm, disasm, demo, profile. Bad input or arguments: one line on stderr naming
+the file or argument, exit status 1 (2 for arguments), no traceback."""
 from __future__ import annotations
-import argparse, json, sys
+import argparse, json, os, sys, warnings
+from importlib import metadata, resources
 import tinytpu
-from tinytpu import _core, trace
+from tinytpu import trace
+
+class ArgumentParser(argparse.ArgumentParser):
+  def error(self, message: str):  # one line, not the usage block
+    self.exit(2, f"{self.prog}: error: {message} (--help for usage)\n")
+
+def _whole(lo: int, hi: int | None = None):
+  """An argparse type: a whole number in [lo, hi]."""
+  def parse(text: str) -> int:
+    if not text.strip().lstrip("+").isdigit() or int(text) < lo or (hi is not None and int(text) > hi):
+      raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {lo}" + (f" and <= {hi:,}" if hi else ""))
+    return int(text)
+  return parse
+
+def _checked(parse):
+  """An argparse type from a parser raising ValueError."""
+  def check(text: str):
+    try: return parse(text)
+    except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
+  return check
+
+def seeds() -> list[str]:
+  """The seed programs the package carries (kernels/seed of the repository)."""
+  return sorted(f.name.removesuffix(".tasm") for f in resources.files("tinytpu").joinpath("seed").iterdir()
+                if f.name.endswith(".tasm"))
 
 def _read(path: str) -> str:
-  return sys.stdin.read() if path == "-" else open(path).read()
+  """A file's text ('-': stdin); a seed program's name stands for the program. ValueError naming the file."""
+  name = "stdin" if path == "-" else path
+  if path != "-" and not os.path.exists(path) and path.removesuffix(".tasm") in seeds():
+    return resources.files("tinytpu").joinpath("seed", path.removesuffix(".tasm") + ".tasm").read_text()
+  try:
+    data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
+  except FileNotFoundError:
+    raise ValueError(f"{path}: no such file (nor a seed program: {', '.join(seeds())})") from None
+  except OSError as e:
+    raise ValueError(f"{name}: {e.strerror.lower()}") from None
+  if not data.strip(): raise ValueError(f"{name}: empty: a TASM program or numeric bundle was expected")
+  try:
+    return data.decode()
+  except UnicodeDecodeError as e:
+    raise ValueError(f"{name}: not a text file (byte 0x{data[e.start]:02x} at offset {e.start} is not UTF-8): "
+                     "a TASM program or numeric bundle was expected") from None
+
+def _on(path: str, fn, *args, **kw):
+  """fn(*args, **kw), its ValueError or SimError naming the file."""
+  try: return fn(*args, **kw)
+  except (ValueError, tinytpu.SimError) as e: raise type(e)(f"{path}: {e}") from None
 
 def cmd_run(args) -> None:
-  log = _core.TraceLog() if args.trace else None
-  r = tinytpu.run_bundle(_read(args.file), max_cycles=args.max_cycles, trace=log)
-  if log is not None: trace.write(args.trace, log)
+  text, log = _read(args.file), trace.new_log(args.trace_max_events, args.trace_cycles) if args.trace else None
+  r = _on(args.file, tinytpu.run_bundle, text, max_cycles=args.max_cycles, trace=log)
+  if log is not None:
+    trace.check(log)
+    trace.write(args.trace, log)
   if args.json:
     print(json.dumps({"cycles": r.cycles, "sxu_cycles": r.sxu_cycles, "vmem_results": r.vmem_results,
                       "mxu_result": r.mxu_result, "asram_results": r.asram_results}))
@@ -23,7 +71,10 @@ def cmd_demo(args) -> None:
 
 def cmd_profile(args) -> None:
   from tinytpu import events, profile
-  tr = events.Trace(profile.run_script(args.script, args.args))
+  if not os.path.isfile(args.script): raise ValueError(f"{args.script}: no such file")
+  log = profile.run_script(args.script, args.args, max_events=args.trace_max_events, cycles=args.trace_cycles,
+                           kernels=args.trace_kernels)
+  tr = events.Trace(log)
   print(profile.report(tr, top=args.top))
   if args.trace:
     with open(args.trace, "w") as f: events.write_json(tr, f)
@@ -32,37 +83,60 @@ def cmd_profile(args) -> None:
     with open(args.html, "w") as f: f.write(pipeline.html(tr, args.kernel))
     print(f"pipeline view: {args.html}")
 
+def _bounds(p: argparse.ArgumentParser, kernels: bool) -> None:
+  p.add_argument("--trace-max-events", type=_whole(0), metavar="N",
+                 help=f"stop recording after N events (default {trace.DEFAULT_MAX_EVENTS:,}; 0: no cap)")
+  p.add_argument("--trace-cycles", type=_checked(trace.parse_cycles), metavar="FROM:TO",
+                 help="record only cycles [FROM, TO) of the timeline (either side may be left out)")
+  if kernels:
+    p.add_argument("--trace-kernels", type=_checked(trace.parse_kernels), metavar="REGEX",
+                   help="record only the kernels whose name matches (the others run untraced)")
+
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+  if not issubclass(category, trace.TraceCapWarning): return _default(message, category, filename, lineno, file, line)
+  print(f"tinytpu: warning: {message}", file=sys.stderr)
+
 def main(argv: list[str] | None = None) -> int:
-  p = argparse.ArgumentParser(prog="tinytpu", description="TinyTPU TensorCore model and TASM toolchain")
+  p = ArgumentParser(prog="tinytpu", description="TinyTPU TensorCore model and TASM toolchain")
+  p.add_argument("--version", action="version",
+                 version=f"tinytpu {tinytpu.__version__} (tinygrad {metadata.version('tinygrad')})")
   sub = p.add_subparsers(dest="cmd", required=True)
   run = sub.add_parser("run", help="run a TASM program or numeric bundle and print the testbench's output")
-  run.add_argument("file")
+  run.add_argument("file", help="a file, - for stdin, or a seed program's name (add_16, gemm_4x4x4, ...)")
   run.add_argument("--json", action="store_true", help="print one JSON object")
-  run.add_argument("--max-cycles", type=int, default=tinytpu.DEFAULT_MAX_CYCLES)
+  run.add_argument("--max-cycles", type=_whole(1, 2**64 - 1), default=tinytpu.DEFAULT_MAX_CYCLES,
+                   help=f"stop a run that has not halted after this many cycles (default {tinytpu.DEFAULT_MAX_CYCLES})")
   run.add_argument("--trace", metavar="OUT.json", help="write a Perfetto / chrome://tracing trace of the run")
+  _bounds(run, kernels=False)
   run.set_defaults(fn=cmd_run)
   asm = sub.add_parser("asm", help="TASM -> numeric bundle")
   asm.add_argument("file")
-  asm.set_defaults(fn=lambda a: print(tinytpu.assemble(_read(a.file)), end=""))
+  asm.set_defaults(fn=lambda a: print(_on(a.file, tinytpu.assemble, _read(a.file)), end=""))
   dis = sub.add_parser("disasm", help="numeric bundle -> TASM")
   dis.add_argument("file")
-  dis.set_defaults(fn=lambda a: print(tinytpu.disassemble(_read(a.file)), end=""))
+  dis.set_defaults(fn=lambda a: print(_on(a.file, tinytpu.disassemble, _read(a.file)), end=""))
+  sub.add_parser("seeds", help="list the seed programs `run` takes by name").set_defaults(fn=lambda a: print("\n".join(seeds())))
   sub.add_parser("demo", help="run the demo").set_defaults(fn=cmd_demo)
   prof = sub.add_parser("profile", help="run a script on TINYTPU and report where the cycles go")
   prof.add_argument("script")
   prof.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
-  prof.add_argument("--top", type=int, default=5, help="kernels and instructions listed in detail")
+  prof.add_argument("--top", type=_whole(1), default=5, help="kernels and instructions listed in detail")
   prof.add_argument("--trace", metavar="OUT.json", help="also write the Perfetto / chrome://tracing trace")
   prof.add_argument("--html", metavar="OUT.html", help="write the pipeline view of one kernel call")
   prof.add_argument("--kernel", help="the call the pipeline view shows: a kernel name (its first call) or a "
                     "call number; default the call with the most cycles")
+  _bounds(prof, kernels=True)
   prof.set_defaults(fn=cmd_profile)
   args = p.parse_args(argv)
+  warnings.showwarning = _show_warning
   try:
     args.fn(args)
   except (ValueError, tinytpu.SimError, OSError) as e:
     print(f"tinytpu: error: {e}", file=sys.stderr)
     return 1
+  except KeyboardInterrupt:
+    print("tinytpu: interrupted", file=sys.stderr)
+    return 130
   return 0
 
 if __name__ == "__main__":

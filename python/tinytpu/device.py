@@ -20,9 +20,11 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
   def __init__(self, dev: TinyTPUDevice, obj: TinyELF):
     self.dev, self.name, self.kernel = dev, obj.name, _core.Kernel(obj.lib)
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
+    log = trace.for_kernel(self.name)
     progress = _Progress(self.name)
-    try: stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4, trace.active(), progress)
+    try: stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4, log, progress)
     finally: progress.close()
+    if log is not None: trace.check(log)
     for i, tasm in enumerate(stats.tasm): print(f"# {self.name} launch {i}\n{tasm}", end="")
     _counters.setdefault((self.dev.device, _beam_trials > 0), Counter()).update(
       kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles)

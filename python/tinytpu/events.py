@@ -11,6 +11,7 @@ UNITS = ["sxu", "mxu", "vpu", "xlu", "vmem"]  # the tracks with a busy counter a
 NESTED = {"kernel": "launch", "sxu": "stall", "mxu": "phase"}  # what a depth-1 slice of a track is
 _TITLES = {"kernel": "kernels / launches", "loader": "loader (testbench)"}
 # TraceEvent in cpp/sim/trace.h: [begin, end) in cycles, name index, pc (-1: none), track, depth.
+_NO_END = 2**64 - 1  # TraceLog::window_end when the window is open-ended
 EVENT_DTYPE = np.dtype([("begin", "<u8"), ("end", "<u8"), ("name", "<u4"), ("pc", "<i2"), ("track", "u1"), ("depth", "u1")])
 
 class Trace:
@@ -20,6 +21,14 @@ class Trace:
     ev = np.frombuffer(log.events, EVENT_DTYPE)
     self.ev = ev[np.lexsort((ev["track"], -ev["end"].astype(np.int64), ev["depth"], ev["begin"]))]
     self.names: list[str] = list(log.names)
+    self.stopped_at: int | None = log.stopped_at  # the cycle recording stopped at, at the event cap
+    self.window = (log.window_begin, log.window_end)
+  def coverage(self) -> str:
+    """What the trace holds when it was bounded ("" when it holds everything)."""
+    lo, hi = self.window
+    notes = [f"only cycles {lo}..{hi if hi < _NO_END else ''}"] if (lo, hi) != (0, _NO_END) else []
+    if self.stopped_at is not None: notes.append(f"recording stopped at cycle {self.stopped_at} (the event cap)")
+    return "; ".join(notes)
   def __len__(self) -> int: return len(self.ev)
   def on(self, track: str, depth: int) -> np.ndarray:
     """Mask of the slices of one track at one depth."""
@@ -44,8 +53,9 @@ def busy_counters(tr: Trace) -> tuple[list[str], np.ndarray, np.ndarray]:
 def write_json(tr: Trace, f: TextIO) -> None:
   """Chrome trace-event JSON: one thread per track, one complete ("X") event per slice (category: the
   track, or track.stall / .phase / .launch when nested), a "busy units" counter; timed events in cycle order."""
-  f.write('{"displayTimeUnit":"ns","otherData":{"timestamps":"cycles of the TinyTPU model (1 cycle is shown as 1 us)"},'
-          '"traceEvents":[\n{"ph":"M","pid":1,"name":"process_name","args":{"name":"TinyTPU TensorCore"}}')
+  coverage = f',"coverage":{json.dumps(tr.coverage())}' if tr.coverage() else ""
+  f.write('{"displayTimeUnit":"ns","otherData":{"timestamps":"cycles of the TinyTPU model (1 cycle is shown as 1 us)"' +
+          coverage + '},"traceEvents":[\n{"ph":"M","pid":1,"name":"process_name","args":{"name":"TinyTPU TensorCore"}}')
   for tid, t in enumerate(TRACKS):
     f.write(f',\n{{"ph":"M","pid":1,"tid":{tid},"name":"thread_name","args":{{"name":"{_TITLES.get(t, t.upper())}"}}}}'
             f',\n{{"ph":"M","pid":1,"tid":{tid},"name":"thread_sort_index","args":{{"sort_index":{tid}}}}}')

@@ -94,7 +94,8 @@ def report(tr: Trace, top: int = 5) -> str:
   ranked = sorted(per.items(), key=lambda kv: -kv[1].cycles)
   w = max([len("overall"), *map(len, kernels)])
   cols = ["SXU", "STALL", *(u.upper() for u in UNITS[1:])]
-  out = [f"TINYTPU profile: {total.calls} kernel calls, {total.launches} launches, {total.cycles:,} cycles", "",
+  out = [f"TINYTPU profile: {total.calls} kernel calls, {total.launches} launches, {total.cycles:,} cycles",
+         *([f"  (a bounded trace: {tr.coverage()}; the figures are of what it recorded)"] if tr.coverage() else []), "",
          f"{'kernel':<{w}} {'calls':>5} {'launches':>8} {'cycles':>12} {'share':>6}  " + " ".join(f"{c:>6}" for c in cols)]
   def row(name: str, s: Stats) -> str:
     vals = [s.busy["sxu"], sum(s.stalls.values()), *(s.busy[u] for u in UNITS[1:])]
@@ -113,12 +114,12 @@ def report(tr: Trace, top: int = 5) -> str:
       out.append(f"    {n:>10,} cyc  x{s.hot_count[(kernel, pc, tasm)]:<6} {where}: {tasm}")
   return "\n".join(out)
 
-def run_script(path: str, argv: list[str]):
-  """Run a Python script in this process with TINYTPU as the default device and tracing on; returns its
-  TraceLog."""
+def run_script(path: str, argv: list[str], **bounds):
+  """Run a Python script in this process with TINYTPU as the default device and tracing on (bounded by
+  trace.start's keyword arguments); returns its TraceLog."""
   from tinygrad.helpers import DEV
   DEV.value = os.environ["DEV"] = "TINYTPU"  # the context variable was read at import; later imports see the env
-  old_argv, log = sys.argv, trace.start()
+  old_argv, log = sys.argv, trace.start(**bounds)
   sys.argv = [path, *argv]
   try:
     runpy.run_path(path, run_name="__main__")

@@ -1,10 +1,11 @@
 """TinyTPURenderer: hands tinygrad's linearized UOps to the C++ compiler as a compact text IR."""
 from __future__ import annotations
+import functools
 from tinygrad.renderer import Renderer
 from tinygrad.device import Compiler
 from tinygrad.dtype import dtypes, DType
 from tinygrad.uop.ops import Ops, UOp, UPat, PatternMatcher
-from tinygrad.helpers import getenv, ansistrip
+from tinygrad.helpers import getenv, ansistrip, to_tuple
 from tinytpu import _core
 from tinytpu.sin32 import sin32
 
@@ -17,6 +18,33 @@ DTYPE_CODES: dict[DType, str] = {dtypes.void: "void", dtypes.bool: "bool", dtype
   dtypes.weakint: "idx", dtypes.weakfloat: "wf"}
 SUPPORTED_DTYPES = {dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
                     dtypes.float32}
+
+class UnsupportedDType(TypeError, NotImplementedError):
+  """A dtype TINYTPU has no lanes for: float64 (tinygrad emulates the others over 32-bit lanes)."""
+
+_TO_FLOAT32 = ("make it float32 before it reaches TINYTPU: Tensor(x, dtype=dtypes.float32) or Tensor(x.astype(np.float32)) "
+               "for a numpy array (numpy's default is float64), .float() on a tensor not yet on TINYTPU")
+
+def refuse_float64_tensors() -> None:
+  """The Tensor constructor (and so .to()) refuses a float64 tensor on TINYTPU, naming its shape. tinygrad 0.14.0
+  asks a device about dtypes only when it renders a kernel, far from the line that made the tensor."""
+  from tinygrad import Tensor
+  init = Tensor.__init__
+  if getattr(init, "refuses_float64", False): return
+  @functools.wraps(init)
+  def __init__(self, *args, **kwargs):
+    init(self, *args, **kwargs)
+    if self.dtype == dtypes.float64 and any(str(d).split(":")[0] == "TINYTPU" for d in to_tuple(self.device)):
+      raise UnsupportedDType(f"TINYTPU has no float64 lanes: a float64 tensor of shape {self.shape} cannot go on it; "
+                             f"{_TO_FLOAT32}")
+  __init__.refuses_float64 = True
+  Tensor.__init__ = __init__
+
+def check_dtypes(uops: list[UOp], kernel: str) -> None:
+  """UnsupportedDType for a float64 kernel (what a tensor made before `import tinytpu` or a cast reaches)."""
+  if (u := next((u for u in uops if u.dtype == dtypes.float64), None)) is None: return
+  what = f"a float64 buffer of {u.src[0].vmax} elements" if u.op is Ops.PARAM else f"a float64 {u.op.name}"
+  raise UnsupportedDType(f"TINYTPU has no float64 lanes: kernel {kernel} has {what}; {_TO_FLOAT32}")
 
 def _dtype(dt: DType) -> str: return DTYPE_CODES.get(dt.scalar() if hasattr(dt, "scalar") else dt, dt.name.replace(" ", "_"))
 
@@ -64,6 +92,7 @@ class TinyTPURenderer(Renderer):
   def supported_dtypes(self) -> set[DType]: return set(SUPPORTED_DTYPES)
   def render(self, uops: list[UOp]) -> str:
     name = next((u.arg.name for u in uops if u.op is Ops.SINK and u.arg is not None), "kernel")
+    check_dtypes(uops, ansistrip(name))
     src = serialize(uops, name)
     _core.check_kernel(src)  # NotImplementedError naming the op, dtype and kernel
     return src
