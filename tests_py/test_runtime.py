@@ -68,3 +68,19 @@ def test_debug4_prints_each_launchs_tasm():
   out = run_python("import tinytpu; from tinygrad import Tensor; print((Tensor(list(range(16)), device='TINYTPU') * 5).tolist())", DEBUG="4")
   assert out.returncode == 0, out.stderr
   assert "launch 0" in out.stdout and "= MUL(" in out.stdout and "HALT" in out.stdout and str(list(range(0, 80, 5))) in out.stdout
+
+def test_debug4_shows_float_tiles_as_floats_beside_their_bits():
+  code = ("import numpy as np, tinytpu; from tinygrad import Tensor; "
+          "print((Tensor(np.array([1.5, -2.0, 3.25], np.float32), device='TINYTPU') * 2.5 + Tensor([1, 2, 3], device='TINYTPU')).tolist())")
+  out = run_python(code, DEBUG="4")
+  assert out.returncode == 0, out.stderr
+  fills = [l for l in out.stdout.splitlines() if l.startswith("VMEM[")]
+  data = next(l for l in fills if l.split("=")[1].split()[:3] == [str(np.float32(x).view(np.int32)) for x in (1.5, -2.0, 3.25)])
+  assert data.split("# f32 ")[1].split()[:3] == ["1.5", "-2", "3.25"]
+  scale = next(l for l in fills if l.split("=")[1].split()[0] == str(np.float32(2.5).view(np.int32)))
+  assert scale.split("# f32 ")[1].split() == ["2.5"] * 16
+  ints = next(l for l in fills if l.split("=")[1].split()[:3] == ["1", "2", "3"])
+  assert "#" not in ints  # int32 tiles: bits only
+  # the listing still assembles: the floats are a comment
+  launch = out.stdout.split("launch 0\n")[1].split("END\n")[0] + "END\n"
+  assert tinytpu.run_tasm(launch).cycles > 0

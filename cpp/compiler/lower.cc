@@ -272,17 +272,17 @@ class Emitter {
   }
 
   // A VMEM tile filled by the loader (a leaf, a constant, or a spilled value), loaded into a fresh vreg.
-  int load_fill(int node) {
+  int load_fill(int node, DType const_dtype = DType::kI32) {
     int s = int(std::find(slot_.begin(), slot_.end(), kFree) - slot_.begin());
     if (s == kSlots) throw NoRoom{};
     slot_[s] = kUsed;  // consumed by the LOAD below, so the slot can take an output later
-    cur_.fills.push_back({s, node});
+    cur_.fills.push_back({s, node, node >= 0 ? p_.nodes[node].dtype : const_dtype});
     int r = alloc_vreg();
     emit(Instr{kLoad, uint8_t(s), uint8_t(r)});
     return r;
   }
   // A constant tile: VZERO/VFILL when the value allows, else a loader constant.
-  int constant(int32_t value) {
+  int constant(int32_t value, DType dtype = DType::kI32) {
     int r;
     if (value == 0) {
       r = alloc_vreg();
@@ -292,7 +292,7 @@ class Emitter {
       emit(Instr{kVfill, 0, uint8_t(r), 0, 0, 0, uint8_t(int8_t(value))});
     } else {
       consts_.push_back(value);
-      r = load_fill(-int(consts_.size()));  // negative node ids name constants
+      r = load_fill(-int(consts_.size()), dtype);  // negative node ids name constants
     }
     return r;
   }
@@ -309,7 +309,7 @@ class Emitter {
     // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
     if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a)) throw NoRoom{};
     auto bits = uniform_bits(n);
-    return bits ? constant(int32_t(*bits)) : load_fill(node);
+    return bits ? constant(int32_t(*bits), n.dtype) : load_fill(node);
   }
   int operand(int node) {
     if (vreg_[node] >= 0) return vreg_[node];
@@ -389,7 +389,7 @@ class Emitter {
     vpu(kShr, mag, mag, k16);
     vpu(kI2f, mag, mag);
     vpu(kI2f, lo, lo);
-    int scale = constant(0x47800000);  // 65536.0f
+    int scale = constant(0x47800000, DType::kF32);  // 65536.0f
     vpu(kFmul, mag, mag, scale);
     vpu(kFadd, d, mag, lo);
     int k31 = constant(31);
@@ -419,14 +419,14 @@ class Emitter {
       release(o);
     };
     vpu(kAnd, xs, x, x);
-    int one = constant(int32_t(0x3F800000));
+    int one = constant(int32_t(0x3F800000), DType::kF32);
     vpu(kAnd, post, one, one);
     release(one);
     scale_if(0x7E000000u, true, 0x3E800000u, 0x3E800000u);   // |x| > 2^125: 1/(x/4) / 4
     scale_if(0x01000000u, false, 0x4B800000u, 0x4B800000u);  // |x| < 2^-125: 1/(x*2^24) * 2^24
     vpu(kFrecip, d, xs);
     vpu(kFmul, t, xs, d);
-    int two = constant(int32_t(0x40000000));
+    int two = constant(int32_t(0x40000000), DType::kF32);
     vpu(kFsub, t, two, t);
     release(two);
     vpu(kFmul, d, d, t);
@@ -580,7 +580,7 @@ class Emitter {
     require_in_range(b, false);
     for (int c : {m, lo, hi}) release(c);
     int t3 = alloc_vreg(), t4 = alloc_vreg(), p = alloc_vreg(), e = alloc_vreg();
-    int k = constant(0x45801000);  // 4097.0: Veltkamp's split into 12-bit halves
+    int k = constant(0x45801000, DType::kF32);  // 4097.0: Veltkamp's split into 12-bit halves
     auto split = [&](int x, int h, int l) {
       vpu(kFmul, h, x, k);
       vpu(kFsub, l, h, x);
@@ -848,7 +848,7 @@ class Emitter {
       if (is_leaf(node) && vreg_[node] < 0 && !p_.nodes[node].dynamic) {
         // a gathered tile stored as it is: the loader fills an output slot, no LOAD and STORE
         int slot = take_out_slot(true);
-        cur_.fills.push_back({slot, node});
+        cur_.fills.push_back({slot, node, p_.nodes[node].dtype});
         cur_.drains.push_back({slot, s, -1, role});
         continue;
       }

@@ -11,6 +11,7 @@ namespace tinytpu::compiler {
 struct SlotFill {
   int slot;
   int node;  // a leaf node's lanes, the spilled value of a computed node, or constant -k (constants[k-1])
+  DType dtype = DType::kI32;  // what the lanes hold (DEBUG=4 shows float tiles as floats too)
 };
 struct SlotDrain {
   enum Role : uint8_t { kValue, kGate, kIndex };

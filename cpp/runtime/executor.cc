@@ -1,7 +1,10 @@
 #include "runtime/executor.h"
 
+#include <charconv>
+#include <cstring>
 #include <functional>
 #include <map>
+#include <sstream>
 
 #include "compiler/lane_pack.h"
 #include "compiler/lower.h"
@@ -47,6 +50,28 @@ int32_t read_lane(const uint8_t* p, DType d) {
 void write_lane(uint8_t* p, DType d, int32_t v) {
   if (d == DType::kBool) v = v != 0;
   std::memcpy(p, &v, dtype_bytes(d));  // little-endian: the low bytes
+}
+
+// A launch's TASM (DEBUG=4): float32 tiles the loader fills also as floats, in a comment, so the listing
+// still assembles. The bundle's first records are the fills, in order.
+std::string listing(const Bundle& b, const std::vector<SlotFill>& fills) {
+  std::istringstream tasm(disassemble(b));
+  std::string out, line;
+  for (size_t i = 0; std::getline(tasm, line); ++i) {
+    out += line;
+    if (i < fills.size() && is_float(fills[i].dtype)) {  // float32 lanes (a weak float constant too)
+      out += "  # f32";
+      for (int32_t bits : b.records[i].data) {
+        float f;
+        std::memcpy(&f, &bits, 4);
+        char text[32];
+        out += ' ';
+        out.append(text, std::to_chars(text, text + sizeof text, f).ptr);
+      }
+    }
+    out += '\n';
+  }
+  return out;
 }
 
 struct ParamInfo {
@@ -181,7 +206,7 @@ KernelStats CompiledKernel::run_chunks(std::vector<DeviceBuffer>& bufs, const st
         b.records.push_back(r);
       }
       for (const SlotDrain& d : l.drains) b.records.push_back(Record{RecordType::kOutputVmem, d.slot});
-      if (keep_tasm) stats.tasm.push_back(disassemble(b));
+      if (keep_tasm) stats.tasm.push_back(listing(b, l.fills));
       RunResult res;
       const uint64_t launch_begin = trace ? trace->base : 0;
       try {
