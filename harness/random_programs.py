@@ -422,7 +422,10 @@ class Program:
 
 # *** running and comparing
 
+RUNNING = "random_programs: running on "
+
 def run(prog: Program, device: str) -> np.ndarray:
+  if device != "NULL": print(RUNNING + device, file=sys.stderr, flush=True)  # names the device a dead case was on
   env = {"Tensor": Tensor, "dtypes": dtypes, **{f"a{i}": Tensor(a, device=device) for i, a in enumerate(prog.inputs)}}
   for line in prog.lines: exec(line, env)
   return env["x"].numpy()
@@ -533,18 +536,21 @@ def child(seed, case, wfd, errfile):
   os._exit(0)
 
 def finish(entry, fd, timed_out) -> dict:
-  """The result of a finished or killed child: its own, or a crash or hang with the last line it printed."""
+  """The result of a finished or killed child: its own, or a crash or hang with the device it was running on (a
+  reference device dying is a reference error) and the last line it printed."""
   pid, seed, start, errfile, buf = entry
   os.close(fd)
-  status, tail = os.waitpid(pid, 0)[1], ""
+  status, lines = os.waitpid(pid, 0)[1], []
   if os.path.exists(errfile):
-    with open(errfile, errors="replace") as f: tail = " ".join(f.read().strip().splitlines()[-1:])[:160]
+    with open(errfile, errors="replace") as f: lines = f.read().strip().splitlines()
     os.unlink(errfile)
   res = {"seed": seed, "wall_s": time.monotonic() - start}
-  if timed_out: return {**res, "status": "hang", "detail": f"{timed_out} {tail}"}
-  if os.WIFSIGNALED(status): return {**res, "status": "crash", "detail": f"{signal.Signals(os.WTERMSIG(status)).name} {tail}"}
-  if not buf: return {**res, "status": "crash", "detail": f"exit {os.WEXITSTATUS(status)} {tail}"}
-  return {**pickle.loads(bytes(buf)), **res}
+  if buf and not timed_out: return {**pickle.loads(bytes(buf)), **res}
+  device = ([line[len(RUNNING):] for line in lines if line.startswith(RUNNING)] or ["no device"])[-1]
+  last = next((line for line in reversed(lines) if not line.startswith(RUNNING)), "")[:160]
+  what = timed_out or (signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}")
+  kind = "reference error" if device in ("CPU", "PYTHON") else "hang" if timed_out else "crash"
+  return {**res, "status": kind, "detail": f"{what} on {device}: {last}"}
 
 # *** report
 
