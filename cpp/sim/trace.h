@@ -40,7 +40,7 @@ static_assert(sizeof(TraceEvent) == 24, "python/tinytpu/events.py reads this lay
 // none while paused. A run started while !recording() goes untraced (run_bundle) and skip()s the timeline.
 class TraceLog {
  public:
-  static constexpr size_t kDefaultMaxEvents = 4'000'000;  // 96 MB here, about 500 MB of Chrome JSON
+  static constexpr size_t kDefaultMaxEvents = 2'000'000;  // 48 MB here, about 330 MB of Chrome JSON
   uint64_t base = 0;
   size_t max_events = kDefaultMaxEvents;
   uint64_t window_begin = 0, window_end = UINT64_MAX;

@@ -50,6 +50,11 @@ def busy_counters(tr: Trace) -> tuple[list[str], np.ndarray, np.ndarray]:
   changed[1:] = (values[1:] != values[:-1]).any(axis=1)
   return keys, times[changed], values[changed]
 
+def _rows(*columns: np.ndarray, chunk: int = 1 << 16):
+  """The columns' rows as Python values, converted a chunk at a time: a few million events as Python lists
+  would take several times the trace's own memory."""
+  for i in range(0, len(columns[0]), chunk): yield from zip(*(c[i:i + chunk].tolist() for c in columns))
+
 def write_json(tr: Trace, f: TextIO) -> None:
   """Chrome trace-event JSON: one thread per track, one complete ("X") event per slice (category: the
   track, or track.stall / .phase / .launch when nested), a "busy units" counter; timed events in cycle order."""
@@ -62,16 +67,14 @@ def write_json(tr: Trace, f: TextIO) -> None:
   quoted = [json.dumps(n) for n in tr.names]
   cats = [[t, f"{t}.{NESTED.get(t, 'nested')}"] for t in TRACKS]
   keys, ctimes, cvalues = busy_counters(tr)
-  counters = [(t, f',\n{{"ph":"C","pid":1,"name":"busy units","ts":{t},"args":{{' +
-               ",".join(f'"{k}":{v}' for k, v in zip(keys, row)) + "}}")
-              for t, row in zip(ctimes.tolist(), cvalues.tolist())]
-  ci = 0
-  ev = tr.ev
-  for b, e, n, pc, t, d in zip(*(ev[c].tolist() for c in ("begin", "end", "name", "pc", "track", "depth"))):
-    while ci < len(counters) and counters[ci][0] <= b:  # counters interleaved in time order
-      f.write(counters[ci][1])
-      ci += 1
+  counters = ((t, f',\n{{"ph":"C","pid":1,"name":"busy units","ts":{t},"args":{{' +
+               ",".join(f'"{k}":{v}' for k, v in zip(keys, row)) + "}}") for t, row in _rows(ctimes, cvalues))
+  counter = next(counters, None)
+  for b, e, n, pc, t, d in _rows(*(tr.ev[c] for c in ("begin", "end", "name", "pc", "track", "depth"))):
+    while counter is not None and counter[0] <= b:  # counters interleaved in time order
+      f.write(counter[1])
+      counter = next(counters, None)
     args = f'{{"pc":{pc}}}' if pc >= 0 else "{}"
     f.write(f',\n{{"ph":"X","pid":1,"tid":{t},"ts":{b},"dur":{e - b},"name":{quoted[n]},"cat":"{cats[t][d]}","args":{args}}}')
-  for _, text in counters[ci:]: f.write(text)
+  for _, text in ([counter] if counter else []) + list(counters): f.write(text)
   f.write("\n]}\n")

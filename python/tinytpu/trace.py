@@ -3,7 +3,7 @@
 traces every kernel a script runs and writes Chrome trace JSON at exit (tinytpu.events).
 
 What a trace keeps is bounded (each setting also a `start()` argument and a CLI option):
-  TINYTPU_TRACE_MAX_EVENTS=N     at most N events (default 4,000,000; 0: no cap); at the cap recording stops
+  TINYTPU_TRACE_MAX_EVENTS=N     at most N events (default 2,000,000; 0: no cap); at the cap recording stops
                                  with one warning, the run goes on untraced, the trace stays whole up to there
   TINYTPU_TRACE_CYCLES=FROM:TO   only the slices overlapping cycles [FROM, TO) of the timeline (either side
                                  may be left out)
