@@ -157,3 +157,11 @@ print(tinytpu.counters()["kernels"], tinytpu.counters(beam=True)["kernels"])
   assert result == str((np.arange(64).reshape(8, 8).sum(1) + 1).tolist())
   user, trials = map(int, counts.split())
   assert user == 1 and trials > 0
+
+def test_kernel_whose_middle_buffer_was_folded_away():
+  # (bools cast to int16 >= 2) is always False: tinygrad drops that buffer's PARAM (slot 1) and passes the
+  # buffers of slots 0 and 2 only; the executor took its slots to be dense
+  def f(dev):
+    return ((Tensor([True, False, True], device=dev).cast("int16") >= 2).argmin().reshape(1) * Tensor([2, 6], device=dev)
+            + Tensor([8, 9], device=dev)).numpy().tolist()
+  assert f("TINYTPU") == f("CPU") == [8, 9]

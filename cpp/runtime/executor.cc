@@ -74,6 +74,8 @@ std::string listing(const Bundle& b, const std::vector<SlotFill>& fills) {
   return out;
 }
 
+constexpr int kMaxParamSlots = 1 << 16;  // far above any kernel's buffer count: a bound on malformed IR
+
 struct ParamInfo {
   DType dtype = DType::kVoid;
   int bytes = 0;
@@ -116,20 +118,25 @@ KernelStats CompiledKernel::run_chunks(std::vector<DeviceBuffer>& bufs, const st
   if (params.size() != bufs.size())
     throw SimError("kernel " + kernel_.name + " takes " + std::to_string(params.size()) + " buffers, got " +
                    std::to_string(bufs.size()));
-  std::vector<int64_t> sizes;
-  std::vector<DeviceBuffer*> by_slot;
-  std::vector<ParamInfo> info;
+  // tinygrad passes the buffers of the PARAMs the kernel still has, in slot order; a slot whose uses were
+  // folded away has no PARAM and no buffer. Everything below is indexed by slot.
+  const int slots = params.empty() ? 0 : params.rbegin()->first + 1;
+  if (slots > kMaxParamSlots)
+    throw SimError("kernel " + kernel_.name + ": buffer slot " + std::to_string(slots - 1) +
+                   " over the limit of " + std::to_string(kMaxParamSlots));
+  std::vector<int64_t> sizes(slots, 0);
+  std::vector<DeviceBuffer*> by_slot(slots, nullptr);
+  std::vector<ParamInfo> info(slots);
   size_t i = 0;
   for (auto& [slot, p] : params) {
-    if (int(sizes.size()) != slot) throw SimError("kernel " + kernel_.name + ": buffer slots are not dense");
-    sizes.push_back(int64_t(bufs[i].size() / p.bytes));
-    by_slot.push_back(&bufs[i++]);
-    info.push_back(p);
+    sizes[slot] = int64_t(bufs[i].size() / p.bytes);
+    by_slot[slot] = &bufs[i++];
+    info[slot] = p;
   }
   // Loads see the buffers as they were when the kernel started, like one pass of tinygrad's loops.
-  std::vector<std::vector<uint8_t>> snapshot(bufs.size());
-  for (size_t s = 0; s < bufs.size(); ++s)
-    snapshot[s].assign(by_slot[s]->data(), by_slot[s]->data() + by_slot[s]->size());
+  std::vector<std::vector<uint8_t>> snapshot(slots);
+  for (int s = 0; s < slots; ++s)
+    if (by_slot[s]) snapshot[s].assign(by_slot[s]->data(), by_slot[s]->data() + by_slot[s]->size());
 
   Tracer tracer(kernel_, vals, sizes);
   KernelStats stats;
