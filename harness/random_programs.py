@@ -102,7 +102,10 @@ class Program:
     if cap > 4096 and self.r.random() < 0.5: shape = (self.r.choice(LONG_SIZES),)
     else: shape = self.dims(cap)
     dtype = self.r.choice(DTYPES)
-    self.emit("x = " + self.fresh(shape, dtype), *self.span_of(dtype, self.inputs[-1]))
+    lo, hi, frac = self.wide(dtype)
+    name = self.fresh(shape, dtype, lo, hi, frac)
+    if dtype != "float32": lo, hi = self.inputs[-1].min().item(), self.inputs[-1].max().item()  # the tighter bounds
+    self.emit("x = " + name, lo, hi, frac)
     for _ in range(self.r.randint(1, 3 if cap > 4096 else 6)):
       for _ in range(20):
         if self.step(): break
@@ -129,21 +132,21 @@ class Program:
     lo, hi = self.r.choice([(-9, 9), (-100, 100), (0, 3)])
     return max(lo, dlo), min(hi, dhi), 0
 
-  @staticmethod
-  def span_of(dtype, arr):
-    return arr.min().item(), arr.max().item(), (0 if dtype != "float32" else None)
+  def wide(self, dtype):
+    """A value range for a first input: float32 on a grid or not, integers small or up to the whole dtype."""
+    if dtype == "float32": return -(b := self.r.choice([1, 4, 16, 100])), b, self.r.choice([0, 2, 3, None])
+    return *self.r.choice([(-8, 8), (-100, 100), (-30000, 30000), bounds(dtype)]), 0
 
   def fresh(self, shape, dtype, lo=None, hi=None, frac=None, nonzero=False, arr=None) -> str:
-    """A new input (a random range of dtype unless lo, hi, frac are given); returns its name."""
-    r, dlo, dhi = self.r, *bounds(dtype)
+    """A new input (of the wide() range unless lo, hi, frac are given); returns its name."""
+    dlo, dhi = bounds(dtype)
+    if lo is None and arr is None: lo, hi, frac = self.wide(dtype)
     if arr is not None: pass
     elif dtype == "float32":
-      if lo is None: lo, hi, frac = (-(b := r.choice([1, 4, 16, 100])), b, r.choice([0, 2, 3, None]))
       if frac is None: arr = self.rng.uniform(lo, hi, shape)
       else: arr = self.rng.integers(math.ceil(lo * 2**frac), math.floor(hi * 2**frac), shape, endpoint=True) / 2.0**frac
       if nonzero: arr = np.where(np.abs(arr) < 0.5, 0.5, arr)
     else:
-      if lo is None: lo, hi = r.choice([(-8, 8), (-100, 100), (-30000, 30000), (dlo, dhi)])
       arr = self.rng.integers(max(lo, dlo), min(hi, dhi), shape, endpoint=True)
       if nonzero: arr[arr == 0] = 1
     name = f"a{len(self.inputs)}"
