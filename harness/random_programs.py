@@ -9,7 +9,7 @@ crash (signal) or a hang (timeout) is a reported case with its seed, never a dea
 
 Reference: tinygrad's CPU device, or PYTHON when a narrow integer (int8/uint8/int16/uint16) result may wrap: the CPU
 device's C code computes such a product in int and does not wrap it where it feeds a wider op; PYTHON wraps, as the
-dtype says. Values are drawn so that the reference is well defined: no integer division by zero or of the minimum by
+dtype says. (uint8/uint16 subtraction counts: tinygrad adds the negated operand, which wraps.) Values are drawn so that the reference is well defined: no integer division by zero or of the minimum by
 -1, no int32 overflow (undefined in C; uint32 wraps), shifts only of non-negative values by less than the width, float
 to int casts only in range, float values far below overflow.
 
@@ -179,8 +179,9 @@ class Program:
 
   # *** choosing a line
 
-  def emit(self, line, lo, hi, frac=None) -> bool:
-    """Add line if tinygrad builds it with a supported dtype and its values stay well defined on the reference."""
+  def emit(self, line, lo, hi, frac=None, subtracts=False) -> bool:
+    """Add line if tinygrad builds it with a supported dtype and its values stay well defined on the reference.
+    subtracts: tinygrad computes a - b as a + (-b), which wraps in uint8/uint16 even when a - b does not."""
     env = dict(self.env)
     try:
       exec(line, env)
@@ -188,6 +189,7 @@ class Program:
     except Exception:
       return False
     if x.dtype is None or x.numel == 0 or x.numel > self.cap: return False
+    if subtracts and x.dtype in ("uint8", "uint16") and not self.narrow_wraps(x.numel): return False
     dlo, dhi = bounds(x.dtype)
     if x.dtype == "bool": x.lo, x.hi = 0, 1
     elif x.dtype == "float32":
@@ -256,7 +258,7 @@ class Program:
       return x.is_int and isinstance(lo, int) and frac == 0 and self.emit(f"x = x {r.choice('&|^')} {o}", *bitwise_span(x.lo, x.hi, lo, hi), 0)
     op = r.choice("+-*")
     frac = merge(x.frac, frac) if op != "*" or x.frac is None or frac is None else x.frac + frac
-    return self.emit(f"x = x {op} {o}", *span(op, (x.lo, x.hi), (lo, hi)), frac)
+    return self.emit(f"x = x {op} {o}", *span(op, (x.lo, x.hi), (lo, hi)), frac, subtracts=op == "-")
 
   def where(self) -> bool:
     x, r = self.x, self.r
