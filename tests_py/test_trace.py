@@ -261,3 +261,6 @@ def test_profile_of_some_kernels(tmp_path):
   assert p.returncode == 0, p.stderr
   rows = [l.split()[0] for l in p.stdout.split("\n\n")[1].splitlines()[1:-1]]
   assert rows == ["r_8_8_8", "overall"]
+  p = cli("profile", "--trace-max-events", "150", str(script), cwd=tmp_path)
+  assert p.returncode == 0 and p.stderr.count("tinytpu: warning: TINYTPU trace: recording stopped at cycle") == 1
+  assert "cycles\n  (a bounded trace: recording stopped at cycle" in p.stdout  # under the report's first line

@@ -6,8 +6,8 @@ from tinytpu._core import SimError
 
 __version__ = "0.1.0"  # the package's version: pyproject.toml reads it from here
 
-__all__ = ["__version__", "SimError", "UnsupportedDType", "RunResult", "run_tasm", "run_bundle", "assemble", "disassemble", "DEFAULT_MAX_CYCLES", "counters",
-           "reset_counters"]
+__all__ = ["__version__", "SimError", "UnsupportedDType", "RunResult", "run_tasm", "run_bundle", "assemble", "disassemble",
+           "DEFAULT_MAX_CYCLES", "counters", "reset_counters"]
 
 DEFAULT_MAX_CYCLES = 50000  # the reference testbench's timeout
 

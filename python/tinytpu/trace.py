@@ -40,8 +40,6 @@ def _setting(var: str, parse, value):
 _active: _core.TraceLog | None = None
 _kernels: re.Pattern | None = None
 
-def active() -> _core.TraceLog | None: return _active
-
 def new_log(max_events: int | None = None, cycles: tuple[int, int | None] | None = None) -> _core.TraceLog:
   """A log bounded by the arguments; one left None is read from its environment variable, else the default."""
   log = _core.TraceLog()
