@@ -9,9 +9,10 @@ crash (signal) or a hang (timeout) is a reported case with its seed, never a dea
 
 Reference: tinygrad's CPU device, or PYTHON when a narrow integer (int8/uint8/int16/uint16) result may wrap: the CPU
 device's C code computes such a product in int and does not wrap it where it feeds a wider op; PYTHON wraps, as the
-dtype says. (uint8/uint16 subtraction counts: tinygrad adds the negated operand, which wraps.) Values are drawn so that the reference is well defined: no integer division by zero or of the minimum by
--1, no int32 overflow (undefined in C; uint32 wraps), shifts only of non-negative values by less than the width, float
-to int casts only in range, float values far below overflow.
+dtype says (uint8/uint16 subtraction too: tinygrad adds the negated operand, which wraps). Values are drawn so that
+the reference is well defined: no integer division by zero or of the minimum by -1, no int32 overflow (undefined in
+C; uint32 wraps), shifts only of non-negative values by less than the width, float to int casts only in range, float
+values far below overflow.
 
 Comparison:
 - integers and bools must be equal (bit exact);
@@ -422,8 +423,8 @@ class Program:
     wt = self.fresh((cout, c, kh, kw), dtype, lo, hi, frac)
     bias = self.fresh((cout,), dtype, lo, hi, frac) if r.random() < 0.5 else "None"
     m = x.mag * hi * c * kh * kw + hi
-    return self.emit(f"x = x.cast(dtypes.{dtype}).reshape({n}, {c}, {h}, {w}).conv2d({wt}, {bias}, stride={r.choice([1, 1, 2])}, padding={r.choice([0, 0, 1])})",
-                     -m, m, None if x.frac is None else x.frac + frac)
+    conv = f"conv2d({wt}, {bias}, stride={r.choice([1, 1, 2])}, padding={r.choice([0, 0, 1])})"
+    return self.emit(f"x = x.cast(dtypes.{dtype}).reshape({n}, {c}, {h}, {w}).{conv}", -m, m, None if x.frac is None else x.frac + frac)
 
 # *** running and comparing
 
