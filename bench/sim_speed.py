@@ -35,7 +35,7 @@ def main():
   best = None
   for _ in range(args.repeat):
     t0 = time.perf_counter()
-    r = tinytpu.run_tasm(src, max_cycles=10**10, trace=tinytpu._core.TraceLog() if args.trace else None)
+    r = tinytpu.run_tasm(src, max_cycles=10**10, trace=tinytpu.trace.new_log(max_events=0) if args.trace else None)
     dt = time.perf_counter() - t0
     best = dt if best is None else min(best, dt)
   print(f"simulated cycles: {r.cycles}")
