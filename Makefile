@@ -1,14 +1,14 @@
 # `make demo` and `make test` work on a fresh machine: each installs what is missing first.
 PYTHON ?= python3
 JOBS ?= 2
-DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang chromium
+DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang libclang-rt-14-dev chromium
 PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothesis cmake ninja
 CPP_BUILD := build/cpp
 
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
 TINYGRAD_SDIST := $(UPSTREAM_CACHE)/tinygrad-0.14.0.tar.gz
 
-.PHONY: deps install cpp-build test test-cpp test-py test-upstream test-upstream-full random-programs demo bench clean format
+.PHONY: deps install cpp-build test test-cpp test-py test-upstream test-sanitize fuzz test-upstream-full random-programs demo bench clean format
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -62,7 +62,42 @@ SEED ?= 0
 random-programs: install
 	$(PYTHON) harness/random_programs.py --count $(COUNT) --seed $(SEED) --jobs $(JOBS)
 
-test: test-cpp test-py test-upstream
+# Sanitizer builds, each in its own directory. test-sanitize: the Catch2 suite and the Python core tests
+# (SANITIZE_PY_TESTS) against an ASan+UBSan build of the extension, imported in place of the installed one.
+ASAN_BUILD := build/asan
+ASAN_PY_BUILD := build/asan-py
+# -O1: half the compile time of -O2 under the sanitizers, and the suite runs as fast.
+SANITIZE := -DTINYTPU_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1"
+SANITIZE_PY_TESTS ?= tests_py/test_core.py tests_py/test_runtime.py
+SANITIZE_ENV := LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 PYTHONPATH=$(CURDIR)/$(ASAN_PY_BUILD)/pkg
+
+test-sanitize: deps
+	cmake -S . -B $(ASAN_BUILD) $(SANITIZE) -DTINYTPU_BUILD_PYTHON=OFF >/dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+	cmake -S . -B $(ASAN_PY_BUILD) $(SANITIZE) -DTINYTPU_BUILD_TESTS=OFF -DPython_EXECUTABLE=$$(command -v $(PYTHON)) \
+	  -Dpybind11_DIR=$$($(PYTHON) -m pybind11 --cmakedir) >/dev/null
+	cmake --build $(ASAN_PY_BUILD) -j $(JOBS)
+	rm -rf $(ASAN_PY_BUILD)/pkg && mkdir -p $(ASAN_PY_BUILD)/pkg && cp -r python/tinytpu $(ASAN_PY_BUILD)/pkg/
+	cp $(ASAN_PY_BUILD)/_core*.so $(ASAN_PY_BUILD)/pkg/tinytpu/
+	$(SANITIZE_ENV) $(PYTHON) -c "import sys, tinytpu._core as c; print('sanitized', c.__file__); \
+	  sys.exit('$(ASAN_PY_BUILD)/pkg/' not in c.__file__)"
+	$(SANITIZE_ENV) $(PYTHON) -m pytest -q -p no:cacheprovider $(SANITIZE_PY_TESTS)
+
+# libFuzzer targets (clang, ASan+UBSan) on every text front door, two at a time; fails on any finding and
+# prints the input's path. FUZZ_SECONDS per target (CI's short mode), or FUZZ_RUNS inputs each (long mode).
+FUZZ_BUILD := build/fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= 0
+
+fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD) $(SANITIZE) -DCMAKE_CXX_COMPILER=clang++ -DTINYTPU_FUZZ=ON \
+	  -DTINYTPU_BUILD_TESTS=OFF -DTINYTPU_BUILD_PYTHON=OFF >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	$(PYTHON) fuzz/run.py --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --runs $(FUZZ_RUNS) --jobs $(JOBS)
+
+test: test-cpp test-py test-upstream test-sanitize fuzz
 
 demo: install
 	$(PYTHON) -m tinytpu demo
