@@ -60,6 +60,8 @@ def test_version():
   assert f'__version__ = "{tinytpu.__version__}"' in (ROOT / "python" / "tinytpu" / "__init__.py").read_text()
   p = cli("--version")
   assert p.returncode == 0 and p.stdout.decode() == f"tinytpu {tinytpu.__version__} (tinygrad 0.14.0)\n"
+  # `tinytpu --version`: the installed console script is the same main()
+  assert [e.value for e in metadata.entry_points(group="console_scripts", name="tinytpu")] == ["tinytpu.__main__:main"]
 
 def test_seed_programs_by_name():
   names = cli("seeds").stdout.decode().split()
