@@ -26,9 +26,9 @@ def _checked(parse):
   return check
 
 def seeds() -> list[str]:
-  """The seed programs the package carries (kernels/seed of the repository)."""
-  return sorted(f.name.removesuffix(".tasm") for f in resources.files("tinytpu").joinpath("seed").iterdir()
-                if f.name.endswith(".tasm"))
+  """The seed programs the package carries (kernels/seed of the repository; none in a bare source copy)."""
+  seed = resources.files("tinytpu").joinpath("seed")
+  return sorted(f.name.removesuffix(".tasm") for f in seed.iterdir() if f.name.endswith(".tasm")) if seed.is_dir() else []
 
 def _read(path: str) -> str:
   """A file's text ('-': stdin); a seed program's name stands for the program. ValueError naming the file."""
