@@ -16,16 +16,18 @@ DEFAULT_MAX_EVENTS: int = _core.TraceLog.DEFAULT_MAX_EVENTS
 
 class TraceCapWarning(UserWarning): """Recording stopped at the trace's event cap."""
 
+def _uint64(text: str) -> bool: return text.isdigit() and int(text) < 2**64  # what the log's uint64s hold
+
 def parse_max_events(text: str) -> int:
-  if not text.strip().isdigit(): raise ValueError(f"{text!r} is not a whole number of events (0: no cap)")
+  if not _uint64(text.strip()): raise ValueError(f"{text!r} is not a whole number of events (0: no cap)")
   return int(text)
 
 def parse_cycles(text: str) -> tuple[int, int | None]:
   """'FROM:TO', 'FROM:' or ':TO' -> (FROM, TO or None)."""
-  lo, sep, hi = text.partition(":")
-  if not sep or not all(s.strip().isdigit() for s in (lo, hi) if s.strip()) or (hi.strip() and int(hi) <= int(lo or 0)):
+  lo, sep, hi = (t.strip() for t in text.partition(":"))
+  if not sep or not all(_uint64(t) for t in (lo, hi) if t) or (hi and int(hi) <= int(lo or 0)):
     raise ValueError(f"{text!r} is not a cycle window FROM:TO with FROM < TO (either side may be left out)")
-  return int(lo or 0), int(hi) if hi.strip() else None
+  return int(lo or 0), int(hi) if hi else None
 
 def parse_kernels(text: str) -> re.Pattern:
   try: return re.compile(text)
