@@ -25,7 +25,9 @@ Comparison:
   a last-bit difference into a different answer (comparisons, casts to int, argmax, floor, mod).
 
 A clean error is a NotImplementedError (an op or dtype TINYTPU does not run) or a ValueError (a size over a limit)
-raised before any result; any other exception is an unexpected error.
+raised before any result; any other exception is an unexpected error. When the reference device raises, crashes or
+hangs (tinygrad's CPU device has its own faults), the case is a reference error, not a TINYTPU fault; a small program
+the CPU device rejects is checked on PYTHON instead.
 """
 from __future__ import annotations
 import argparse, collections, json, math, os, pickle, random, select, signal, sys, tempfile, threading, time, traceback
