@@ -3,8 +3,10 @@
 // huge allocation. The inputs that once crashed it are in fuzz/corpus/ir too.
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <filesystem>
 
 #include "compiler/ir.h"
+#include "helpers.h"
 
 using namespace tinytpu::compiler;
 using Catch::Matchers::Contains;
@@ -41,10 +43,10 @@ TEST_CASE("IR parser: the renderer's spellings parse to their values") {
   Kernel k = parse_kernel(
       "KERNEL E_3 fastmath\r\n"
       "CONST i32 0 -2147483648\nCONST f32 0 0x1.8p+1\nCONST f32 0 -inf\nCONST idx 0 9223372036854775807\n"
-      "PARAM f32 0 2 GLOBAL 0 0\nPARAM i32 0 1 DEFINE_VAR 1 8\nRANGE idx 1 3 7 REDUCE\n\n   \n");
+      "PARAM f32 0 2 GLOBAL 0 0\nPARAM i32 0 1 DEFINE_VAR 1 8\nRANGE idx 1 3 7 REDUCE\n\n   \nEND void 2 6 6\n");
   CHECK(k.name == "E_3");
   CHECK(k.fast_math);
-  REQUIRE(k.nodes.size() == 7);
+  REQUIRE(k.nodes.size() == 8);
   CHECK(k.nodes[0].ivalue == INT32_MIN);
   float three = 3.0f;
   CHECK(std::memcmp(&k.nodes[1].fbits, &three, 4) == 0);
@@ -53,4 +55,31 @@ TEST_CASE("IR parser: the renderer's spellings parse to their values") {
   CHECK((k.nodes[4].ivalue == 2 && k.nodes[4].global));
   CHECK((k.nodes[5].ivalue == 1 && !k.nodes[5].global));
   CHECK((k.nodes[6].src == std::vector<int>{3} && k.nodes[6].ivalue == 7 && k.nodes[6].reduce));
+}
+
+TEST_CASE("IR parser: blocks are well formed before any pass walks them") {
+  const std::string head = "KERNEL k\nCONST i32 0 4\nRANGE i32 1 0 0 LOOP\nCONST bool 0 1\nIF void 1 2\n";
+  CHECK(parse_kernel(head + "ENDIF void 1 3\nEND void 2 4 1\n").nodes.size() == 6);
+  // A stray ENDIF once emptied the tracer's gate stack (heap overflow when a STORE followed).
+  check_malformed("KERNEL k\nCONST bool 0 1\nENDIF void 1 0\n",
+                  "line 3: ENDIF of node 0, not the innermost open IF");
+  check_malformed("KERNEL k\nENDIF void 0\n", "ENDIF needs 1 sources");
+  check_malformed(head + "ENDIF void 1 3\nEND void 2 4 0\n", "END of node 0, not an open RANGE");
+  check_malformed(head + "ENDIF void 1 3\nEND void 2 4 1\nEND void 2 5 1\n", "line 8: END of node 1");
+  // A RANGE without END once sent the tracer's skip of an empty loop past the last node.
+  CHECK_THROWS_WITH(parse_kernel(head + "ENDIF void 1 3\n"), Contains("RANGE node 1 is never closed"));
+  CHECK_THROWS_WITH(parse_kernel("KERNEL k\nCONST bool 0 1\nIF void 1 0\n"),
+                    Contains("IF node 1 is never closed"));
+}
+
+TEST_CASE("IR parser: the IR of real tinygrad kernels (the fuzzer's seeds) parses") {
+  int kernels = 0;
+  for (const auto& f :
+       std::filesystem::directory_iterator(std::string(TINYTPU_KERNELS_DIR) + "/../fuzz/corpus/ir")) {
+    if (f.path().filename().string().rfind("regress_", 0) == 0) continue;  // inputs that must be rejected
+    INFO(f.path());
+    CHECK_NOTHROW(parse_kernel(tinytpu::test::read_file(f.path())));
+    ++kernels;
+  }
+  CHECK(kernels >= 10);
 }

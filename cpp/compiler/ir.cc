@@ -121,6 +121,7 @@ int min_sources(Op op) {
     case Op::LOAD:
     case Op::AFTER:
     case Op::IF:
+    case Op::ENDIF:
     case Op::NEG:
     case Op::RECIPROCAL:
     case Op::TRUNC:
@@ -185,6 +186,9 @@ const char* op_name(Op op) { return kOpNames[int(op)]; }
 Kernel parse_kernel(std::string_view text) {
   Kernel k;
   int lineno = 0;
+  // Blocks must be well formed before any pass walks them: each END closes an open RANGE (its second
+  // source), each ENDIF the innermost open IF (its source), and nothing is left open.
+  std::vector<int> open_ranges, open_ifs;
   for (size_t start = 0; start < text.size();) {
     size_t nl = std::min(text.find('\n', start), text.size());
     Line ln{text.substr(start, nl - start), ++lineno};
@@ -237,7 +241,26 @@ Kernel parse_kernel(std::string_view text) {
     if (!lowerable(n, k.fast_math))
       throw Unsupported("TINYTPU cannot lower " + std::string(op) + " on " + n.dtype_text + " in kernel " +
                         k.name);
+    int self = int(k.nodes.size());
+    if (n.op == Op::RANGE) open_ranges.push_back(self);
+    if (n.op == Op::IF) open_ifs.push_back(self);
+    if (n.op == Op::END) {
+      auto r = std::find(open_ranges.begin(), open_ranges.end(), n.src[1]);
+      if (r == open_ranges.end()) ln.fail("END of node " + std::to_string(n.src[1]) + ", not an open RANGE");
+      open_ranges.erase(r);
+    }
+    if (n.op == Op::ENDIF) {
+      if (open_ifs.empty() || open_ifs.back() != n.src[0])
+        ln.fail("ENDIF of node " + std::to_string(n.src[0]) + ", not the innermost open IF");
+      open_ifs.pop_back();
+    }
     k.nodes.push_back(std::move(n));
+  }
+  if (!open_ranges.empty() || !open_ifs.empty()) {
+    bool range = !open_ranges.empty();
+    throw std::invalid_argument(std::string("malformed kernel IR: ") + (range ? "RANGE" : "IF") + " node " +
+                                std::to_string(range ? open_ranges.front() : open_ifs.front()) +
+                                " is never closed");
   }
   return k;
 }
