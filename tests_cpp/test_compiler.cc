@@ -173,3 +173,17 @@ TEST_CASE("mxu_dot: int8 dot-product chains become WS or OS MXU blocks, wider da
   CHECK(wide.nodes.size() == nodes);
   CHECK(wide.nodes[wide.stores[0].value].op == Op::ADD);
 }
+
+TEST_CASE("IR: an int64 CAST is taken as a 32-bit element index only where INDEX uses it") {
+  const std::string head =
+      "KERNEL k\nCONST idx 0 4\nCAST i32 1 0\nPARAM i32 1 1 0 GLOBAL 0 0\nCONST idx 0 0\nCAST i32 1 3\n"
+      "INDEX i32 2 2 4\nLOAD i32 1 5\nCAST i64 1 6\n";
+  Kernel k = parse_kernel(head + "INDEX i32 2 2 7\nLOAD i32 1 8\nSTORE void 2 5 9\nSINK void 1 10\n");
+  CHECK(k.nodes[7].dtype == DType::kI32);
+  CHECK(k.nodes[7].dtype_text == "i64");
+  // as a value (here added to another, or stored), int64 has no lanes
+  CHECK_THROWS_AS(parse_kernel(head + "ADD i64 2 7 7\nSINK void 1 8\n"), Unsupported);
+  CHECK_THROWS_AS(parse_kernel(head + "STORE void 2 5 7\nSINK void 1 8\n"), Unsupported);
+  // and it must come from a 32-bit (or narrower) integer
+  CHECK_THROWS_AS(parse_kernel("KERNEL k\nCONST f32 0 0x1p+0\nCAST i64 1 0\nSINK void 1 1\n"), Unsupported);
+}

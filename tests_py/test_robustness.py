@@ -165,3 +165,15 @@ def test_kernel_whose_middle_buffer_was_folded_away():
     return ((Tensor([True, False, True], device=dev).cast("int16") >= 2).argmin().reshape(1) * Tensor([2, 6], device=dev)
             + Tensor([8, 9], device=dev)).numpy().tolist()
   assert f("TINYTPU") == f("CPU") == [8, 9]
+
+def test_gather_whose_index_tinygrad_casts_to_int64():
+  # x[idx].gather(...): tinygrad casts the data-dependent element index to int64 for INDEX (random program seed
+  # 111 was refused with "no lanes for dtype i64"); an index is 32 bits in a lane
+  rng = np.random.default_rng(0)
+  a0 = rng.integers(-32702, 32725, (13, 61)).astype(np.int16)
+  a1, a2 = rng.integers(-59, 49, (3, 4)).astype(np.int32), rng.integers(0, 2, (3, 1)).astype(np.int32)
+  x = Tensor(a0, device="TINYTPU").min(axis=0)
+  got = (x * x)[Tensor(a1, device="TINYTPU")].gather(1, Tensor(a2, device="TINYTPU")).numpy()
+  m = a0.min(axis=0)
+  want = np.take_along_axis((m * m)[a1], a2, axis=1)  # numpy's int16 product wraps like tinygrad's
+  assert got.dtype == np.int16 and np.array_equal(got, want)

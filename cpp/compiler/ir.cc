@@ -189,6 +189,7 @@ Kernel parse_kernel(std::string_view text) {
   // Blocks must be well formed before any pass walks them: each END closes an open RANGE (its second
   // source), each ENDIF the innermost open IF (its source), and nothing is left open.
   std::vector<int> open_ranges, open_ifs;
+  std::vector<int> index_casts;
   for (size_t start = 0; start < text.size();) {
     size_t nl = std::min(text.find('\n', start), text.size());
     Line ln{text.substr(start, nl - start), ++lineno};
@@ -212,6 +213,10 @@ Kernel parse_kernel(std::string_view text) {
     n.dtype = DType::kOther;
     for (const auto& r : kDTypes)
       if (dt == r.code) n.dtype = r.d;
+    if (n.dtype == DType::kOther && dt == "i64" && op == "CAST") {
+      n.dtype = DType::kI32;  // an element index, if its uses say so (checked below)
+      index_casts.push_back(int(k.nodes.size()));
+    }
     if (n.dtype == DType::kOther)
       throw Unsupported("TINYTPU has no lanes for dtype " + n.dtype_text + " (op " + std::string(op) +
                         ") in kernel " + k.name);
@@ -262,6 +267,25 @@ Kernel parse_kernel(std::string_view text) {
                                 std::to_string(range ? open_ranges.front() : open_ifs.front()) +
                                 " is never closed");
   }
+  // tinygrad casts a gather's data-dependent element index to int64 for INDEX. Lanes hold 32-bit indices
+  // (a larger one is outside any buffer either way), so such a CAST of a 32-bit integer is taken as int32;
+  // int64 anywhere else has no lanes.
+  std::vector<bool> index_cast(k.nodes.size(), false);
+  for (int c : index_casts) {
+    if (k.nodes[c].src.size() != 1)
+      throw std::invalid_argument("malformed kernel IR: CAST node " + std::to_string(c) + " has " +
+                                  std::to_string(k.nodes[c].src.size()) + " sources");
+    const Node& from = k.nodes[k.nodes[c].src[0]];
+    if (!is_lane_int(from.dtype) && from.dtype != DType::kIndex)
+      throw Unsupported("TINYTPU has no lanes for dtype i64 (a CAST from " + from.dtype_text +
+                        ") in kernel " + k.name);
+    index_cast[c] = true;
+  }
+  for (const Node& n : k.nodes)
+    for (size_t s = 0; s < n.src.size(); ++s)
+      if (index_cast[n.src[s]] && !(n.op == Op::INDEX && s == 1))
+        throw Unsupported("TINYTPU has no lanes for dtype i64 (op CAST, used by " +
+                          std::string(op_name(n.op)) + ") in kernel " + k.name);
   return k;
 }
 
