@@ -103,17 +103,18 @@ print(tinytpu.run_tasm(open(os.path.join({kernels!r}, "seed", "add_16.tasm")).re
   assert first.startswith("interrupted") and float(first.split()[1]) < 0.5, out.stdout
   assert second == str(tinytpu.run_tasm(open(os.path.join(kernels, "seed", "add_16.tasm")).read()).cycles)
 
+# One kernel of about a second (reports come every 50 ms of host time), shown from its start.
 PROGRESS = """
 import numpy as np, tinytpu
 from tinygrad import Tensor
 from tinytpu import device
 device.PROGRESS_AFTER = 0.0
-a = Tensor(np.arange(4099, dtype=np.int32), device="TINYTPU")
+a = Tensor(np.arange(100003, dtype=np.int32), device="TINYTPU")
 print((a * a).sum().item())
 """
 
 def test_long_kernel_shows_progress_on_a_terminal_only():
-  want = str(np.sum(np.arange(4099, dtype=np.int32) ** 2, dtype=np.int32))  # int32 wraps
+  want = str(np.sum(np.arange(100003, dtype=np.int32) ** 2, dtype=np.int32))  # int32 wraps
   piped = run_python(PROGRESS)
   assert piped.returncode == 0 and piped.stdout.strip() == want and "chunks" not in piped.stderr
   # stderr on a terminal: one line rewritten in place, cleared when the call ends

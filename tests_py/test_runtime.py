@@ -16,6 +16,13 @@ def test_dev_env_works_without_import():
   assert out.returncode == 0, out.stderr
   assert out.stdout.split("\n")[0] == "TINYTPU [2, 3]"
 
+def test_interpreter_start_imports_no_tinygrad():
+  # the .pth hook is a top-level module: a submodule of tinytpu would run the package, and tinygrad, in every
+  # Python process on the machine
+  out = run_python("import sys; print(sorted(m for m in ('tinytpu', 'tinygrad', 'numpy') if m in sys.modules))")
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.strip() == "[]"
+
 def test_numbered_devices_are_independent():
   a = Tensor([1, 2, 3], device="TINYTPU:1")
   b = Tensor([10, 20, 30], device="TINYTPU:2")

@@ -1,6 +1,7 @@
 """Imported by tinytpu.pth at interpreter start: makes `tinygrad.runtime.ops_tinytpu` resolve to
 `tinytpu.device` on first use, so `DEV=TINYTPU python script.py` works without `import tinytpu`.
-It imports nothing heavy itself."""
+A top-level module, not part of the tinytpu package: importing a package's submodule runs the package
+(and so tinygrad) first, in every Python process. It imports nothing heavy itself."""
 import importlib, importlib.abc, importlib.util, sys
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
