@@ -314,7 +314,7 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
   for (size_t ip = start; ip < nodes.size(); ++ip) {
     if (int(ip) == prefix_end_ && !prefix_ready_) pin_prefix(val, out);
     const Node& n = nodes[ip];
-    auto src = [&](int i) -> Value& { return val[n.src[i]]; };
+    auto src = [&](int i) -> Value& { return val[n.src.at(i)]; };  // malformed IR: an error, not a wild read
     Value& res = val[ip];
     switch (n.op) {
       case Op::SINK:
@@ -407,6 +407,8 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
       }
       case Op::LOAD: {
         const Value& p = src(0);
+        if (p.kind != Value::kPtr)
+          throw Unsupported("kernel " + k_.name + ": LOAD from a value, not an INDEX");
         if (p.reg) {
           res = regs[p.buf][p.v[0]];
           if (res.kind == Value::kNone) res = uniform(n.dtype, 0);
@@ -453,6 +455,8 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
       case Op::STORE: {
         const Value& p = src(0);
         const Value& x = src(1);
+        if (p.kind != Value::kPtr)
+          throw Unsupported("kernel " + k_.name + ": STORE to a value, not an INDEX");
         int gate = data_gates.back();
         if (p.reg) {
           Value& r = regs[p.buf][p.v[0]];
