@@ -5,13 +5,26 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "isa/bundle.h"
+#include "sim/errors.h"
 
 namespace tinytpu::fuzz {
 
 inline std::string_view text(const uint8_t* data, size_t size) {
   return {reinterpret_cast<const char*>(data), size};
+}
+
+// The input as a bundle (TASM or wire, as parse_bundle picks), or nothing when it is cleanly rejected.
+inline std::optional<Bundle> bundle(const uint8_t* data, size_t size) {
+  try {
+    return parse_bundle(text(data, size));
+  } catch (const AsmError&) {
+    return std::nullopt;
+  }
 }
 
 // An input was accepted but a property that must hold for it does not.

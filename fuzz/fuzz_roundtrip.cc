@@ -7,12 +7,9 @@
 using namespace tinytpu;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Bundle b;
-  try {
-    b = parse_bundle(fuzz::text(data, size));
-  } catch (const AsmError&) {
-    return 0;
-  }
+  auto parsed = fuzz::bundle(data, size);
+  if (!parsed) return 0;
+  const Bundle& b = *parsed;
   std::string tasm = disassemble(b);
   Bundle back;
   try {

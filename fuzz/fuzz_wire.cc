@@ -7,12 +7,9 @@
 using namespace tinytpu;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Bundle b;
-  try {
-    b = parse_bundle(fuzz::text(data, size));
-  } catch (const AsmError&) {
-    return 0;
-  }
+  auto parsed = fuzz::bundle(data, size);
+  if (!parsed) return 0;
+  const Bundle& b = *parsed;
   std::string wire = to_wire(b);
   if (to_wire(parse_wire(wire)) != wire) fuzz::broken_invariant("to_wire(parse_wire(w)) != w for\n" + wire);
   return 0;
