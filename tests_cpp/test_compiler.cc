@@ -188,11 +188,12 @@ TEST_CASE("IR: an int64 CAST is taken as a 32-bit element index only where INDEX
   CHECK_THROWS_AS(parse_kernel("KERNEL k\nCONST f32 0 0x1p+0\nCAST i64 1 0\nSINK void 1 1\n"), Unsupported);
 }
 
-TEST_CASE("executor: a buffer whose dtype has no lanes is refused before any lane is copied") {
+TEST_CASE("IR: a buffer whose dtype has no lanes is refused before any lane is copied") {
   // fuzz_compile: a PARAM of dtype idx (8 bytes) made the scatter copy 8 bytes out of a 32-bit lane
-  CompiledKernel k(
-      "KERNEL k\nCONST idx 0 4\nCAST i32 1 0\nPARAM idx 1 1 0 GLOBAL 0 0\nCONST idx 0 0\nCAST i32 1 3\n"
-      "INDEX idx 2 2 4\nSTORE void 2 5 4\nSINK void 1 6\n");
-  std::vector<DeviceBuffer> bufs{DeviceBuffer(32)};
-  CHECK_THROWS_WITH(k.run(bufs, {}, false), Contains("buffer 0 of dtype idx has no lanes"));
+  CHECK_THROWS_WITH(
+      CompiledKernel("KERNEL k\nCONST idx 0 4\nCAST i32 1 0\nPARAM idx 1 1 0 GLOBAL 0 0\n"
+                     "CONST idx 0 0\nCAST i32 1 3\nINDEX idx 2 2 4\nSTORE void 2 5 4\nSINK void 1 6\n"),
+      Contains("cannot lower PARAM on idx in kernel k"));
+  // a scalar variable stays an index value
+  CHECK_NOTHROW(parse_kernel("KERNEL k\nPARAM idx 0 0 DEFINE_VAR 1 9\nSINK void 1 0\n"));
 }

@@ -87,6 +87,8 @@ bool lowerable(const Node& n, bool fast_math) {
     case Op::CAST:
     case Op::BITCAST:
       return value || d == DType::kWeakFloat;
+    case Op::PARAM:  // a buffer's elements fill 32-bit lanes; scalar variables are index values
+      return !n.global || (value && d != DType::kIndex);
     default:
       return true;
   }

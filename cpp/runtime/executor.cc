@@ -113,13 +113,8 @@ std::string CompiledKernel::named(const std::string& what) const {
 KernelStats CompiledKernel::run_chunks(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
                                        bool keep_tasm, TraceLog* trace, const Progress& progress) const {
   std::map<int, ParamInfo> params;
-  for (const Node& n : kernel_.nodes) {
-    if (n.op != Op::PARAM || !n.global) continue;
-    if (!is_lane_int(n.dtype) && n.dtype != DType::kBool && n.dtype != DType::kF32)  // lanes are 32 bits
-      throw Unsupported("kernel " + kernel_.name + ": buffer " + std::to_string(n.ivalue) + " of dtype " +
-                        n.dtype_text + " has no lanes");
-    params[int(n.ivalue)] = {n.dtype, dtype_bytes(n.dtype)};
-  }
+  for (const Node& n : kernel_.nodes)
+    if (n.op == Op::PARAM && n.global) params[int(n.ivalue)] = {n.dtype, dtype_bytes(n.dtype)};
   if (params.size() != bufs.size())
     throw SimError("kernel " + kernel_.name + " takes " + std::to_string(params.size()) + " buffers, got " +
                    std::to_string(bufs.size()));
