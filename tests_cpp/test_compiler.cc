@@ -149,17 +149,12 @@ TileProgram dot_program(int terms, int scale) {
   p.stores.push_back(s);
   return p;
 }
-std::array<int32_t, 16> leaf_bits(const TileProgram& p, int n) {
-  std::array<int32_t, 16> v{};
-  for (int l = 0; l < kLanes; ++l) v[l] = int32_t(p.nodes[n].leaf[l].bits);
-  return v;
-}
 }  // namespace
 
 TEST_CASE("mxu_dot: int8 dot-product chains become WS or OS MXU blocks, wider data stays on the VPU") {
   for (auto [terms, scale, os] : {std::tuple{4, 1, false}, std::tuple{8, 1, true}}) {
     TileProgram p = dot_program(terms, scale);
-    fuse_mxu_dots(p, [&](int n) { return leaf_bits(p, n); });
+    CHECK(fuse_mxu_dots(p) == 1);  // one chain
     const TileNode& root = p.nodes[p.stores[0].value];
     REQUIRE(root.op == Op::MXU_DOT);
     const MxuDot& m = p.mxu[root.mxu];
@@ -168,10 +163,31 @@ TEST_CASE("mxu_dot: int8 dot-product chains become WS or OS MXU blocks, wider da
   }
   TileProgram wide = dot_program(8, 40);  // 40 * 3 = 120 fits, but 40 * -7 does not
   size_t nodes = wide.nodes.size();
-  fuse_mxu_dots(wide, [&](int n) { return leaf_bits(wide, n); });
+  CHECK(fuse_mxu_dots(wide) == 0);  // constants are checked when compiled: not a candidate
   CHECK(wide.mxu.empty());
   CHECK(wide.nodes.size() == nodes);
   CHECK(wide.nodes[wide.stores[0].value].op == Op::ADD);
+}
+
+TEST_CASE("mxu_dot: element factors are checked at launch time, so a chain can be vetoed by number") {
+  // x[k] = buffer 0 element 4*(l/4) + k (shared by each row group), y[k] = a constant column factor
+  auto elements = [](TileProgram& p) {
+    for (TileNode& n : p.nodes)
+      if (n.op == Op::LOAD && n.leaf[0].bits == n.leaf[1].bits)  // the x leaves vary by row only
+        for (int l = 0; l < kLanes; ++l) n.leaf[l] = LeafLane{0, int32_t(n.leaf[l].bits) + 1000};
+  };
+  TileProgram p = dot_program(8, 1);
+  elements(p);
+  CHECK(fuse_mxu_dots(p, 5) == 6);  // chains are numbered from the first number given
+  REQUIRE(p.mxu.size() == 1);
+  CHECK(p.mxu[0].chain == 5);
+  REQUIRE(p.mxu[0].os);  // activation lane r of slice 0 is row r's element of term 0
+  CHECK(p.mxu[0].acts[0][0].src == LeafLane{0, 1000});
+  CHECK(p.mxu[0].acts[0][1].src == LeafLane{0, 1001});
+  TileProgram vetoed = dot_program(8, 1);
+  elements(vetoed);
+  CHECK(fuse_mxu_dots(vetoed, 5, Choices{{5}}) == 6);
+  CHECK(vetoed.mxu.empty());
 }
 
 TEST_CASE("IR: an int64 CAST is taken as a 32-bit element index only where INDEX uses it") {

@@ -87,8 +87,12 @@ bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::
 
 class Emitter {
  public:
-  Emitter(const TileProgram& p, bool fast_math)
-      : p_(p), fast_math_(fast_math), vreg_(p.nodes.size(), -1), spilled_(p.nodes.size(), false) {
+  Emitter(const TileProgram& p, bool fast_math, const Choices& choices)
+      : p_(p),
+        fast_math_(fast_math),
+        choices_(choices),
+        vreg_(p.nodes.size(), -1),
+        spilled_(p.nodes.size(), false) {
     // Emission order: the stores in program order, each preceded by whatever it needs that is not yet
     // computed (post-order), so a value is made right before its first use and holds no register
     // earlier. Leaves are not events: each is filled right before its first read in a launch, so it
@@ -148,6 +152,7 @@ class Emitter {
  private:
   const TileProgram& p_;
   bool fast_math_;
+  const Choices& choices_;
   std::vector<int> vreg_;  // node -> vreg holding it in the current launch, or -1
   // Nodes given a vreg in the current launch, and the (node, previous vreg) writes of the current
   // event: resetting, cutting and rolling back touch only these, so emission stays linear in the
@@ -445,34 +450,46 @@ class Emitter {
     for (int r : {ax, c, t, xs, post, sign, inf, zero}) release(r);
   }
   // A WMEM weight tile, reusing an identical one already loaded.
-  int weight_fill(const std::array<int32_t, 16>& data) {
+  int weight_fill(const MxuTile& data, int chain) {
+    const MxuTile values = choices_.canonical(data);
     int used = 0;
-    for (const MxuFill& f : cur_.mxu_fills)
+    for (MxuFill& f : cur_.mxu_fills)
       if (f.weight) {
-        if (f.data == data) return f.addr;
+        if (choices_.canonical(f.data) == values) {
+          read_by(f, chain);
+          return f.addr;
+        }
         ++used;
       }
     if (used == 32) throw NoRoom{};
-    cur_.mxu_fills.push_back({true, used, data});
+    cur_.mxu_fills.push_back({true, used, data, {chain}});
     return used;
+  }
+  // (A rolled-back event may leave its chain on a fill of the launch it was cut from: harmless, the fill
+  // holds the same lanes as the one the chain then reads.)
+  static void read_by(MxuFill& f, int chain) {
+    if (std::find(f.chains.begin(), f.chains.end(), chain) == f.chains.end()) f.chains.push_back(chain);
   }
   // k consecutive AMEM rows (row r in lanes 4r..4r+3 of block: one WS activation row, or an OS slice's
   // activations), reusing an identical run already loaded.
-  int act_fill(const std::array<int32_t, 16>& block, int k) {
-    std::vector<std::array<int32_t, 16>> rows(k);
+  int act_fill(const MxuTile& block, int k, int chain) {
+    std::vector<MxuTile> rows(k);
     for (int r = 0; r < k; ++r)
       for (int i = 0; i < 4; ++i) rows[r][i] = block[r * 4 + i];
-    std::map<int, const std::array<int32_t, 16>*> act;  // address -> row
-    for (const MxuFill& f : cur_.mxu_fills)
-      if (!f.weight) act[f.addr] = &f.data;
-    for (const auto& [addr, data] : act) {
+    std::map<int, MxuFill*> act;  // address -> row
+    for (MxuFill& f : cur_.mxu_fills)
+      if (!f.weight) act[f.addr] = &f;
+    for (const auto& [addr, fill] : act) {
       bool match = true;
-      for (int r = 0; r < k && match; ++r) match = act.count(addr + r) && *act[addr + r] == rows[r];
-      if (match) return addr;
+      for (int r = 0; r < k && match; ++r)
+        match = act.count(addr + r) && choices_.canonical(act[addr + r]->data) == choices_.canonical(rows[r]);
+      if (!match) continue;
+      for (int r = 0; r < k; ++r) read_by(*act[addr + r], chain);
+      return addr;
     }
     int base = int(act.size());
     if (base + k > 32) throw NoRoom{};
-    for (int r = 0; r < k; ++r) cur_.mxu_fills.push_back({false, base + r, rows[r]});
+    for (int r = 0; r < k; ++r) cur_.mxu_fills.push_back({false, base + r, rows[r], {chain}});
     return base;
   }
   // Output-stationary: MXU_OS then MXU_OS_ACCUMULATE per slice; the live matrix rows come back one
@@ -480,7 +497,7 @@ class Emitter {
   // PSUM_WRITE when it is row 0, else after PSUM_CLEAR), then read as one tile.
   void mxu_os(int d, const MxuDot& m, const std::vector<int>& w) {
     std::vector<int> a;
-    for (const auto& ds : m.dispatches) a.push_back(act_fill(m.acts[ds.act], ds.k));
+    for (const auto& ds : m.dispatches) a.push_back(act_fill(m.acts[ds.act], ds.k, m.chain));
     for (size_t i = 0; i < m.dispatches.size(); ++i) {
       const auto& ds = m.dispatches[i];
       emit(Instr{uint8_t(ds.accumulate ? kDispatchMxuOsAccumulate : kDispatchMxuOs), 0, 0, 0, 0, 0,
@@ -505,9 +522,9 @@ class Emitter {
   // dispatch (no PSUM at all), PSUM_READ_ROW otherwise.
   void mxu_dot(int d, const MxuDot& m, int epilogue_src) {
     std::vector<int> w, a;
-    for (const auto& t : m.weights) w.push_back(weight_fill(t));
+    for (const auto& t : m.weights) w.push_back(weight_fill(t, m.chain));
     if (m.os) return mxu_os(d, m, w);
-    for (const auto& t : m.acts) a.push_back(act_fill(t, 1));
+    for (const auto& t : m.acts) a.push_back(act_fill(t, 1, m.chain));
     bool row0_only =
         std::all_of(m.dispatches.begin(), m.dispatches.end(), [](auto& ds) { return ds.row == 0; });
     bool direct = row0_only && m.dispatches.size() == 1;  // the column sums themselves: no PSUM
@@ -867,8 +884,9 @@ class Emitter {
 
 }  // namespace
 
-std::vector<Launch> lower(const TileProgram& prog, std::vector<int32_t>& constants, bool fast_math) {
-  Emitter e(prog, fast_math);
+std::vector<Launch> lower(const TileProgram& prog, std::vector<int32_t>& constants, bool fast_math,
+                          const Choices& choices) {
+  Emitter e(prog, fast_math, choices);
   auto launches = e.run();
   constants = e.consts_;
   return launches;

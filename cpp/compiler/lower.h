@@ -1,6 +1,7 @@
 #pragma once
 #include <vector>
 
+#include "compiler/mxu_dot.h"
 #include "compiler/tracer.h"
 #include "isa/instr.h"
 
@@ -21,11 +22,13 @@ struct SlotDrain {
   Role role = kValue;
 };
 
-// A WMEM weight tile or an AMEM activation row (lanes 0..3) for MXU_DOT dispatches.
+// A WMEM weight tile or an AMEM activation row (lanes 0..3) for MXU_DOT dispatches, and the chains
+// (MxuDot::chain) that read it: an element out of int8 range sends them back to the VPU.
 struct MxuFill {
   bool weight;
   int addr;
-  std::array<int32_t, 16> data;
+  MxuTile data;
+  std::vector<int> chains;
 };
 
 // One bundle: at most 256 instructions, 32 VMEM tiles, 16 vregs, 31 outputs (checked by validate()).
@@ -37,7 +40,9 @@ struct Launch {
 };
 
 // Instruction selection, register and VMEM allocation, and splitting into launches.
-// Constant tiles the code needs are returned in `constants` (uniform values).
-std::vector<Launch> lower(const TileProgram& prog, std::vector<int32_t>& constants, bool fast_math = false);
+// Constant tiles the code needs are returned in `constants` (uniform values). An MXU operand with the
+// values of one already loaded in the launch (`choices`) reuses it.
+std::vector<Launch> lower(const TileProgram& prog, std::vector<int32_t>& constants, bool fast_math = false,
+                          const Choices& choices = {});
 
 }  // namespace tinytpu::compiler

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace tinytpu::compiler {
 
 namespace {
 
-using Lanes32 = std::array<int32_t, 16>;
 constexpr int kGroupLanes = 4;  // lanes sharing one activation row: one PSUM row, one MXU column each
 constexpr int kGroups = 16 / kGroupLanes;
 constexpr int kSliceTerms = 4;  // terms per dispatch: the array's rows
@@ -27,10 +27,10 @@ struct Term {
 
 class Fuser {
  public:
-  Fuser(TileProgram& p, const std::function<Lanes32(int)>& leaf_values)
-      : p_(p), leaf_values_(leaf_values), uses_(node_uses(p)) {}
+  Fuser(TileProgram& p, int first_chain, const Choices& choices)
+      : p_(p), next_chain_(first_chain), choices_(choices), uses_(node_uses(p)) {}
 
-  void run() {
+  int run() {
     std::vector<bool> absorbed(p_.nodes.size(), false);
     const std::vector<bool> flat = flattens();
     for (int root = int(p_.nodes.size()) - 1; root >= 0; --root) {
@@ -40,17 +40,25 @@ class Fuser {
       collect(root, adds, terms);
       for (int a : adds) absorbed[a] = true;  // its inner sums have the same lanes and fewer terms
       auto values = terms.size() < 2 ? std::nullopt : read(terms, uses_.live[root]);
-      if (values) rewrite(root, adds, terms, *values);
+      if (!values) continue;
+      int chain = next_chain_++;
+      if (!choices_.veto.count(chain)) rewrite(root, adds, terms, *values, chain);
     }
+    return next_chain_;
   }
 
  private:
   TileProgram& p_;
-  const std::function<Lanes32(int)>& leaf_values_;
+  int next_chain_;
+  const Choices& choices_;
   const NodeUses uses_;
 
   const TileNode& node(int i) const { return p_.nodes[i]; }
-  bool is_leaf(int i) const { return node(i).op == Op::LOAD && !node(i).dynamic && !node(i).gated; }
+  // A factor the loader can fill from its lane sources: not data-indexed, gated or a pinned tile.
+  bool is_leaf(int i) const {
+    const TileNode& n = node(i);
+    return n.op == Op::LOAD && !n.dynamic && !n.gated && n.pinned < 0;
+  }
   bool is_zero(int i) const { return is_leaf(i) && uniform_bits(node(i)) == 0u; }
   bool is_sum(int i) const {  // ADD, SUB, NEG: a signed sum of its terms
     Op op = node(i).op;
@@ -115,30 +123,42 @@ class Fuser {
   }
 
   struct Values {
-    std::vector<Lanes32> x, y;
+    std::vector<MxuTile> x, y;  // per term, its factors' lanes
   };
-  // Leaf values at launch time: every live lane must fit int8.
+  // A factor's lanes as the loader fills them; a constant is negated here, an element when loaded.
+  MxuTile lanes(int leaf, bool negate) const {
+    MxuTile t;
+    for (int l = 0; l < 16; ++l) {
+      const LeafLane& s = node(leaf).leaf[l];
+      if (s.buf >= 0)
+        t[l] = {s, negate};
+      else
+        t[l].src.bits = negate ? 0u - s.bits : s.bits;
+    }
+    return t;
+  }
+  // A constant lane must fit int8 now; an element is checked when the loader fills it.
+  static bool may_fit(const MxuLane& m) { return m.src.buf >= 0 || fits_int8(int32_t(m.src.bits)); }
+  // The terms' factor lanes, when every live lane may fit int8 and each live group shares one factor of
+  // every term across its live lanes (the same element or constant: a decision that holds for any data).
   std::optional<Values> read(const std::vector<Term>& terms, const std::array<bool, 16>& live) const {
     Values v;
     for (const Term& t : terms) {
-      v.x.push_back(leaf_values_(t.x));
-      v.y.push_back(leaf_values_(t.y));
-      if (t.negated)
-        for (auto& e : v.x.back()) e = -e;  // exact for int8 values; -(-128) fails the check below
+      v.x.push_back(lanes(t.x, t.negated));
+      v.y.push_back(lanes(t.y, false));
       for (int l = 0; l < 16; ++l)
-        if (live[l] && !(fits_int8(v.x.back()[l]) && fits_int8(v.y.back()[l]))) return std::nullopt;
+        if (live[l] && !(may_fit(v.x.back()[l]) && may_fit(v.y.back()[l]))) return std::nullopt;
     }
-    // Each live group must share one factor of every term across its live lanes.
     for (int g = 0; g < kGroups; ++g)
       for (size_t k = 0; k < terms.size(); ++k)
         if (!shared(v.x[k], live, g) && !shared(v.y[k], live, g)) return std::nullopt;
     return v;
   }
-  static bool shared(const Lanes32& v, const std::array<bool, 16>& live, int g) {
-    std::optional<int32_t> first;
+  static bool shared(const MxuTile& v, const std::array<bool, 16>& live, int g) {
+    std::optional<MxuLane> first;
     for (int l = g * kGroupLanes; l < (g + 1) * kGroupLanes; ++l) {
       if (!live[l]) continue;
-      if (first && *first != v[l]) return false;
+      if (first && !(*first == v[l])) return false;
       first = v[l];
     }
     return true;
@@ -168,8 +188,10 @@ class Fuser {
     }
   }
 
-  static int intern(std::map<Lanes32, int>& ids, std::vector<Lanes32>& out, const Lanes32& t) {
-    auto [it, fresh] = ids.emplace(t, int(out.size()));
+  // An operand's index in `out`, adding it unless one with the same values is there.
+  static int intern(std::map<MxuTile, int>& ids, std::vector<MxuTile>& out, const MxuTile& key,
+                    const MxuTile& t) {
+    auto [it, fresh] = ids.emplace(key, int(out.size()));
     if (fresh) out.push_back(t);
     return it->second;
   }
@@ -183,16 +205,16 @@ class Fuser {
   // weight tile of its lanes' other factors, summed in the group's PSUM row (11 cycles per dispatch).
   MxuDot ws_dot(size_t first, size_t last, const Values& v, const std::array<bool, 16>& live) const {
     MxuDot dot;
-    std::map<Lanes32, int> weight_ids, act_ids;
+    std::map<MxuTile, int> weight_ids, act_ids;
     for (int g = 0; g < kGroups; ++g) {
       if (!live_group(live, g)) continue;  // nothing reads this PSUM row
       for (size_t s = first; s < last; s += kSliceTerms) {
-        Lanes32 w{}, a{};
+        MxuTile w{}, a{};
         for (size_t k = s; k < std::min(last, s + kSliceTerms); ++k) {
           int r = int(k - s);
           bool x_shared = shared(v.x[k], live, g);
-          const Lanes32& act = x_shared ? v.x[k] : v.y[k];
-          const Lanes32& other = x_shared ? v.y[k] : v.x[k];
+          const MxuTile& act = x_shared ? v.x[k] : v.y[k];
+          const MxuTile& other = x_shared ? v.y[k] : v.x[k];
           for (int c = 0; c < kGroupLanes; ++c) {
             int l = g * kGroupLanes + c;
             if (!live[l]) continue;
@@ -200,8 +222,8 @@ class Fuser {
             w[r * kGroupLanes + c] = other[l];
           }
         }
-        dot.dispatches.push_back(
-            {intern(weight_ids, dot.weights, w), intern(act_ids, dot.acts, a), g, s != first});
+        dot.dispatches.push_back({intern(weight_ids, dot.weights, choices_.canonical(w), w),
+                                  intern(act_ids, dot.acts, choices_.canonical(a), a), g, s != first});
       }
     }
     return dot;
@@ -215,17 +237,17 @@ class Fuser {
     int groups = 0;
     for (int g = 0; g < kGroups; ++g) groups += live_group(live, g);
     if (groups < 2) return std::nullopt;
-    auto by_row = [&](const Lanes32& f) {
+    auto by_row = [&](const MxuTile& f) {
       for (int g = 0; g < kGroups; ++g)
         if (!shared(f, live, g)) return false;
       return true;
     };
-    auto by_col = [&](const Lanes32& f) {
+    auto by_col = [&](const MxuTile& f) {
       for (int c = 0; c < kGroupLanes; ++c) {
-        std::optional<int32_t> first;
+        std::optional<MxuLane> first;
         for (int l = c; l < 16; l += kGroupLanes) {
           if (!live[l]) continue;
-          if (first && *first != f[l]) return false;
+          if (first && !(*first == f[l])) return false;
           first = f[l];
         }
       }
@@ -247,22 +269,23 @@ class Fuser {
     MxuDot dot;
     dot.os = true;
     for (int g = 0; g < kGroups; ++g) dot.live_rows[g] = live_group(live, g);
-    std::map<Lanes32, int> weight_ids, act_ids;
+    std::map<MxuTile, int> weight_ids, act_ids;
     for (size_t s = first; s < last; s += kSliceTerms) {
-      Lanes32 w{}, a{};
+      MxuTile w{}, a{};
       size_t end = std::min(last, s + kSliceTerms);
       for (size_t k = s; k < end; ++k) {
         int kk = int(k - s);
-        const Lanes32& row = x_is_row[k] ? v.x[k] : v.y[k];
-        const Lanes32& col = x_is_row[k] ? v.y[k] : v.x[k];
+        const MxuTile& row = x_is_row[k] ? v.x[k] : v.y[k];
+        const MxuTile& col = x_is_row[k] ? v.y[k] : v.x[k];
         for (int l = 0; l < 16; ++l) {
           if (!live[l]) continue;
           a[kk * kGroupLanes + l / kGroupLanes] = row[l];  // X[r][k]
           w[kk * kGroupLanes + l % kGroupLanes] = col[l];  // W[k][c]
         }
       }
-      dot.dispatches.push_back(
-          {intern(weight_ids, dot.weights, w), intern(act_ids, dot.acts, a), 0, s != first, int(end - s)});
+      dot.dispatches.push_back({intern(weight_ids, dot.weights, choices_.canonical(w), w),
+                                intern(act_ids, dot.acts, choices_.canonical_rows(a, int(end - s)), a), 0,
+                                s != first, int(end - s)});
     }
     return dot;
   }
@@ -292,7 +315,8 @@ class Fuser {
 
   // One MXU_DOT per block of up to kMaxSlices K-slices, summed by ADDs; the new nodes reuse the
   // absorbed nodes' positions (all before the root), so program order and every reference stay valid.
-  void rewrite(int root, const std::vector<int>& adds, const std::vector<Term>& terms, const Values& v) {
+  void rewrite(int root, const std::vector<int>& adds, const std::vector<Term>& terms, const Values& v,
+               int chain) {
     std::vector<int> slots;  // absorbed node positions, ascending; the root last
     for (const Term& t : terms) {
       slots.push_back(t.mul);
@@ -314,6 +338,7 @@ class Fuser {
         MxuDot alt = os_dot(first, last, v, live, *os);
         if (cost(alt) < cost(dot)) dot = std::move(alt);
       }
+      dot.chain = chain;
       p_.mxu.push_back(std::move(dot));
       TileNode n{Op::MXU_DOT, node(root).dtype};
       n.mxu = int(p_.mxu.size()) - 1;
@@ -334,8 +359,23 @@ class Fuser {
 
 }  // namespace
 
-void fuse_mxu_dots(TileProgram& prog, const std::function<Lanes32(int)>& leaf_values) {
-  Fuser(prog, leaf_values).run();
+MxuTile Choices::canonical(const MxuTile& t) const {
+  auto it = same_values.find(t);
+  return it == same_values.end() ? t : it->second;
+}
+MxuTile Choices::canonical_rows(const MxuTile& block, int k) const {
+  MxuTile out{};
+  for (int r = 0; r < k; ++r) {
+    MxuTile row{};
+    for (int i = 0; i < kGroupLanes; ++i) row[i] = block[r * kGroupLanes + i];
+    row = canonical(row);
+    for (int i = 0; i < kGroupLanes; ++i) out[r * kGroupLanes + i] = row[i];
+  }
+  return out;
+}
+
+int fuse_mxu_dots(TileProgram& prog, int first_chain, const Choices& choices) {
+  return Fuser(prog, first_chain, choices).run();
 }
 
 }  // namespace tinytpu::compiler

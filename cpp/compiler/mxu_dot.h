@@ -1,15 +1,31 @@
 #pragma once
-#include <functional>
+#include <map>
+#include <set>
 
 #include "compiler/tracer.h"
 
 namespace tinytpu::compiler {
 
+// The choices of the MXU code that depend on the data: made per call, from the operands the default plan
+// reads (compiled plans are kept per choice).
+// - veto: dot-product chains with an element out of int8 range, which stay on the VPU;
+// - same_values: an operand tile (WMEM) or row (AMEM, lanes 0..3) with the same values as an earlier one,
+//   which is then loaded once per launch (a matrix of ones, say, has one weight tile).
+struct Choices {
+  std::set<int> veto;
+  std::map<MxuTile, MxuTile> same_values;
+  // The operand whose values it has (itself if none earlier); a block of k activation rows row by row.
+  MxuTile canonical(const MxuTile& t) const;
+  MxuTile canonical_rows(const MxuTile& block, int k) const;
+};
+
 // Moves integer dot products onto the MXU: a chain ADD(..., MUL(x_k, y_k), ...) over int32 lanes whose
-// factors are leaves (optionally cast from a narrower integer) becomes MXU_DOT nodes when, at launch
-// time, every live lane's factors fit int8 and each group of four lanes shares one factor per term
-// (the shape of a matmul row block). Otherwise the chain stays on the VPU, which is exact for any data.
-// `leaf_values(node)` returns a leaf's 16 lanes as the loader would fill them.
+// factors are leaves (optionally cast from a narrower integer) becomes MXU_DOT nodes when each group of
+// four lanes shares one factor per term (the same element or constant: the shape of a matmul row block)
+// and every constant factor fits int8. The other condition, that every element fits int8, depends on
+// the data: the chains that pass the first are numbered from `first_chain` on, and one the caller found
+// out of range at launch time is vetoed (`choices`) and stays on the VPU, which is exact for any data.
+// Returns the next chain number.
 //
 // Schedules (lowering emits them; see MxuDot): weight-stationary dispatches into PSUM rows, or
 // output-stationary MXU_OS over a 4x4 lane block, whichever a cycle estimate finds cheaper per block.
@@ -19,6 +35,6 @@ namespace tinytpu::compiler {
 // independent work to move before the wait. Epilogues: the generic one (46) is exact for ADD/SUB/MUL/
 // MAX on the column sums and is used for a lone row-0 dispatch; the legacy one (42) works on the per-PE
 // products of a weight-stationary pass, not on dot products, so it never matches a matmul epilogue.
-void fuse_mxu_dots(TileProgram& prog, const std::function<std::array<int32_t, 16>(int)>& leaf_values);
+int fuse_mxu_dots(TileProgram& prog, int first_chain = 0, const Choices& choices = {});
 
 }  // namespace tinytpu::compiler

@@ -2,6 +2,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "compiler/ir.h"
@@ -16,7 +17,21 @@ struct LeafLane {
   int buf = -1;  // PARAM slot; -1 for a constant
   int64_t index = 0;
   uint32_t bits = 0;
+  auto key() const { return std::tie(buf, index, bits); }
+  bool operator==(const LeafLane& o) const { return key() == o.key(); }
+  bool operator<(const LeafLane& o) const { return key() < o.key(); }
 };
+
+// One lane of an MXU operand tile: a leaf lane, negated when the term it belongs to is subtracted. A
+// constant is negated when compiled; an element only as the loader fills it, which also checks that
+// the value fits int8 (MXU data is read at launch time, so the range check is too).
+struct MxuLane {
+  LeafLane src;
+  bool negate = false;
+  bool operator==(const MxuLane& o) const { return src == o.src && negate == o.negate; }
+  bool operator<(const MxuLane& o) const { return std::tie(src, negate) < std::tie(o.src, o.negate); }
+};
+using MxuTile = std::array<MxuLane, 16>;
 
 // Which lanes a LANE_REDUCE combines (the 4x4 tile is row-major: lane 4r+c is row r, column c): all
 // sixteen, the four of each row, or the four of each column; every combined lane gets the result.
@@ -60,7 +75,8 @@ struct TileStore {
 // Int8 dot products of 16 lanes on the MXU, in weight-stationary dispatches of one activation row:
 // lanes 4g..4g+3 share activation row `act` (their common operand), `weight` holds each lane's other
 // operand as W[k][c], and the column sums land in PSUM row g (written by a group's first dispatch,
-// accumulated by the others). Rows, weights and activations are int8 values read at launch time.
+// accumulated by the others). Rows, weights and activations name the lanes the loader fills them from
+// (int8 values at launch time).
 // With `os` (output-stationary, when lanes form a 4x4 block whose rows share one factor and columns
 // the other): one MXU_OS dispatch per K-slice of up to 4 terms accumulates the whole 4x4 result in the
 // PEs; `acts` then holds k activation rows X[.][k] (row k in lanes 4k..4k+3) and the live matrix rows
@@ -71,8 +87,9 @@ struct MxuDot {
     bool accumulate;
     int k = 1;  // OS: terms in this slice (activation rows)
   };
-  std::vector<std::array<int32_t, 16>> weights;  // 4x4, row-major W[k][c]
-  std::vector<std::array<int32_t, 16>> acts;     // WS: activation row a[k] in lanes 0..3
+  std::vector<MxuTile> weights;  // 4x4, row-major W[k][c]
+  std::vector<MxuTile> acts;     // WS: activation row a[k] in lanes 0..3
+  int chain = -1;                // the dot-product chain it computes (fuse_mxu_dots numbers them)
   std::vector<Dispatch> dispatches;
   bool os = false;
   std::array<bool, 4> live_rows{};  // OS: matrix rows with live lanes

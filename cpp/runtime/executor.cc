@@ -1,18 +1,17 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <sstream>
 
-#include "compiler/lane_pack.h"
-#include "compiler/lower.h"
-#include "compiler/mxu_dot.h"
-#include "compiler/tracer.h"
+#include "compiler/compile.h"
 #include "isa/tasm.h"
 #include "sim/errors.h"
 #include "sim/runner.h"
+#include "sim/tensorcore.h"
 
 namespace tinytpu {
 
@@ -54,12 +53,12 @@ void write_lane(uint8_t* p, DType d, int32_t v) {
 
 // A launch's TASM (DEBUG=4): float32 tiles the loader fills also as floats, in a comment, so the listing
 // still assembles. The bundle's first records are the fills, in order.
-std::string listing(const Bundle& b, const std::vector<SlotFill>& fills) {
+std::string listing(const Bundle& b, const std::vector<DType>& fill_dtypes) {
   std::istringstream tasm(disassemble(b));
   std::string out, line;
   for (size_t i = 0; std::getline(tasm, line); ++i) {
     out += line;
-    if (i < fills.size() && is_float(fills[i].dtype)) {  // float32 lanes (a weak float constant too)
+    if (i < fill_dtypes.size() && is_float(fill_dtypes[i])) {  // float32 lanes (a weak float constant too)
       out += "  # f32";
       for (int32_t bits : b.records[i].data) {
         float f;
@@ -76,9 +75,14 @@ std::string listing(const Bundle& b, const std::vector<SlotFill>& fills) {
 
 constexpr int kMaxParamSlots = 1 << 16;  // far above any kernel's buffer count: a bound on malformed IR
 
-struct ParamInfo {
+// A buffer slot as a call sees it: loads read `read` (the buffer, or a snapshot when the kernel may
+// write what it reads), stores write `write`.
+struct Slot {
+  const uint8_t* read = nullptr;
+  uint8_t* write = nullptr;
   DType dtype = DType::kVoid;
   int bytes = 0;
+  int64_t size = 0;
 };
 
 // What the progress callback threw (KeyboardInterrupt from Python): carried past the handlers below,
@@ -87,12 +91,131 @@ struct Stopped {
   std::exception_ptr cause;
 };
 
+// The tiles a call moves: gathered from the buffers, pinned and scratch tiles; drained ones stored back.
+class DataPlan {
+ public:
+  DataPlan(const Plan& plan, const std::vector<Slot>& slots)
+      : p_(plan), slots_(slots), scratch_(plan.scratch_tiles), pinned_(plan.pinned_tiles) {}
+
+  Tile gather(int id) const {
+    const TileSource& s = p_.sources[id];
+    Tile out{};
+    switch (s.kind) {
+      case TileSource::Kind::kStrided: {
+        const StridedGather& g = p_.strided[s.id];
+        const Slot& b = slots_[g.buf];
+        for (int l = 0; l < g.lanes; ++l)
+          out[l] = read_lane(b.read + (g.base + (l % 4) * g.col + (l / 4) * g.row) * b.bytes, b.dtype);
+        break;
+      }
+      case TileSource::Kind::kLanes:
+        for (int l = 0; l < kLanes; ++l) {
+          const LeafLane& lane = p_.lanes[s.id][l];
+          out[l] = lane.buf < 0 ? int32_t(lane.bits)
+                                : read_lane(slots_[lane.buf].read + lane.index * slots_[lane.buf].bytes,
+                                            slots_[lane.buf].dtype);
+        }
+        break;
+      case TileSource::Kind::kDynamic: {
+        const Tile index = gather(s.index);
+        for (int l = 0; l < kLanes; ++l) {
+          const LeafLane& lane = p_.lanes[s.id][l];
+          if (lane.buf < 0) {
+            out[l] = int32_t(lane.bits);
+            continue;
+          }
+          const Slot& b = slots_[lane.buf];
+          if (index[l] < 0 || index[l] >= b.size) {
+            if (!s.gated)
+              throw SimError("gather index " + std::to_string(index[l]) + " outside buffer " +
+                             std::to_string(lane.buf) + " of " + std::to_string(b.size) + " elements");
+            continue;  // a gated-off lane reads 0: the gate's select discards it, or nothing stores it
+          }
+          out[l] = read_lane(b.read + int64_t(index[l]) * b.bytes, b.dtype);
+        }
+        break;
+      }
+      case TileSource::Kind::kPinned:
+        return pinned_[s.id];
+      case TileSource::Kind::kScratch:
+        return scratch_[s.id];
+    }
+    for (int l = 0; s.negate && l < kLanes; ++l)
+      if (s.negate >> l & 1) out[l] = wrap_neg(out[l]);
+    return out;
+  }
+
+  // This call's choices (mxu_dot.h), from the plan compiled without any: the chains it puts an element
+  // of out of int8 range, and the operands with an earlier one's values, as (operand, earlier) pairs.
+  std::pair<std::set<int>, std::vector<std::pair<int, int>>> choices() const {
+    std::set<int> veto;
+    std::vector<std::pair<int, int>> same;
+    std::map<std::pair<bool, Tile>, int> first;
+    for (int i = 0; i < int(p_.mxu_operands.size()); ++i) {
+      const MxuOperand& op = p_.mxu_operands[i];
+      Tile t = gather(op.source);
+      if (std::any_of(t.begin(), t.end(), [](int32_t v) { return v < -128 || v > 127; }))
+        veto.insert(op.chains.begin(), op.chains.end());
+      auto [it, fresh] = first.emplace(std::pair{op.weight, t}, i);
+      if (!fresh) same.push_back({i, it->second});
+    }
+    return {veto, same};
+  }
+
+  // Writes a launch's data into the memories (the records hold constants and placeholders).
+  void fill(const PlanLaunch& l, TensorCore& tc) const {
+    const auto& records = l.image->bundle.records;
+    for (const PlanLaunch::Fill& f : l.fills) tc.vmem.mem[records[f.record].addr] = gather(f.source);
+    for (const PlanLaunch::MxuFill& f : l.mxu_fills) {
+      const Record& r = records[f.record];
+      Tile t = gather(p_.mxu_operands[f.operand].source);
+      if (r.type == RecordType::kWeightTile)
+        for (int k = 0; k < kTileElems; ++k) tc.wsram.mem[r.addr][k] = int8_t(t[k]);
+      else
+        for (int k = 0; k < kRows; ++k) tc.asram.mem[r.addr][k] = int8_t(t[k]);
+    }
+  }
+  // The launch's bundle with this call's data in its records (DEBUG=4 listings).
+  Bundle bundle(const PlanLaunch& l) const {
+    Bundle b = l.image->bundle;
+    for (const PlanLaunch::Fill& f : l.fills) b.records[f.record].data = gather(f.source);
+    for (const PlanLaunch::MxuFill& f : l.mxu_fills)
+      b.records[f.record].data = gather(p_.mxu_operands[f.operand].source);
+    return b;
+  }
+
+  // Keeps spilled and pinned tiles, then stores the drained values in program order.
+  void drain(const PlanLaunch& l, const std::vector<Tile>& out) {
+    for (const Keep& k : l.keeps) (k.pinned ? pinned_ : scratch_)[k.id] = out[k.output];
+    for (const Scatter& s : l.scatters) {
+      const Slot& b = slots_[s.buf];
+      const Tile& value = out[s.value];
+      for (int lane = 0; lane < kLanes; ++lane) {
+        if (!(s.active >> lane & 1) || (s.gate >= 0 && !out[s.gate][lane])) continue;
+        int64_t at = s.index_tile >= 0 ? out[s.index_tile][lane] : p_.store_lanes[s.index][lane];
+        if (at < 0 || at >= b.size)
+          throw SimError("scatter index " + std::to_string(at) + " outside buffer " + std::to_string(s.buf) +
+                         " of " + std::to_string(b.size) + " elements");
+        write_lane(b.write + at * b.bytes, b.dtype, value[lane]);
+      }
+    }
+  }
+
+ private:
+  const Plan& p_;
+  const std::vector<Slot>& slots_;
+  std::vector<Tile> scratch_, pinned_;
+};
+
+constexpr size_t kMaxPlans =
+    16;  // per kernel; past it the cache starts over (a kernel called with many sizes)
+
 }  // namespace
 
 KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
                                 bool keep_tasm, TraceLog* trace, const Progress& progress) const {
   try {
-    return run_chunks(bufs, vals, keep_tasm, trace, progress);
+    return run_plan(bufs, vals, keep_tasm, trace, progress);
   } catch (const Stopped& s) {
     std::rethrow_exception(s.cause);
   } catch (const Unsupported& e) {
@@ -110,37 +233,45 @@ std::string CompiledKernel::named(const std::string& what) const {
   return what.find(kernel_.name) == std::string::npos ? "kernel " + kernel_.name + ": " + what : what;
 }
 
-KernelStats CompiledKernel::run_chunks(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
-                                       bool keep_tasm, TraceLog* trace, const Progress& progress) const {
-  std::map<int, ParamInfo> params;
+std::shared_ptr<const Plan> CompiledKernel::plan(const PlanKey& key, const Choices& choices,
+                                                 const std::function<void(int64_t, int64_t)>& traced) const {
+  {
+    std::lock_guard<std::mutex> lock(plans_mutex_);
+    if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+  }
+  auto made =
+      std::make_shared<const Plan>(compile(kernel_, std::get<0>(key), std::get<1>(key), choices, traced));
+  std::lock_guard<std::mutex> lock(plans_mutex_);
+  if (plans_.size() >= kMaxPlans) plans_.clear();
+  plans_[key] = made;
+  return made;
+}
+
+KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
+                                     bool keep_tasm, TraceLog* trace, const Progress& progress) const {
+  std::map<int, DType> params;
   for (const Node& n : kernel_.nodes)
-    if (n.op == Op::PARAM && n.global) params[int(n.ivalue)] = {n.dtype, dtype_bytes(n.dtype)};
+    if (n.op == Op::PARAM && n.global) params[int(n.ivalue)] = n.dtype;
   if (params.size() != bufs.size())
     throw SimError("kernel " + kernel_.name + " takes " + std::to_string(params.size()) + " buffers, got " +
                    std::to_string(bufs.size()));
   // tinygrad passes the buffers of the PARAMs the kernel still has, in slot order; a slot whose uses were
   // folded away has no PARAM and no buffer. Everything below is indexed by slot.
-  const int slots = params.empty() ? 0 : params.rbegin()->first + 1;
-  if (slots > kMaxParamSlots)
-    throw SimError("kernel " + kernel_.name + ": buffer slot " + std::to_string(slots - 1) +
+  const int nslots = params.empty() ? 0 : params.rbegin()->first + 1;
+  if (nslots > kMaxParamSlots)
+    throw SimError("kernel " + kernel_.name + ": buffer slot " + std::to_string(nslots - 1) +
                    " over the limit of " + std::to_string(kMaxParamSlots));
-  std::vector<int64_t> sizes(slots, 0);
-  std::vector<DeviceBuffer*> by_slot(slots, nullptr);
-  std::vector<ParamInfo> info(slots);
+  std::vector<Slot> slots(nslots);
+  std::vector<int64_t> sizes(nslots, 0);
   size_t i = 0;
-  for (auto& [slot, p] : params) {
-    sizes[slot] = int64_t(bufs[i].size() / p.bytes);
-    by_slot[slot] = &bufs[i++];
-    info[slot] = p;
+  for (auto& [slot, dtype] : params) {
+    DeviceBuffer& b = bufs[i++];
+    slots[slot] = {b.data(), b.data(), dtype, dtype_bytes(dtype), int64_t(b.size() / dtype_bytes(dtype))};
+    sizes[slot] = slots[slot].size;
   }
-  // Loads see the buffers as they were when the kernel started, like one pass of tinygrad's loops.
-  std::vector<std::vector<uint8_t>> snapshot(slots);
-  for (int s = 0; s < slots; ++s)
-    if (by_slot[s]) snapshot[s].assign(by_slot[s]->data(), by_slot[s]->data() + by_slot[s]->size());
 
-  Tracer tracer(kernel_, vals, sizes);
   KernelStats stats;
-  KernelProgress done{0, std::max<int64_t>(tracer.num_chunks(), 1)};
+  KernelProgress done{0, 1};
   auto last_report = std::chrono::steady_clock::now();
   const Poll poll = [&] {
     if (!progress) return;
@@ -155,121 +286,61 @@ KernelStats CompiledKernel::run_chunks(std::vector<DeviceBuffer>& bufs, const st
       throw Stopped{std::current_exception()};
     }
   };
-  constexpr size_t kBatchNodes = 96;  // tile nodes traced before lowering a batch of chunks
-  TileProgram prog;
-  std::map<int, Tile> pinned;  // the uniform prefix's values, shared by every chunk
-  auto flush = [&] {
-    if (prog.stores.empty()) return;
-    std::map<int, Tile> scratch;  // spilled node values
-    // A leaf's lanes from the buffers; a dynamic leaf's element indices are a spilled value or a leaf.
-    std::function<Tile(int)> gather = [&](int node) {
-      const TileNode& t = prog.nodes[node];
-      if (t.pinned >= 0) return pinned.at(t.pinned);
-      Tile out{};
-      Tile dyn_index{};
-      if (t.dynamic) dyn_index = scratch.count(t.a) ? scratch[t.a] : gather(t.a);
-      for (int lane = 0; lane < kLanes; ++lane) {
-        const LeafLane& s = t.leaf[lane];
-        if (s.buf < 0) {
-          out[lane] = int32_t(s.bits);
-          continue;
-        }
-        int64_t index = t.dynamic ? dyn_index[lane] : s.index;
-        if (index < 0 || index >= sizes[s.buf]) {
-          if (!t.gated)
-            throw SimError("kernel " + kernel_.name + ": gather index " + std::to_string(index) +
-                           " outside buffer " + std::to_string(s.buf) + " of " +
-                           std::to_string(sizes[s.buf]) + " elements");
-          continue;  // a gated-off lane reads 0: the gate's select discards it, or nothing stores it
-        }
-        out[lane] = read_lane(snapshot[s.buf].data() + index * info[s.buf].bytes, info[s.buf].dtype);
-      }
-      return out;
-    };
-    fuse_mxu_dots(prog, [&](int node) { return gather(node); });  // reads the data: MXU only for int8 values
-    pack_lanes(prog);
-    std::vector<int32_t> consts;
-    auto launches = lower(prog, consts, kernel_.fast_math);
-    for (const Launch& l : launches) {
-      Bundle b;
-      for (const SlotFill& f : l.fills) {
-        Record r{RecordType::kVmemTile, f.slot};
-        if (f.node < 0)
-          r.data.fill(consts[-f.node - 1]);
-        else if (scratch.count(f.node))
-          r.data = scratch[f.node];
-        else
-          r.data = gather(f.node);
-        b.records.push_back(r);
-      }
-      for (const MxuFill& f : l.mxu_fills) {
-        Record r{f.weight ? RecordType::kWeightTile : RecordType::kActTile, f.addr};
-        r.data = f.data;
-        b.records.push_back(r);
-      }
-      for (const Instr& in : l.program) {
-        Record r{RecordType::kInstr};
-        r.instr = in;
-        b.records.push_back(r);
-      }
-      for (const SlotDrain& d : l.drains) b.records.push_back(Record{RecordType::kOutputVmem, d.slot});
-      if (keep_tasm) stats.tasm.push_back(listing(b, l.fills));
-      RunResult res;
-      const uint64_t launch_begin = trace ? trace->base : 0;
-      try {
-        res = run_bundle(b, {}, trace, poll);
-      } catch (const std::exception& e) {
-        throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
-                       disassemble(b));
-      }
-      // A store's gate and index tiles drain in the same launch as its value; writes go in program order.
-      std::map<std::pair<int, int>, const Tile*> parts;  // (store, role) -> drained tile
-      for (size_t k = 0; k < l.drains.size(); ++k) {
-        const SlotDrain& d = l.drains[k];
-        if (d.spill >= 0)
-          scratch[d.spill] = res.vmem_results[k];
-        else
-          parts[{d.store, d.role}] = &res.vmem_results[k];
-      }
-      for (const SlotDrain& d : l.drains) {
-        if (d.spill >= 0 || d.role != SlotDrain::kValue) continue;
-        const TileStore& st = prog.stores[d.store];
-        const Tile& t = *parts.at({d.store, SlotDrain::kValue});
-        if (st.pin >= 0) {
-          pinned[st.pin] = t;
-          continue;
-        }
-        const Tile* gate = st.gate >= 0 ? parts.at({d.store, SlotDrain::kGate}) : nullptr;
-        const Tile* index = st.index_node >= 0 ? parts.at({d.store, SlotDrain::kIndex}) : nullptr;
-        for (int lane = 0; lane < kLanes; ++lane) {
-          if (!st.active[lane] || (gate && !(*gate)[lane])) continue;
-          int64_t at = index ? (*index)[lane] : st.index[lane];
-          if (at < 0 || at >= sizes[st.buf])
-            throw SimError("kernel " + kernel_.name + ": scatter index " + std::to_string(at) +
-                           " outside buffer " + std::to_string(st.buf) + " of " +
-                           std::to_string(sizes[st.buf]) + " elements");
-          write_lane(by_slot[st.buf]->data() + at * info[st.buf].bytes, info[st.buf].dtype, t[lane]);
-        }
-      }
-      if (trace)
-        trace->span(Track::kKernel, 1, launch_begin, trace->base,
-                    trace->intern("launch " + std::to_string(stats.launches)));
-      ++stats.launches;
-      stats.cycles += res.cycles;
-      stats.sxu_cycles += res.sxu_cycles;
-      poll();
-    }
-    prog = TileProgram{};
-  };
-  const uint64_t kernel_begin = trace ? trace->base : 0;
-  for (int64_t c = 0; c < done.chunks; ++c) {
-    tracer.trace_chunk(c, prog);
-    done.chunks_done = c + 1;
+  auto traced = [&](int64_t chunks_done, int64_t chunks) {
+    done.chunks_done = chunks_done;
+    done.chunks = chunks;
     poll();
-    // the chunk that pins the prefix runs before any chunk reads the pinned tiles
-    if (prog.nodes.size() >= kBatchNodes || (c == 0 && tracer.pinned_prefix())) flush();
+  };
+  std::shared_ptr<const Plan> plan = this->plan({vals, sizes, {}, {}}, {}, traced);
+
+  // Loads see the buffers as they were when the kernel started, like one pass of tinygrad's loops: a
+  // buffer the kernel writes, or one sharing memory with such a buffer, is read from a copy.
+  std::vector<std::vector<uint8_t>> snapshots;
+  auto overlaps = [&](const Slot& a, const Slot& b) {
+    return a.write < b.write + b.size * b.bytes && b.write < a.write + a.size * a.bytes;
+  };
+  for (int s = 0; s < nslots; ++s) {
+    if (!slots[s].write) continue;
+    bool copy = false;
+    for (int w = 0; w < nslots && !copy; ++w)
+      copy = slots[w].write && plan->written[w] && overlaps(slots[s], slots[w]);
+    if (!copy) continue;
+    snapshots.emplace_back(slots[s].write, slots[s].write + slots[s].size * slots[s].bytes);
+    slots[s].read = snapshots.back().data();
   }
-  flush();
+  done.chunks_done = done.chunks;
+
+  // Choices that depend on the data select another plan: MXU data out of int8 range keeps its chains on
+  // the VPU, an operand with the values of another is loaded once.
+  if (auto [veto, same] = DataPlan(*plan, slots).choices(); !veto.empty() || !same.empty()) {
+    Choices choices{veto, {}};
+    for (auto [operand, earlier] : same)
+      choices.same_values[plan->mxu_operands[operand].lanes] = plan->mxu_operands[earlier].lanes;
+    plan = this->plan({vals, sizes, veto, same}, choices, traced);
+  }
+
+  DataPlan data(*plan, slots);
+  const uint64_t kernel_begin = trace ? trace->base : 0;
+  for (const PlanLaunch& l : plan->launches) {
+    if (keep_tasm) stats.tasm.push_back(listing(data.bundle(l), l.image->fill_dtypes));
+    const uint64_t launch_begin = trace ? trace->base : 0;
+    RunResult res;
+    try {
+      res = run_validated(
+          l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, {}, trace, poll);
+    } catch (const std::exception& e) {
+      throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
+                     disassemble(data.bundle(l)));
+    }
+    data.drain(l, res.vmem_results);
+    if (trace)
+      trace->span(Track::kKernel, 1, launch_begin, trace->base,
+                  trace->intern("launch " + std::to_string(stats.launches)));
+    ++stats.launches;
+    stats.cycles += res.cycles;
+    stats.sxu_cycles += res.sxu_cycles;
+    poll();
+  }
   if (trace) trace->span(Track::kKernel, 0, kernel_begin, trace->base, trace->intern(kernel_.name));
   return stats;
 }

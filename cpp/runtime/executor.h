@@ -2,10 +2,17 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "compiler/ir.h"
+#include "compiler/mxu_dot.h"
+#include "compiler/plan.h"
 #include "runtime/device_memory.h"
 #include "sim/trace.h"
 
@@ -26,11 +33,13 @@ struct KernelProgress {
 using Progress = std::function<void(const KernelProgress&)>;
 constexpr std::chrono::milliseconds kProgressInterval{50};
 
-// A compiled kernel: the parsed IR; launches are generated per call because the lane indices depend
-// on the symbolic variables' values.
+// A kernel tinygrad compiled for this device: the parsed IR, and the plans compiled from it (on first
+// use) for each set of symbolic-variable values, buffer sizes and chains kept off the MXU. A call runs
+// a plan: it gathers, ticks and scatters.
 class CompiledKernel {
  public:
   explicit CompiledKernel(std::string_view ir) : kernel_(compiler::parse_kernel(ir)) {}
+  CompiledKernel(const CompiledKernel& o) : kernel_(o.kernel_) {}
   // With a trace, the kernel is one slice on its kernel track, each launch one nested in it, and the
   // launches' runs follow one another on the timeline.
   KernelStats run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm,
@@ -39,9 +48,16 @@ class CompiledKernel {
 
  private:
   compiler::Kernel kernel_;
+  // symbolic-variable values, buffer sizes, vetoed chains, MXU operands with an earlier one's values
+  using PlanKey =
+      std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::set<int>, std::vector<std::pair<int, int>>>;
+  mutable std::map<PlanKey, std::shared_ptr<const compiler::Plan>> plans_;
+  mutable std::mutex plans_mutex_;                   // calls run with the GIL released
   std::string named(const std::string& what) const;  // the message, naming this kernel
-  KernelStats run_chunks(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm,
-                         TraceLog* trace, const Progress& progress) const;
+  KernelStats run_plan(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm,
+                       TraceLog* trace, const Progress& progress) const;
+  std::shared_ptr<const compiler::Plan> plan(const PlanKey& key, const compiler::Choices& choices,
+                                             const std::function<void(int64_t, int64_t)>& traced) const;
 };
 
 }  // namespace tinytpu

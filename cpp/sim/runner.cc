@@ -138,17 +138,23 @@ template <bool kTraced>
 }  // namespace
 
 RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog* trace, const Poll& poll) {
+  validate(bundle);
+  return run_validated(bundle, {}, cfg, trace, poll);
+}
+
+RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCoreConfig& cfg, TraceLog* trace,
+                        const Poll& poll) {
   if (trace && !trace->recording()) {  // past the trace's cap or cycle window, or paused: the fast path
-    RunResult res = run_bundle(bundle, cfg, nullptr, poll);
+    RunResult res = run_validated(bundle, fill, cfg, nullptr, poll);
     trace->skip(res.cycles);
     return res;
   }
-  validate(bundle);
   TensorCore tc(cfg);
   tc.trace = trace;
   bool out_mxu = false;
   std::vector<int> vmem_out, asram_out;
   load(tc, bundle, out_mxu, vmem_out, asram_out);
+  if (fill) fill(tc);
   if (trace) {
     trace->begin_run();
     trace_loading(*trace, bundle);

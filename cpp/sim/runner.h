@@ -41,4 +41,12 @@ constexpr uint64_t kPollCycles = uint64_t(1) << 16;
 RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg = {}, TraceLog* trace = nullptr,
                      const Poll& poll = {});
 
+class TensorCore;
+// Writes a run's data into the memories after the records are loaded.
+using Fill = std::function<void(TensorCore&)>;
+// run_bundle for a bundle validate() accepted before (a compiled kernel's launch, run many times with
+// other data): `fill` puts this run's tiles over the records' own, which are what was validated.
+RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCoreConfig& cfg = {},
+                        TraceLog* trace = nullptr, const Poll& poll = {});
+
 }  // namespace tinytpu

@@ -1,0 +1,65 @@
+"""Warm kernel calls on TINYTPU against the raw model, in one process: simulated cycles per host second of a
+warm call (its cycles from tinytpu.counters()) as a share of the model's own speed on a long TASM program,
+and each call's wall time beside tinygrad's CPU device. Also the host time of one-kernel sums by length."""
+import argparse, time
+import numpy as np
+import tinytpu
+from tinygrad import Tensor
+from bench.sim_speed import program
+
+def raw_speed(outer: int = 20) -> float:
+  src = program(outer)
+  best = min(_timed(lambda: tinytpu.run_tasm(src, max_cycles=10**10)) for _ in range(3))
+  return tinytpu.run_tasm(src, max_cycles=10**10).cycles / best
+
+def _timed(f) -> float:
+  t0 = time.perf_counter()
+  f()
+  return time.perf_counter() - t0
+
+rng = np.random.default_rng(0)
+WORKLOADS = {
+  "add int32 2^20": lambda d: (lambda a, b: lambda: (a + b).realize())(
+    *(Tensor(rng.integers(-1000, 1000, 2**20, dtype=np.int32), device=d).realize() for _ in range(2))),
+  "sum int32 2^20": lambda d: (lambda a: lambda: a.sum().realize())(
+    Tensor(rng.integers(-1000, 1000, 2**20, dtype=np.int32), device=d).realize()),
+  "matmul int8-range 128^3": lambda d: (lambda a, b: lambda: (a @ b).realize())(
+    *(Tensor(rng.integers(-128, 128, (128, 128), dtype=np.int32), device=d).realize() for _ in range(2))),
+  "softmax float32 4096": lambda d: (lambda a: lambda: a.softmax().realize())(
+    Tensor(rng.standard_normal(4096, dtype=np.float32), device=d).realize()),
+}
+
+def warm(make, device: str, runs: int) -> tuple[float, int]:
+  """Best wall time of a warm call and its simulated cycles (0 off TINYTPU)."""
+  call = make(device)
+  call()  # compiles
+  best = float("inf")
+  for _ in range(runs):
+    tinytpu.reset_counters()
+    best = min(best, _timed(call))
+  return best, tinytpu.counters()["cycles"]
+
+def sum_time(n: int, dtype) -> float:
+  x = Tensor(np.ones(n, dtype=dtype), device="TINYTPU").realize()
+  return _timed(lambda: x.sum().realize())
+
+def main():
+  ap = argparse.ArgumentParser(description=__doc__)
+  ap.add_argument("--runs", type=int, default=3, help="warm calls per workload; the best is reported")
+  ap.add_argument("--no-sums", action="store_true", help="skip the reduction-length scan")
+  args = ap.parse_args()
+  if not args.no_sums:  # first: every size is a new kernel, compiled in the call (the whole pipeline's host time)
+    for dtype in (np.int32, np.float32):
+      times = {n: sum_time(n, dtype) for n in (4099, 16387, 2**20, 2**22)}
+      print(f"sum {np.dtype(dtype).name}: " + ", ".join(f"{n}: {t:.3f} s" for n, t in times.items()) +
+            f"; 16387/4099 {times[16387] / times[4099]:.1f}x, 2^22/2^20 {times[2**22] / times[2**20]:.1f}x")
+  raw = raw_speed()
+  print(f"raw model: {raw / 1e6:.1f} M simulated cycles/s")
+  print(f"{'workload':26s} {'cycles':>10s} {'TINYTPU s':>10s} {'M cyc/s':>8s} {'of raw':>7s} {'CPU s':>9s} {'x CPU':>7s}")
+  for name, make in WORKLOADS.items():
+    t, cycles = warm(make, "TINYTPU", args.runs)
+    cpu, _ = warm(make, "CPU", args.runs)
+    print(f"{name:26s} {cycles:10d} {t:10.4f} {cycles / t / 1e6:8.1f} {cycles / t / raw:7.1%} {cpu:9.5f} {t / cpu:7.0f}")
+
+if __name__ == "__main__":
+  main()

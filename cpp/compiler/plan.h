@@ -1,0 +1,99 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "compiler/ir.h"
+#include "compiler/tracer.h"
+#include "isa/bundle.h"
+
+namespace tinytpu::compiler {
+
+// Sixteen elements of one buffer: lane l < lanes reads element base + (l % 4) * col + (l / 4) * row,
+// the others read 0. The layouts of a chunk that tinygrad's affine indices give: 16 consecutive
+// elements (col 1, row 4), a 4x4 block (row = its stride), an MXU activation row (4 lanes).
+struct StridedGather {
+  int buf;
+  int lanes;
+  int64_t base, col, row;
+};
+
+// Where a tile's lanes come from when a launch runs. Every index of a static gather was checked against
+// the buffer sizes the plan was compiled for (a gated lane out of range reads the constant 0).
+struct TileSource {
+  enum class Kind : uint8_t {
+    kStrided,  // Plan::strided[id]
+    kLanes,    // Plan::lanes[id]: per lane an element or a constant
+    kDynamic,  // Plan::lanes[id] gives each lane's buffer (or constant); element indices are tile `index`
+    kPinned,   // pinned tile #id (a uniform prefix's value)
+    kScratch,  // scratch tile #id (a value an earlier launch spilled)
+  };
+  Kind kind;
+  int id;
+  int index = -1;       // kDynamic: the source (Plan::sources) of its int32 element indices
+  bool gated = false;   // kDynamic: an index out of range reads 0 (else it is an error)
+  uint16_t negate = 0;  // MXU operands: lanes of subtracted terms, whose elements the loader negates
+};
+
+// One drained value stored to a buffer: its lanes go to element `index` (or the drained index tile's),
+// where active and (with a gate) the drained gate tile is non-zero. Outputs are positions in the
+// launch's OUTPUT_VMEM order.
+struct Scatter {
+  int buf;
+  int value;
+  int gate = -1, index_tile = -1;
+  int index = -1;  // Plan::store_lanes, when not index_tile
+  uint16_t active = 0;
+};
+// A drained value kept for later launches: scratch tile #id (a spill) or pinned tile #id.
+struct Keep {
+  int output;
+  bool pinned;
+  int id;
+};
+
+// A launch's program and records, validated once: VMEM, WMEM and AMEM records hold constants, or zeros
+// where `fills` put this run's data.
+struct Image {
+  Bundle bundle;
+  std::vector<DType> fill_dtypes;  // the dtype in each VMEM record, for listings (DEBUG=4)
+};
+
+struct PlanLaunch {
+  std::shared_ptr<const Image> image;  // shared by the launches that differ only in their data
+  struct Fill {
+    int record;
+    int source;  // Plan::sources
+  };
+  std::vector<Fill> fills;  // VMEM tiles
+  struct MxuFill {
+    int record;
+    int operand;  // Plan::mxu_operands
+  };
+  std::vector<MxuFill> mxu_fills;  // WMEM tiles and AMEM rows, int8 at run time
+  std::vector<Scatter> scatters;   // in program order
+  std::vector<Keep> keeps;
+};
+
+// A distinct WMEM tile or AMEM row (lanes 0..3) of a plan, and the dot-product chains that read it.
+struct MxuOperand {
+  MxuTile lanes;
+  bool weight;
+  int source;  // Plan::sources
+  std::vector<int> chains;
+};
+
+// A compiled kernel for one set of symbolic-variable values and buffer sizes: everything a call does
+// but move data and tick the model. Before it runs, a call reads the MXU operands (Choices says why).
+struct Plan {
+  std::vector<PlanLaunch> launches;
+  std::vector<TileSource> sources;
+  std::vector<StridedGather> strided;
+  std::vector<std::array<LeafLane, kLanes>> lanes;
+  std::vector<Lanes> store_lanes;
+  std::vector<MxuOperand> mxu_operands;
+  int scratch_tiles = 0, pinned_tiles = 0;
+  std::vector<bool> written;  // per buffer slot: the kernel stores to it
+};
+
+}  // namespace tinytpu::compiler
