@@ -1,10 +1,12 @@
 #include "compiler/compile.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <unordered_map>
 
 #include "compiler/lane_pack.h"
+#include "compiler/log.h"
 #include "compiler/lower.h"
 #include "compiler/mxu_dot.h"
 #include "sim/errors.h"
@@ -21,6 +23,12 @@ class PlanBuilder {
  public:
   PlanBuilder(Plan& plan, const std::vector<int64_t>& sizes) : plan_(plan), sizes_(sizes) {
     plan_.written.assign(sizes.size(), false);
+  }
+
+  size_t images() const {  // distinct programs so far
+    size_t n = 0;
+    for (const auto& [hash, same_hash] : images_) n += same_hash.size();
+    return n;
   }
 
   void add(const TileProgram& prog, const std::vector<Launch>& launches, const std::vector<int32_t>& consts) {
@@ -192,22 +200,58 @@ class PlanBuilder {
   }
 };
 
+// What the passes decided, for the decision log.
+struct Decisions {
+  int64_t batches = 0, stores = 0, packed_stores = 0, lane_reduces = 0, ws_blocks = 0, os_blocks = 0;
+  int chains = 0, mxu_chains = 0;
+
+  void fused(const TileProgram& prog, int first_chain, int next_chain) {
+    std::set<int> on_mxu;
+    for (const MxuDot& m : prog.mxu) {
+      ++(m.os ? os_blocks : ws_blocks);
+      on_mxu.insert(m.chain);
+    }
+    mxu_chains += int(on_mxu.size());
+    if (decision_log().should_log(spdlog::level::debug))
+      for (int c = first_chain; c < next_chain; ++c) {
+        int ws = 0, os = 0;
+        for (const MxuDot& m : prog.mxu) (m.os ? os : ws) += m.chain == c;
+        if (ws + os == 0)
+          decision_log().debug("  chain {}: VPU (vetoed: an element out of int8 range)", c);
+        else
+          decision_log().debug(
+              "  chain {}: MXU, {} output-stationary and {} weight-stationary blocks "
+              "(the cheaper by the cycle estimate)",
+              c, os, ws);
+      }
+  }
+};
+
 }  // namespace
 
 Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& sizes,
              const Choices& choices, const std::function<void(int64_t, int64_t)>& traced) {
+  const auto start = std::chrono::steady_clock::now();
   Tracer tracer(k, vals, sizes);
   Plan plan;
   PlanBuilder builder(plan, sizes);
+  Decisions why;
   TileProgram prog;
   int chains = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
   auto compile_batch = [&] {
     if (prog.stores.empty()) return;
+    int first_chain = chains;
     chains = fuse_mxu_dots(prog, chains, choices);
+    why.fused(prog, first_chain, chains);
+    size_t stores = prog.stores.size();
     pack_lanes(prog);
+    why.stores += int64_t(stores);
+    why.packed_stores += int64_t(stores - prog.stores.size());
+    for (const TileNode& n : prog.nodes) why.lane_reduces += n.op == Op::LANE_REDUCE;
     std::vector<int32_t> consts;
     std::vector<Launch> launches = lower(prog, consts, k.fast_math, choices);
     builder.add(prog, launches, consts);
+    ++why.batches;
     prog = TileProgram{};
   };
   const int64_t chunks = std::max<int64_t>(tracer.num_chunks(), 1);
@@ -218,6 +262,24 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
     if (prog.nodes.size() >= kBatchNodes || (c == 0 && tracer.pinned_prefix())) compile_batch();
   }
   compile_batch();
+  if (decision_log().should_log(spdlog::level::info)) {
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    decision_log().info(
+        "kernel {}: {} chunks of 16 lanes in {} batches -> {} launches ({} distinct programs), "
+        "{} values spilled between launches; compiled in {:.1f} ms",
+        k.name, chunks, why.batches, plan.launches.size(), builder.images(), plan.scratch_tiles, ms);
+    if (chains > 0)
+      decision_log().info(
+          "  MXU: {} of {} int8 dot-product chains, in {} output-stationary and {} weight-stationary "
+          "blocks; this data: {} kept on the VPU (out of int8 range), {} operands loaded once "
+          "(equal values)",
+          why.mxu_chains, chains, why.os_blocks, why.ws_blocks, choices.veto.size(),
+          choices.same_values.size());
+    if (why.packed_stores + why.lane_reduces > 0)
+      decision_log().info("  lane packing: {} of {} stores packed into others, {} cross-lane reduces",
+                          why.packed_stores, why.stores, why.lane_reduces);
+  }
   return plan;
 }
 

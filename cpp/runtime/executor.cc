@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "compiler/compile.h"
+#include "compiler/log.h"
 #include "isa/tasm.h"
 #include "sim/errors.h"
 #include "sim/runner.h"
@@ -316,6 +317,10 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
     Choices choices{veto, {}};
     for (auto [operand, earlier] : same)
       choices.same_values[plan->mxu_operands[operand].lanes] = plan->mxu_operands[earlier].lanes;
+    decision_log().debug(
+        "kernel {}: this call's data keeps {} chains on the VPU (out of int8 range) and loads {} "
+        "MXU operands once (equal values): the plan for these choices",
+        kernel_.name, veto.size(), same.size());
     plan = this->plan({vals, sizes, veto, same}, choices, traced);
   }
 
