@@ -30,3 +30,27 @@ def test_one_kernel_many_data_same_results_and_cycles_as_first_seen():
     assert first_cycles.setdefault(name, cycles) == cycles, name
   # the MXU runs the int8 data, the VPU the wide data (more cycles); equal tiles load once (fewer)
   assert first_cycles["out of int8 range"] > first_cycles["int8 range"] > first_cycles["ones (equal operand tiles)"]
+
+LOG_SCRIPT = """
+import numpy as np
+from tinygrad import Tensor
+a = Tensor(np.arange(64, dtype=np.int32).reshape(8, 8) % 7, device="TINYTPU")
+(a @ a).realize()
+Tensor(np.linspace(-1, 1, 32, dtype=np.float32), device="TINYTPU").softmax().realize()
+"""
+
+def _stderr_with_log(level: str | None) -> str:
+  import os, subprocess, sys
+  env = {k: v for k, v in os.environ.items() if k != "TINYTPU_LOG"}
+  if level is not None: env["TINYTPU_LOG"] = level
+  return subprocess.run([sys.executable, "-c", LOG_SCRIPT], env=env, capture_output=True, text=True, check=True).stderr
+
+def test_decision_log_says_what_each_kernel_became_and_is_off_by_default():
+  assert "[tinytpu" not in _stderr_with_log(None)
+  info = _stderr_with_log("info")
+  kernels = [line for line in info.splitlines() if line.startswith("[tinytpu info] kernel ")]
+  assert len(kernels) >= 3, info  # the matmul and the softmax's kernels, one line each
+  assert all("launches" in line and "compiled in" in line for line in kernels)
+  assert "int8 dot-product chains" in info  # the matmul went to the MXU, and says how
+  debug = _stderr_with_log("debug")
+  assert "chain 0: MXU" in debug
