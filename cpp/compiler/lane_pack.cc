@@ -285,8 +285,8 @@ class ReductionPacker {
     } else {
       std::map<int, std::vector<int>> by_row, by_col;
       for (int l : out) {
-        by_row[l / 4].push_back(l);
-        by_col[l % 4].push_back(l);
+        by_row[l / kRows].push_back(l);
+        by_col[l % kRows].push_back(l);
       }
       bool col = by_row.size() <= by_col.size() && !fsum;
       red.axis = col ? LaneAxis::kCol : LaneAxis::kRow;
@@ -304,7 +304,8 @@ class ReductionPacker {
       for (int o : {p_.nodes[i].a, p_.nodes[i].b, p_.nodes[i].c})
         if (o >= 0) walk.push_back(o);
     }
-    size_t n = red.terms.size(), per = red.axis == LaneAxis::kTile ? kLanes : 4, tiles = (n + per - 1) / per;
+    size_t n = red.terms.size(), per = red.axis == LaneAxis::kTile ? kLanes : kRows,
+           tiles = (n + per - 1) / per;
     size_t pad = n % per && p_.nodes[red.terms[0]].op != Op::LOAD ? 2 : 0;
     size_t unpacked = distinct.size() + n - 1;
     size_t packed =
@@ -316,7 +317,7 @@ class ReductionPacker {
   // Lane l of packed tile t holds term k of the output in lane `o`: kTile l = k - 16t; kCol (output
   // in column o%4) row l/4 = k - 4t; kRow (output in row o/4) column l%4 = k - 4t.
   int emit(const TileNode& root, const Reduction& red) {
-    size_t n = red.terms.size(), per = red.axis == LaneAxis::kTile ? kLanes : 4;
+    size_t n = red.terms.size(), per = red.axis == LaneAxis::kTile ? kLanes : kRows;
     bool leaf_terms = p_.nodes[red.terms[0]].op == Op::LOAD;
     uint32_t id = identity(root.op, root.dtype);
     int result = -1;
@@ -329,8 +330,8 @@ class ReductionPacker {
         for (int o : group)
           for (size_t k = 0; k < roots.size(); ++k) {
             int l = red.axis == LaneAxis::kTile  ? int(k)
-                    : red.axis == LaneAxis::kCol ? int(4 * k) + o % 4
-                                                 : o / 4 * 4 + int(k);
+                    : red.axis == LaneAxis::kCol ? int(kRows * k) + o % kRows
+                                                 : o / kRows * kRows + int(k);
             map[l] = {int(k), o};
             real[l] = true;
           }

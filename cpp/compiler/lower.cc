@@ -4,77 +4,33 @@
 #include <bitset>
 #include <map>
 
+#include "isa/instr_builders.h"
+
 namespace tinytpu::compiler {
 
 namespace {
 
-// SXU and VPU opcodes used by the code generator (hardware.md §2.7, §3).
-enum Sxu : uint8_t {
-  kLoad = 0,
-  kStore = 1,
-  kVpu = 2,
-  kHalt = 7,
-  kSelect = 8,
-  kVzero = 30,
-  kVfill = 31,
-  kDispatchMxu = 4,
-  kWaitMxu = 5,
-  kLoadMxuResult = 6,
-  kPsumWrite = 15,
-  kPsumRead = 17,
-  kPsumReadRow = 18,
-  kPsumClear = 19,
-  kPsumAccumulateRow = 22,
-  kDispatchMxuOs = 25,
-  kLoadMxuMatrixRow = 26,
-  kDispatchMxuOsAccumulate = 33,
-  kDispatchMxuVpuEpilogue = 46,
-  kVneg = 34,
-  kVabs = 35
-};
-enum Vpu : uint8_t {
-  kAdd = 0,
-  kMul = 1,
-  kRelu = 2,
-  kMax = 3,
-  kCmplt = 5,
-  kCmpne = 6,
-  kSub = 7,
-  kCmpeq = 8,
-  kShl = 10,
-  kShr = 11,
-  kDiv = 14,
-  kAnd = 15,
-  kOr = 16,
-  kXor = 17,
-  kFadd = 18,
-  kFmul = 19,
-  kFsub = 20,
-  kFcmplt = 22,
-  kFrecip = 23,
-  kI2f = 24,
-  kF2i = 25,
-  kNot = 26,
-  kExp2 = 51,
-  kLog2 = 52,
-  kSin = 53,
-  kMaxU32 = 83
-};
-
-constexpr int kMaxInstrs = 255;  // + HALT
-constexpr int kSlots = 32, kVregs = 16, kMaxDrains = 31;
+// A launch's limits: program memory (the code and its HALT), VMEM tiles, vregs, output records, and
+// WMEM tiles / AMEM rows for the MXU.
+constexpr int kMaxInstrs = TensorCoreConfig::kProgDepth - 1;
+constexpr int kSlots = TensorCoreConfig::kDepth, kVregs = TensorCoreConfig::kVregs;
+constexpr int kMaxDrains = TensorCoreConfig::kMaxOutputs, kMxuEntries = TensorCoreConfig::kDepth;
 // Thrown when the node being emitted does not fit the current launch: the emitter rolls back, ends the
 // launch (spilling live values) and emits the node again into a fresh one.
 struct NoRoom {};
 
-// VPU reduce opcodes (hardware.md §3) by op and axis; integer ones wrap, the float sum rounds per add.
-uint8_t lane_reduce_opcode(const TileNode& n) {
-  static const std::map<std::pair<Op, LaneAxis>, uint8_t> kInt = {
-      {{Op::ADD, LaneAxis::kTile}, 32}, {{Op::ADD, LaneAxis::kRow}, 4},  {{Op::ADD, LaneAxis::kCol}, 29},
-      {{Op::MUL, LaneAxis::kTile}, 37}, {{Op::MUL, LaneAxis::kRow}, 35}, {{Op::MUL, LaneAxis::kCol}, 36},
-      {{Op::MAX, LaneAxis::kTile}, 33}, {{Op::MAX, LaneAxis::kRow}, 9},  {{Op::MAX, LaneAxis::kCol}, 30}};
-  static const std::map<LaneAxis, uint8_t> kFloatSum = {
-      {LaneAxis::kTile, 38}, {LaneAxis::kRow, 42}, {LaneAxis::kCol, 45}};
+// VPU reduce opcodes by op and axis; integer ones wrap, the float sum rounds per add.
+VpuOpcode lane_reduce_opcode(const TileNode& n) {
+  using V = VpuOpcode;
+  static const std::map<std::pair<Op, LaneAxis>, VpuOpcode> kInt = {
+      {{Op::ADD, LaneAxis::kTile}, V::kSumReduceTile}, {{Op::ADD, LaneAxis::kRow}, V::kSumReduce},
+      {{Op::ADD, LaneAxis::kCol}, V::kSumReduceCol},   {{Op::MUL, LaneAxis::kTile}, V::kMulReduceTile},
+      {{Op::MUL, LaneAxis::kRow}, V::kMulReduce},      {{Op::MUL, LaneAxis::kCol}, V::kMulReduceCol},
+      {{Op::MAX, LaneAxis::kTile}, V::kMaxReduceTile}, {{Op::MAX, LaneAxis::kRow}, V::kMaxReduce},
+      {{Op::MAX, LaneAxis::kCol}, V::kMaxReduceCol}};
+  static const std::map<LaneAxis, VpuOpcode> kFloatSum = {{LaneAxis::kTile, V::kFsumReduceTile},
+                                                          {LaneAxis::kRow, V::kFsumReduce},
+                                                          {LaneAxis::kCol, V::kFsumReduceCol}};
   if (is_float(n.dtype)) {
     if (n.reduce != Op::ADD)
       throw Unsupported("internal: float LANE_REDUCE of " + std::string(op_name(n.reduce)));
@@ -183,7 +139,7 @@ class Emitter {
   }
   void finish_launch() {
     if (cur_.program.empty() && cur_.drains.empty()) return;
-    cur_.program.push_back(Instr{kHalt});
+    cur_.program.push_back(instr::halt());
     launches_.push_back(std::move(cur_));
     begin_launch();
   }
@@ -204,7 +160,7 @@ class Emitter {
       int s = 0;
       while (slot_[s] == kOut) ++s;
       slot_[s] = kOut;
-      cur_.program.push_back(Instr{kStore, uint8_t(s), 0, uint8_t(vreg_[n])});
+      cur_.program.push_back(instr::store(s, vreg_[n]));
       cur_.drains.push_back({s, -1, n});
       spilled_[n] = true;
     }
@@ -272,9 +228,7 @@ class Emitter {
     if (int(cur_.program.size()) + 1 + int(busy_.count()) > kMaxInstrs) throw NoRoom{};
     cur_.program.push_back(in);
   }
-  void vpu(uint8_t op, int d, int a, int b = 0) {
-    emit(Instr{kVpu, 0, uint8_t(d), uint8_t(a), op, uint8_t(b)});
-  }
+  void vpu(VpuOpcode op, int d, int a, int b = 0) { emit(instr::vpu(op, d, a, b)); }
 
   // A VMEM tile filled by the loader (a leaf, a constant, or a spilled value), loaded into a fresh vreg.
   int load_fill(int node, DType const_dtype = DType::kI32) {
@@ -283,7 +237,7 @@ class Emitter {
     slot_[s] = kUsed;  // consumed by the LOAD below, so the slot can take an output later
     cur_.fills.push_back({s, node, node >= 0 ? p_.nodes[node].dtype : const_dtype});
     int r = alloc_vreg();
-    emit(Instr{kLoad, uint8_t(s), uint8_t(r)});
+    emit(instr::load(r, s));
     return r;
   }
   // A constant tile: VZERO/VFILL when the value allows, else a loader constant.
@@ -291,10 +245,10 @@ class Emitter {
     int r;
     if (value == 0) {
       r = alloc_vreg();
-      emit(Instr{kVzero, 0, uint8_t(r)});
-    } else if (value >= -128 && value <= 127) {
+      emit(instr::vzero(r));
+    } else if (value == int8_t(value)) {  // VFILL's immediate is one sign-extended byte
       r = alloc_vreg();
-      emit(Instr{kVfill, 0, uint8_t(r), 0, 0, 0, uint8_t(int8_t(value))});
+      emit(instr::vfill(r, int8_t(value)));
     } else {
       consts_.push_back(value);
       r = load_fill(-int(consts_.size()), dtype);  // negative node ids name constants
@@ -335,45 +289,45 @@ class Emitter {
     if (!narrow(d)) return;
     int bits = d == DType::kI8 || d == DType::kU8 ? 8 : 16;
     int m = constant((1 << bits) - 1);
-    vpu(kAnd, r, r, m);
+    vpu(VpuOpcode::kAnd, r, r, m);
     release(m);
     if (d == DType::kI8 || d == DType::kI16) {  // (x ^ sign) - sign
       int s = constant(1 << (bits - 1));
-      vpu(kXor, r, r, s);
-      vpu(kSub, r, r, s);
+      vpu(VpuOpcode::kXor, r, r, s);
+      vpu(VpuOpcode::kSub, r, r, s);
       release(s);
     }
   }
   // isnan(x) as 0/1 into d.
   void isnan(int d, int x) {
     int m = constant(0x7FFFFFFF), inf = constant(0x7F800000);
-    vpu(kAnd, d, x, m);
-    vpu(kCmplt, d, inf, d);
+    vpu(VpuOpcode::kAnd, d, x, m);
+    vpu(VpuOpcode::kCmplt, d, inf, d);
     release(m);
     release(inf);
   }
   void float_ne(int d, int a, int b) {
     int t = alloc_vreg();
-    vpu(kFcmplt, d, a, b);
-    vpu(kFcmplt, t, b, a);
-    vpu(kOr, d, d, t);
+    vpu(VpuOpcode::kFcmplt, d, a, b);
+    vpu(VpuOpcode::kFcmplt, t, b, a);
+    vpu(VpuOpcode::kOr, d, d, t);
     isnan(t, a);
-    vpu(kOr, d, d, t);
+    vpu(VpuOpcode::kOr, d, d, t);
     isnan(t, b);
-    vpu(kOr, d, d, t);
+    vpu(VpuOpcode::kOr, d, d, t);
     release(t);
   }
   // Arithmetic shift right of 32-bit lanes: the VPU's SHR is logical.
   void sar(int d, int a, int n) {
     int ones = constant(-1), t = alloc_vreg(), neg = alloc_vreg();
-    vpu(kShr, t, ones, n);
-    vpu(kNot, t, t);  // the bits a logical shift cleared
+    vpu(VpuOpcode::kShr, t, ones, n);
+    vpu(VpuOpcode::kNot, t, t);  // the bits a logical shift cleared
     int zero = constant(0);
-    vpu(kCmplt, neg, a, zero);
-    emit(Instr{kVneg, 0, uint8_t(neg), uint8_t(neg)});  // 0 or all ones
-    vpu(kAnd, t, t, neg);
-    vpu(kShr, d, a, n);
-    vpu(kOr, d, d, t);
+    vpu(VpuOpcode::kCmplt, neg, a, zero);
+    emit(instr::vneg(neg, neg));  // 0 or all ones
+    vpu(VpuOpcode::kAnd, t, t, neg);
+    vpu(VpuOpcode::kShr, d, a, n);
+    vpu(VpuOpcode::kOr, d, d, t);
     for (int r : {ones, t, neg, zero}) release(r);
   }
   // int32/uint32 -> float32 with round-to-nearest-even: I2F truncates above 2^24, so convert the
@@ -382,24 +336,24 @@ class Emitter {
     int mag = alloc_vreg(), lo = alloc_vreg(), sign = alloc_vreg();
     if (is_signed) {
       int zero = constant(0);
-      vpu(kCmplt, sign, x, zero);
+      vpu(VpuOpcode::kCmplt, sign, x, zero);
       release(zero);
-      emit(Instr{kVabs, 0, uint8_t(mag), uint8_t(x)});  // INT_MIN stays 0x80000000 = 2^31 unsigned
+      emit(instr::vabs(mag, x));  // INT_MIN stays 0x80000000 = 2^31 unsigned
     } else {
-      emit(Instr{kVzero, 0, uint8_t(sign)});
-      vpu(kAnd, mag, x, x);
+      emit(instr::vzero(sign));
+      vpu(VpuOpcode::kAnd, mag, x, x);
     }
     int k16 = constant(16), m16 = constant(0xFFFF);
-    vpu(kAnd, lo, mag, m16);
-    vpu(kShr, mag, mag, k16);
-    vpu(kI2f, mag, mag);
-    vpu(kI2f, lo, lo);
+    vpu(VpuOpcode::kAnd, lo, mag, m16);
+    vpu(VpuOpcode::kShr, mag, mag, k16);
+    vpu(VpuOpcode::kI2f, mag, mag);
+    vpu(VpuOpcode::kI2f, lo, lo);
     int scale = constant(0x47800000, DType::kF32);  // 65536.0f
-    vpu(kFmul, mag, mag, scale);
-    vpu(kFadd, d, mag, lo);
+    vpu(VpuOpcode::kFmul, mag, mag, scale);
+    vpu(VpuOpcode::kFadd, d, mag, lo);
     int k31 = constant(31);
-    vpu(kShl, sign, sign, k31);
-    vpu(kXor, d, d, sign);
+    vpu(VpuOpcode::kShl, sign, sign, k31);
+    vpu(VpuOpcode::kXor, d, d, sign);
     for (int r : {mag, lo, sign, k16, m16, scale, k31}) release(r);
   }
 
@@ -409,44 +363,44 @@ class Emitter {
   void reciprocal(int d, int x) {
     int ax = alloc_vreg(), c = alloc_vreg(), t = alloc_vreg(), xs = alloc_vreg(), post = alloc_vreg();
     int m = constant(0x7FFFFFFF);
-    vpu(kAnd, ax, x, m);
+    vpu(VpuOpcode::kAnd, ax, x, m);
     release(m);
     auto scale_if = [&](uint32_t limit, bool above, uint32_t in_scale, uint32_t out_scale) {
       int lim = constant(int32_t(limit));
-      vpu(kCmplt, c, above ? lim : ax, above ? ax : lim);
+      vpu(VpuOpcode::kCmplt, c, above ? lim : ax, above ? ax : lim);
       release(lim);
       int k = constant(int32_t(in_scale));
-      vpu(kFmul, t, x, k);
+      vpu(VpuOpcode::kFmul, t, x, k);
       release(k);
-      emit(Instr{kSelect, 0, uint8_t(xs), uint8_t(c), 0, uint8_t(t), uint8_t(xs)});
+      emit(instr::select(xs, c, t, xs));
       int o = constant(int32_t(out_scale));
-      emit(Instr{kSelect, 0, uint8_t(post), uint8_t(c), 0, uint8_t(o), uint8_t(post)});
+      emit(instr::select(post, c, o, post));
       release(o);
     };
-    vpu(kAnd, xs, x, x);
+    vpu(VpuOpcode::kAnd, xs, x, x);
     int one = constant(int32_t(0x3F800000), DType::kF32);
-    vpu(kAnd, post, one, one);
+    vpu(VpuOpcode::kAnd, post, one, one);
     release(one);
     scale_if(0x7E000000u, true, 0x3E800000u, 0x3E800000u);   // |x| > 2^125: 1/(x/4) / 4
     scale_if(0x01000000u, false, 0x4B800000u, 0x4B800000u);  // |x| < 2^-125: 1/(x*2^24) * 2^24
-    vpu(kFrecip, d, xs);
-    vpu(kFmul, t, xs, d);
+    vpu(VpuOpcode::kFrecip, d, xs);
+    vpu(VpuOpcode::kFmul, t, xs, d);
     int two = constant(int32_t(0x40000000), DType::kF32);
-    vpu(kFsub, t, two, t);
+    vpu(VpuOpcode::kFsub, t, two, t);
     release(two);
-    vpu(kFmul, d, d, t);
-    vpu(kFmul, d, d, post);
+    vpu(VpuOpcode::kFmul, d, d, t);
+    vpu(VpuOpcode::kFmul, d, d, post);
     // Specials: 1/±0 = ±inf, 1/±inf = ±0, NaN stays NaN.
     int sign = constant(int32_t(0x80000000u)), inf = constant(0x7F800000);
-    vpu(kAnd, t, x, sign);
-    vpu(kCmpeq, c, ax, inf);  // |x| == inf -> ±0
-    emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(t), uint8_t(d)});
-    vpu(kOr, t, t, inf);
+    vpu(VpuOpcode::kAnd, t, x, sign);
+    vpu(VpuOpcode::kCmpeq, c, ax, inf);  // |x| == inf -> ±0
+    emit(instr::select(d, c, t, d));
+    vpu(VpuOpcode::kOr, t, t, inf);
     int zero = constant(0);
-    vpu(kCmpeq, c, ax, zero);  // x == ±0 -> ±inf
-    emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(t), uint8_t(d)});
-    vpu(kCmplt, c, inf, ax);  // NaN
-    emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(x), uint8_t(d)});
+    vpu(VpuOpcode::kCmpeq, c, ax, zero);  // x == ±0 -> ±inf
+    emit(instr::select(d, c, t, d));
+    vpu(VpuOpcode::kCmplt, c, inf, ax);  // NaN
+    emit(instr::select(d, c, x, d));
     for (int r : {ax, c, t, xs, post, sign, inf, zero}) release(r);
   }
   // A WMEM weight tile, reusing an identical one already loaded.
@@ -461,7 +415,7 @@ class Emitter {
         }
         ++used;
       }
-    if (used == 32) throw NoRoom{};
+    if (used == kMxuEntries) throw NoRoom{};
     cur_.mxu_fills.push_back({true, used, data, {chain}});
     return used;
   }
@@ -475,7 +429,7 @@ class Emitter {
   int act_fill(const MxuTile& block, int k, int chain) {
     std::vector<MxuTile> rows(k);
     for (int r = 0; r < k; ++r)
-      for (int i = 0; i < 4; ++i) rows[r][i] = block[r * 4 + i];
+      for (int i = 0; i < kRows; ++i) rows[r][i] = block[r * kRows + i];
     std::map<int, MxuFill*> act;  // address -> row
     for (MxuFill& f : cur_.mxu_fills)
       if (!f.weight) act[f.addr] = &f;
@@ -488,7 +442,7 @@ class Emitter {
       return addr;
     }
     int base = int(act.size());
-    if (base + k > 32) throw NoRoom{};
+    if (base + k > kMxuEntries) throw NoRoom{};
     for (int r = 0; r < k; ++r) cur_.mxu_fills.push_back({false, base + r, rows[r], {chain}});
     return base;
   }
@@ -500,21 +454,20 @@ class Emitter {
     for (const auto& ds : m.dispatches) a.push_back(act_fill(m.acts[ds.act], ds.k, m.chain));
     for (size_t i = 0; i < m.dispatches.size(); ++i) {
       const auto& ds = m.dispatches[i];
-      emit(Instr{uint8_t(ds.accumulate ? kDispatchMxuOsAccumulate : kDispatchMxuOs), 0, 0, 0, 0, 0,
-                 uint8_t(w[ds.weight]), uint8_t(a[i]), uint8_t(ds.k)});
+      emit(instr::mxu_os(w[ds.weight], a[i], ds.k, ds.accumulate));
     }
     int t = alloc_vreg();
-    if (!m.live_rows[0]) emit(Instr{kPsumClear, /*bucket*/ 0});
-    for (int r = 0; r < 4; ++r) {
+    if (!m.live_rows[0]) emit(instr::psum_clear(/*bucket*/ 0));
+    for (int r = 0; r < kRows; ++r) {
       if (!m.live_rows[r]) continue;
-      emit(Instr{kLoadMxuMatrixRow, 0, uint8_t(t), uint8_t(r)});
+      emit(instr::load_mxu_matrix_row(t, r));
       if (r == 0)  // rows 1-3 of t are zero: the whole bucket is set
-        emit(Instr{kPsumWrite, /*bucket*/ 0, 0, uint8_t(t)});
+        emit(instr::psum_write(/*bucket*/ 0, t));
       else
-        emit(Instr{kPsumAccumulateRow, /*bucket*/ 0, /*row*/ uint8_t(r), uint8_t(t)});
+        emit(instr::psum_accumulate_row(/*bucket*/ 0, r, t));
     }
     release(t);
-    emit(Instr{kPsumRead, /*bucket*/ 0, uint8_t(d)});
+    emit(instr::psum_read(d, /*bucket*/ 0));
   }
   // WS dispatches of one activation row each, their column sums written or accumulated into PSUM rows,
   // then the whole bucket read once the MXU is done (bucket 0 is free again after the read). Results
@@ -530,24 +483,23 @@ class Emitter {
     bool direct = row0_only && m.dispatches.size() == 1;  // the column sums themselves: no PSUM
     if (m.epilogue_op >= 0) {  // synchronous: the result is in d when the SXU moves on
       const auto& ds = m.dispatches[0];
-      emit(Instr{kDispatchMxuVpuEpilogue, 0, uint8_t(d), uint8_t(epilogue_src), uint8_t(m.epilogue_op),
-                 /*to the vreg*/ 0, uint8_t(w[ds.weight]), uint8_t(a[ds.act]), /*tiles*/ 1});
+      emit(instr::mxu_vpu_epilogue(d, w[ds.weight], a[ds.act], /*tiles*/ 1, epilogue_src,
+                                   VpuOpcode(m.epilogue_op)));
       return;
     }
     for (const auto& ds : m.dispatches) {
-      uint8_t mode = direct ? 0 : ds.accumulate ? 2 : 1;  // PSUM write 1, accumulate 2
-      emit(Instr{kDispatchMxu, 0, /*PSUM bucket*/ 0, uint8_t(ds.row), 0, mode, uint8_t(w[ds.weight]),
-                 uint8_t(a[ds.act]), /*tiles*/ 1});
+      PsumMode psum = direct ? PsumMode::kOff : ds.accumulate ? PsumMode::kAccumulate : PsumMode::kWrite;
+      emit(instr::mxu(w[ds.weight], a[ds.act], /*tiles*/ 1, psum, /*bucket*/ 0, ds.row));
     }
     if (direct) {
-      emit(Instr{kLoadMxuResult, 0, uint8_t(d)});  // blocks until Done: no WAIT_MXU needed
+      emit(instr::load_mxu_result(d));  // blocks until Done: no WAIT_MXU needed
       return;
     }
-    emit(Instr{kWaitMxu});
+    emit(instr::wait_mxu());
     if (row0_only)
-      emit(Instr{kPsumReadRow, /*bucket*/ 0, uint8_t(d), /*row*/ 0});
+      emit(instr::psum_read_row(d, /*bucket*/ 0, /*row*/ 0));
     else
-      emit(Instr{kPsumRead, /*bucket*/ 0, uint8_t(d)});
+      emit(instr::psum_read(d, /*bucket*/ 0));
   }
 
   // a / b: q0 = a * (1/b) within an ulp or two, then one correction by the exact remainder
@@ -563,35 +515,35 @@ class Emitter {
     {
       int m = constant(0x7FFFFFFF), k23 = constant(23), tiny = constant(0x26800000),
           huge = constant(0x71800000);
-      vpu(kAnd, r, b0, m);
-      vpu(kShr, q, r, k23);     // E
-      vpu(kCmplt, a, r, tiny);  // |b| < 2^-50
-      vpu(kCmplt, b, huge, r);  // |b| > 2^100 (and inf, NaN)
+      vpu(VpuOpcode::kAnd, r, b0, m);
+      vpu(VpuOpcode::kShr, q, r, k23);     // E
+      vpu(VpuOpcode::kCmplt, a, r, tiny);  // |b| < 2^-50
+      vpu(VpuOpcode::kCmplt, b, huge, r);  // |b| > 2^100 (and inf, NaN)
       for (int c : {m, tiny, huge}) release(c);
       int f_tiny = constant(214), f_huge = constant(344), one = constant(0x3F800000);
-      vpu(kSub, r, f_tiny, q);
-      vpu(kSub, q, f_huge, q);
-      vpu(kShl, r, r, k23);
-      vpu(kShl, q, q, k23);
-      emit(Instr{kSelect, 0, uint8_t(q), uint8_t(b), 0, uint8_t(q), uint8_t(one)});
-      emit(Instr{kSelect, 0, uint8_t(q), uint8_t(a), 0, uint8_t(r), uint8_t(q)});  // s
+      vpu(VpuOpcode::kSub, r, f_tiny, q);
+      vpu(VpuOpcode::kSub, q, f_huge, q);
+      vpu(VpuOpcode::kShl, r, r, k23);
+      vpu(VpuOpcode::kShl, q, q, k23);
+      emit(instr::select(q, b, q, one));
+      emit(instr::select(q, a, r, q));  // s
       for (int c : {k23, f_tiny, f_huge, one}) release(c);
-      vpu(kFmul, a, a0, q);
-      vpu(kFmul, b, b0, q);
+      vpu(VpuOpcode::kFmul, a, a0, q);
+      vpu(VpuOpcode::kFmul, b, b0, q);
     }
     reciprocal(r, b);
-    vpu(kFmul, q, a, r);
+    vpu(VpuOpcode::kFmul, q, a, r);
     int ok = alloc_vreg(), t1 = alloc_vreg(), t2 = alloc_vreg();
     int m = constant(0x7FFFFFFF), lo = constant(0x26800000), hi = constant(0x71800000);  // 2^-50, 2^100
     auto require_in_range = [&](int x, bool first) {  // |x|'s bits between 2^-50's and 2^100's; NaN fails
-      vpu(kAnd, t1, x, m);
-      vpu(kCmplt, t2, lo, t1);
+      vpu(VpuOpcode::kAnd, t1, x, m);
+      vpu(VpuOpcode::kCmplt, t2, lo, t1);
       if (first)
-        vpu(kAnd, ok, t2, t2);
+        vpu(VpuOpcode::kAnd, ok, t2, t2);
       else
-        vpu(kAnd, ok, ok, t2);
-      vpu(kCmplt, t2, t1, hi);
-      vpu(kAnd, ok, ok, t2);
+        vpu(VpuOpcode::kAnd, ok, ok, t2);
+      vpu(VpuOpcode::kCmplt, t2, t1, hi);
+      vpu(VpuOpcode::kAnd, ok, ok, t2);
     };
     require_in_range(q, true);
     require_in_range(b, false);
@@ -599,28 +551,28 @@ class Emitter {
     int t3 = alloc_vreg(), t4 = alloc_vreg(), p = alloc_vreg(), e = alloc_vreg();
     int k = constant(0x45801000, DType::kF32);  // 4097.0: Veltkamp's split into 12-bit halves
     auto split = [&](int x, int h, int l) {
-      vpu(kFmul, h, x, k);
-      vpu(kFsub, l, h, x);
-      vpu(kFsub, h, h, l);
-      vpu(kFsub, l, x, h);
+      vpu(VpuOpcode::kFmul, h, x, k);
+      vpu(VpuOpcode::kFsub, l, h, x);
+      vpu(VpuOpcode::kFsub, h, h, l);
+      vpu(VpuOpcode::kFsub, l, x, h);
     };
     split(q, t1, t2);  // q = t1 + t2
     split(b, t3, t4);  // b = t3 + t4
     release(k);
-    vpu(kFmul, p, q, b);
-    vpu(kFmul, e, t1, t3);  // e = q*b - p exactly: ((qh*bh - p) + qh*bl + ql*bh) + ql*bl
-    vpu(kFsub, e, e, p);
-    vpu(kFmul, t1, t1, t4);
-    vpu(kFadd, e, e, t1);
-    vpu(kFmul, t3, t2, t3);
-    vpu(kFadd, e, e, t3);
-    vpu(kFmul, t2, t2, t4);
-    vpu(kFadd, e, e, t2);
-    vpu(kFsub, p, a, p);  // exact: p is within a few ulps of a
-    vpu(kFsub, p, p, e);
-    vpu(kFmul, p, p, r);
-    vpu(kFadd, p, q, p);
-    emit(Instr{kSelect, 0, uint8_t(d), uint8_t(ok), 0, uint8_t(p), uint8_t(q)});
+    vpu(VpuOpcode::kFmul, p, q, b);
+    vpu(VpuOpcode::kFmul, e, t1, t3);  // e = q*b - p exactly: ((qh*bh - p) + qh*bl + ql*bh) + ql*bl
+    vpu(VpuOpcode::kFsub, e, e, p);
+    vpu(VpuOpcode::kFmul, t1, t1, t4);
+    vpu(VpuOpcode::kFadd, e, e, t1);
+    vpu(VpuOpcode::kFmul, t3, t2, t3);
+    vpu(VpuOpcode::kFadd, e, e, t3);
+    vpu(VpuOpcode::kFmul, t2, t2, t4);
+    vpu(VpuOpcode::kFadd, e, e, t2);
+    vpu(VpuOpcode::kFsub, p, a, p);  // exact: p is within a few ulps of a
+    vpu(VpuOpcode::kFsub, p, p, e);
+    vpu(VpuOpcode::kFmul, p, p, r);
+    vpu(VpuOpcode::kFadd, p, q, p);
+    emit(instr::select(d, ok, p, q));
     for (int x : {a, b, r, q, ok, t1, t2, t3, t4, p, e}) release(x);
   }
 
@@ -628,27 +580,27 @@ class Emitter {
   void trunc(int d, int x) {
     int ax = alloc_vreg(), c = alloc_vreg();
     int m = constant(0x7FFFFFFF);
-    vpu(kAnd, ax, x, m);
+    vpu(VpuOpcode::kAnd, ax, x, m);
     release(m);
     int lim = constant(0x4B000000);  // 2^23
-    vpu(kCmplt, c, ax, lim);
+    vpu(VpuOpcode::kCmplt, c, ax, lim);
     release(lim);
-    vpu(kF2i, d, x);
-    vpu(kI2f, d, d);
+    vpu(VpuOpcode::kF2i, d, x);
+    vpu(VpuOpcode::kI2f, d, d);
     int sign = constant(int32_t(0x80000000u));
-    vpu(kAnd, ax, x, sign);
-    vpu(kOr, d, d, ax);
+    vpu(VpuOpcode::kAnd, ax, x, sign);
+    vpu(VpuOpcode::kOr, d, d, ax);
     release(sign);
-    emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(d), uint8_t(x)});
+    emit(instr::select(d, c, d, x));
     release(ax);
     release(c);
   }
 
   // out = x < y as uint32: flip the sign bits (`sign` holds 0x80000000) into tx, ty, compare signed.
   void less_unsigned(int out, int x, int y, int sign, int tx, int ty) {
-    vpu(kXor, tx, x, sign);
-    vpu(kXor, ty, y, sign);
-    vpu(kCmplt, out, tx, ty);
+    vpu(VpuOpcode::kXor, tx, x, sign);
+    vpu(VpuOpcode::kXor, ty, y, sign);
+    vpu(VpuOpcode::kCmplt, out, tx, ty);
   }
 
   // Unsigned 32-bit quotient from the signed divider: a divisor >= 2^31 gives (a >= b); otherwise
@@ -656,19 +608,19 @@ class Emitter {
   void udiv(int d, int a, int b) {
     int sign = constant(int32_t(0x80000000u)), one = constant(1);
     int t = alloc_vreg(), ax = alloc_vreg(), bx = alloc_vreg(), big = alloc_vreg();
-    vpu(kShr, t, a, one);
-    vpu(kDiv, d, t, b);
-    vpu(kShl, d, d, one);
-    vpu(kMul, t, d, b);
-    vpu(kSub, t, a, t);                    // remainder, in [0, 2b)
+    vpu(VpuOpcode::kShr, t, a, one);
+    vpu(VpuOpcode::kDiv, d, t, b);
+    vpu(VpuOpcode::kShl, d, d, one);
+    vpu(VpuOpcode::kMul, t, d, b);
+    vpu(VpuOpcode::kSub, t, a, t);         // remainder, in [0, 2b)
     less_unsigned(t, t, b, sign, ax, bx);  // 1 when the remainder is already below b
-    vpu(kXor, t, t, one);
-    vpu(kAdd, d, d, t);
+    vpu(VpuOpcode::kXor, t, t, one);
+    vpu(VpuOpcode::kAdd, d, d, t);
     less_unsigned(t, a, b, sign, ax, bx);  // big divisor: quotient is a >= b
-    vpu(kXor, t, t, one);
+    vpu(VpuOpcode::kXor, t, t, one);
     int zero = constant(0);
-    vpu(kCmplt, big, b, zero);  // b >= 2^31
-    emit(Instr{kSelect, 0, uint8_t(d), uint8_t(big), 0, uint8_t(t), uint8_t(d)});
+    vpu(VpuOpcode::kCmplt, big, b, zero);  // b >= 2^31
+    emit(instr::select(d, big, t, d));
     for (int r : {sign, one, t, ax, bx, big, zero}) release(r);
   }
 
@@ -690,45 +642,45 @@ class Emitter {
     bool f = is_float(n.dtype) || (n.op != Op::CAST && is_float(from));
     switch (n.op) {
       case Op::ADD:
-        vpu(f ? kFadd : kAdd, d, a, b);
+        vpu(f ? VpuOpcode::kFadd : VpuOpcode::kAdd, d, a, b);
         break;
       case Op::SUB:
-        vpu(f ? kFsub : kSub, d, a, b);
+        vpu(f ? VpuOpcode::kFsub : VpuOpcode::kSub, d, a, b);
         break;
       case Op::MUL:
-        vpu(f ? kFmul : kMul, d, a, b);
+        vpu(f ? VpuOpcode::kFmul : VpuOpcode::kMul, d, a, b);
         break;
       case Op::NEG:
         if (f) {
           int s = constant(int32_t(0x80000000u));
-          vpu(kXor, d, a, s);
+          vpu(VpuOpcode::kXor, d, a, s);
           release(s);
         } else {
-          emit(Instr{kVneg, 0, uint8_t(d), uint8_t(a)});
+          emit(instr::vneg(d, a));
         }
         break;
       case Op::MAX:
         if (relu >= 0) {
-          vpu(kRelu, d, a);
+          vpu(VpuOpcode::kRelu, d, a);
         } else if (f) {  // a < b ? b : a, tinygrad's definition: a NaN in b keeps a (FMAX would pick b)
           int c = alloc_vreg();
-          vpu(kFcmplt, c, a, b);
-          emit(Instr{kSelect, 0, uint8_t(d), uint8_t(c), 0, uint8_t(b), uint8_t(a)});
+          vpu(VpuOpcode::kFcmplt, c, a, b);
+          emit(instr::select(d, c, b, a));
           release(c);
         } else {
-          vpu(n.dtype == DType::kU32 ? kMaxU32 : kMax, d, a, b);
+          vpu(n.dtype == DType::kU32 ? VpuOpcode::kMaxU32 : VpuOpcode::kMax, d, a, b);
         }
         break;
       case Op::CMPLT:
         if (f) {
-          vpu(kFcmplt, d, a, b);
+          vpu(VpuOpcode::kFcmplt, d, a, b);
         } else if (from == DType::kU32) {
           int s = constant(int32_t(0x80000000u)), t = alloc_vreg();
           less_unsigned(d, a, b, s, d, t);
           release(s);
           release(t);
         } else {
-          vpu(kCmplt, d, a, b);
+          vpu(VpuOpcode::kCmplt, d, a, b);
         }
         break;
       case Op::CMPNE:
@@ -737,51 +689,51 @@ class Emitter {
           float_ne(d, a, b);
           if (n.op == Op::CMPEQ) {
             int one = constant(1);
-            vpu(kXor, d, d, one);
+            vpu(VpuOpcode::kXor, d, d, one);
             release(one);
           }
         } else {
-          vpu(n.op == Op::CMPNE ? kCmpne : kCmpeq, d, a, b);
+          vpu(n.op == Op::CMPNE ? VpuOpcode::kCmpne : VpuOpcode::kCmpeq, d, a, b);
         }
         break;
       case Op::WHERE:
-        emit(Instr{kSelect, 0, uint8_t(d), uint8_t(a), 0, uint8_t(b), uint8_t(c)});
+        emit(instr::select(d, a, b, c));
         break;
       case Op::AND:
-        vpu(kAnd, d, a, b);
+        vpu(VpuOpcode::kAnd, d, a, b);
         break;
       case Op::OR:
-        vpu(kOr, d, a, b);
+        vpu(VpuOpcode::kOr, d, a, b);
         break;
       case Op::XOR:
-        vpu(kXor, d, a, b);
+        vpu(VpuOpcode::kXor, d, a, b);
         break;
       case Op::SHL:
-        vpu(kShl, d, a, b);
+        vpu(VpuOpcode::kShl, d, a, b);
         break;
       case Op::SHR:
         if (is_signed(n.dtype))
           sar(d, a, b);
         else
-          vpu(kShr, d, a, b);
+          vpu(VpuOpcode::kShr, d, a, b);
         break;
       case Op::CDIV:
         if (n.dtype == DType::kU32)
           udiv(d, a, b);
         else
-          vpu(kDiv, d, a, b);
+          vpu(VpuOpcode::kDiv, d, a, b);
         break;
       case Op::CMOD: {  // a - (a / b) * b, sign of the dividend
         if (n.dtype == DType::kU32)
           udiv(d, a, b);
         else
-          vpu(kDiv, d, a, b);
-        vpu(kMul, d, d, b);
-        vpu(kSub, d, a, d);
+          vpu(VpuOpcode::kDiv, d, a, b);
+        vpu(VpuOpcode::kMul, d, d, b);
+        vpu(VpuOpcode::kSub, d, a, d);
         break;
       }
       case Op::BITCAST:
-        vpu(kAnd, d, a, a);
+        vpu(VpuOpcode::kAnd, d, a, a);
         break;
       case Op::MXU_DOT:
         mxu_dot(d, p_.mxu[n.mxu], a);
@@ -791,26 +743,26 @@ class Emitter {
         break;
       case Op::FDIV:
         if (fast_math_) {
-          vpu(kFrecip, d, b);
-          vpu(kFmul, d, a, d);
+          vpu(VpuOpcode::kFrecip, d, b);
+          vpu(VpuOpcode::kFmul, d, a, d);
         } else {
           divide(d, a, b);
         }
         break;
       case Op::RECIPROCAL:
         if (fast_math_)
-          vpu(kFrecip, d, a);
+          vpu(VpuOpcode::kFrecip, d, a);
         else
           reciprocal(d, a);
         break;
       case Op::EXP2:
-        vpu(kExp2, d, a);
+        vpu(VpuOpcode::kExp2, d, a);
         break;
       case Op::LOG2:
-        vpu(kLog2, d, a);
+        vpu(VpuOpcode::kLog2, d, a);
         break;
       case Op::SIN:
-        vpu(kSin, d, a);
+        vpu(VpuOpcode::kSin, d, a);
         break;
       case Op::TRUNC:
         trunc(d, a);
@@ -819,22 +771,22 @@ class Emitter {
         if (n.dtype == DType::kBool) {
           if (is_float(from)) {  // x != 0.0: any bit but the sign set
             int m = constant(0x7FFFFFFF);
-            vpu(kAnd, d, a, m);
+            vpu(VpuOpcode::kAnd, d, a, m);
             release(m);
             a = d;
           }
           int zero = constant(0);
-          vpu(kCmpne, d, a, zero);
+          vpu(VpuOpcode::kCmpne, d, a, zero);
           release(zero);
         } else if (is_float(n.dtype) && !is_float(from)) {
           if (from == DType::kI32 || from == DType::kU32)
             int_to_float(d, a, from == DType::kI32);
           else
-            vpu(kI2f, d, a);  // exact below 2^24
+            vpu(VpuOpcode::kI2f, d, a);  // exact below 2^24
         } else if (!is_float(n.dtype) && is_float(from)) {
-          vpu(kF2i, d, a);
+          vpu(VpuOpcode::kF2i, d, a);
         } else {
-          vpu(kAnd, d, a, a);
+          vpu(VpuOpcode::kAnd, d, a, a);
         }
         break;
       default:
@@ -871,7 +823,7 @@ class Emitter {
       }
       int r = operand(node);
       int slot = take_out_slot();
-      emit(Instr{kStore, uint8_t(slot), 0, uint8_t(r)});
+      emit(instr::store(slot, r));
       cur_.drains.push_back({slot, s, -1, role});
     }
     for (auto [node, role] : parts)

@@ -5,16 +5,18 @@
 #include <optional>
 #include <set>
 
+#include "isa/vpu_ops.h"
+
 namespace tinytpu::compiler {
 
 namespace {
 
-constexpr int kGroupLanes = 4;  // lanes sharing one activation row: one PSUM row, one MXU column each
-constexpr int kGroups = 16 / kGroupLanes;
-constexpr int kSliceTerms = 4;  // terms per dispatch: the array's rows
-// K-slices per MXU_DOT node: at most 32 weight tiles and 32 activation rows (WS: 4 groups x 8 slices;
-// OS: 8 slices x 4 rows), so any node fits the 32-entry WMEM and AMEM of one launch.
-constexpr int kMaxSlices = 8;
+constexpr int kGroupLanes = kRows;  // lanes sharing one activation row: one PSUM row, one MXU column each
+constexpr int kGroups = kLanes / kGroupLanes;
+constexpr int kSliceTerms = kRows;  // terms per dispatch: the array's rows
+// K-slices per MXU_DOT node: a slice takes a weight tile per group (WS) or an activation row per term
+// (OS), so any node fits the WMEM and AMEM of one launch (4 x 8 = 32 entries each).
+constexpr int kMaxSlices = TensorCoreConfig::kDepth / std::max(kGroups, kSliceTerms);
 
 bool fits_int8(int32_t v) { return v >= -128 && v <= 127; }
 
@@ -128,7 +130,7 @@ class Fuser {
   // A factor's lanes as the loader fills them; a constant is negated here, an element when loaded.
   MxuTile lanes(int leaf, bool negate) const {
     MxuTile t;
-    for (int l = 0; l < 16; ++l) {
+    for (int l = 0; l < kLanes; ++l) {
       const LeafLane& s = node(leaf).leaf[l];
       if (s.buf >= 0)
         t[l] = {s, negate};
@@ -141,12 +143,12 @@ class Fuser {
   static bool may_fit(const MxuLane& m) { return m.src.buf >= 0 || fits_int8(int32_t(m.src.bits)); }
   // The terms' factor lanes, when every live lane may fit int8 and each live group shares one factor of
   // every term across its live lanes (the same element or constant: a decision that holds for any data).
-  std::optional<Values> read(const std::vector<Term>& terms, const std::array<bool, 16>& live) const {
+  std::optional<Values> read(const std::vector<Term>& terms, const std::array<bool, kLanes>& live) const {
     Values v;
     for (const Term& t : terms) {
       v.x.push_back(lanes(t.x, t.negated));
       v.y.push_back(lanes(t.y, false));
-      for (int l = 0; l < 16; ++l)
+      for (int l = 0; l < kLanes; ++l)
         if (live[l] && !(may_fit(v.x.back()[l]) && may_fit(v.y.back()[l]))) return std::nullopt;
     }
     for (int g = 0; g < kGroups; ++g)
@@ -154,7 +156,7 @@ class Fuser {
         if (!shared(v.x[k], live, g) && !shared(v.y[k], live, g)) return std::nullopt;
     return v;
   }
-  static bool shared(const MxuTile& v, const std::array<bool, 16>& live, int g) {
+  static bool shared(const MxuTile& v, const std::array<bool, kLanes>& live, int g) {
     std::optional<MxuLane> first;
     for (int l = g * kGroupLanes; l < (g + 1) * kGroupLanes; ++l) {
       if (!live[l]) continue;
@@ -173,14 +175,17 @@ class Fuser {
     for (int u = root + 1; u < int(p_.nodes.size()); ++u) {
       const TileNode& n = node(u);
       if (n.a != root && n.b != root && n.c != root) continue;
-      static const std::map<Op, int> kOps = {{Op::ADD, 0}, {Op::MUL, 1}, {Op::MAX, 3}, {Op::SUB, 7}};
+      static const std::map<Op, VpuOpcode> kOps = {{Op::ADD, VpuOpcode::kAdd},
+                                                   {Op::MUL, VpuOpcode::kMul},
+                                                   {Op::MAX, VpuOpcode::kMax},
+                                                   {Op::SUB, VpuOpcode::kSub}};
       auto op = kOps.find(n.op);
       bool first = n.a == root;
       int other = first ? n.b : n.a;
       if (op == kOps.end() || n.dtype != node(root).dtype || n.c >= 0 || other == root ||
           (n.op == Op::SUB && !first))
         return;
-      dot.epilogue_op = op->second;
+      dot.epilogue_op = int(op->second);
       TileNode fused = node(root);
       fused.a = other;
       p_.nodes[u] = fused;  // the root is left without readers
@@ -195,7 +200,7 @@ class Fuser {
     if (fresh) out.push_back(t);
     return it->second;
   }
-  static bool live_group(const std::array<bool, 16>& live, int g) {
+  static bool live_group(const std::array<bool, kLanes>& live, int g) {
     for (int l = g * kGroupLanes; l < (g + 1) * kGroupLanes; ++l)
       if (live[l]) return true;
     return false;
@@ -203,7 +208,7 @@ class Fuser {
 
   // Weight-stationary: per live group and K-slice one dispatch of the group's shared row against a
   // weight tile of its lanes' other factors, summed in the group's PSUM row (11 cycles per dispatch).
-  MxuDot ws_dot(size_t first, size_t last, const Values& v, const std::array<bool, 16>& live) const {
+  MxuDot ws_dot(size_t first, size_t last, const Values& v, const std::array<bool, kLanes>& live) const {
     MxuDot dot;
     std::map<MxuTile, int> weight_ids, act_ids;
     for (int g = 0; g < kGroups; ++g) {
@@ -233,7 +238,8 @@ class Fuser {
   // k = 4) does the work of four WS dispatches (36), for a read-back of the matrix rows (cost() decides).
   // It needs every term to have a factor that depends only on the lane's row and one only on its
   // column. Returns, per term, whether x is the row factor.
-  std::optional<std::vector<bool>> os_orientation(const Values& v, const std::array<bool, 16>& live) const {
+  std::optional<std::vector<bool>> os_orientation(const Values& v,
+                                                  const std::array<bool, kLanes>& live) const {
     int groups = 0;
     for (int g = 0; g < kGroups; ++g) groups += live_group(live, g);
     if (groups < 2) return std::nullopt;
@@ -245,7 +251,7 @@ class Fuser {
     auto by_col = [&](const MxuTile& f) {
       for (int c = 0; c < kGroupLanes; ++c) {
         std::optional<MxuLane> first;
-        for (int l = c; l < 16; l += kGroupLanes) {
+        for (int l = c; l < kLanes; l += kGroupLanes) {
           if (!live[l]) continue;
           if (first && !(*first == f[l])) return false;
           first = f[l];
@@ -264,7 +270,7 @@ class Fuser {
     }
     return x_is_row;
   }
-  MxuDot os_dot(size_t first, size_t last, const Values& v, const std::array<bool, 16>& live,
+  MxuDot os_dot(size_t first, size_t last, const Values& v, const std::array<bool, kLanes>& live,
                 const std::vector<bool>& x_is_row) const {
     MxuDot dot;
     dot.os = true;
@@ -277,7 +283,7 @@ class Fuser {
         int kk = int(k - s);
         const MxuTile& row = x_is_row[k] ? v.x[k] : v.y[k];
         const MxuTile& col = x_is_row[k] ? v.y[k] : v.x[k];
-        for (int l = 0; l < 16; ++l) {
+        for (int l = 0; l < kLanes; ++l) {
           if (!live[l]) continue;
           a[kk * kGroupLanes + l / kGroupLanes] = row[l];  // X[r][k]
           w[kk * kGroupLanes + l % kGroupLanes] = col[l];  // W[k][c]

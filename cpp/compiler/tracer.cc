@@ -161,8 +161,8 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
                              [](const Node& n) { return n.op == Op::RANGE && n.reduce; });
   chunks_ = (points_ + kLanes - 1) / kLanes;
-  if (reduces && np >= 2 && bounds_[np - 1] >= 4 && bounds_[np - 2] >= 4) {
-    int64_t blocks = (bounds_[np - 1] + 3) / 4 * ((bounds_[np - 2] + 3) / 4);
+  if (reduces && np >= 2 && bounds_[np - 1] >= kRows && bounds_[np - 2] >= kRows) {
+    int64_t blocks = (bounds_[np - 1] + kRows - 1) / kRows * ((bounds_[np - 2] + kRows - 1) / kRows);
     for (size_t r = 0; r + 2 < np; ++r) blocks *= std::max<int64_t>(bounds_[r], 0);
     blocked_ = 4 * blocks <= 5 * chunks_;  // ragged edges may cost at most a quarter more chunks
     if (blocked_) chunks_ = blocks;
@@ -227,12 +227,13 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
   std::array<bool, kLanes> active;
   std::vector<Lanes> lane_range(parallel_.size());
   int np = int(parallel_.size());
-  int64_t cols = blocked_ ? (bounds_[np - 1] + 3) / 4 : 0, rows = blocked_ ? (bounds_[np - 2] + 3) / 4 : 0;
+  int64_t cols = blocked_ ? (bounds_[np - 1] + kRows - 1) / kRows : 0,
+          rows = blocked_ ? (bounds_[np - 2] + kRows - 1) / kRows : 0;
   for (int l = 0; l < kLanes; ++l) {
     int64_t f = chunk * kLanes + l;
     int inner = 0;  // dimensions placed by the 4x4 block
     if (blocked_) {
-      int64_t i = (chunk / cols % rows) * 4 + l / 4, j = (chunk % cols) * 4 + l % 4;
+      int64_t i = (chunk / cols % rows) * kRows + l / kRows, j = (chunk % cols) * kRows + l % kRows;
       active[l] = i < bounds_[np - 2] && j < bounds_[np - 1];
       lane_range[np - 2][l] = std::min(i, bounds_[np - 2] - 1);  // an inactive lane repeats a real point
       lane_range[np - 1][l] = std::min(j, bounds_[np - 1] - 1);

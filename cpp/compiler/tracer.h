@@ -6,10 +6,11 @@
 #include <vector>
 
 #include "compiler/ir.h"
+#include "sim/tile.h"
 
 namespace tinytpu::compiler {
 
-constexpr int kLanes = 16;
+constexpr int kLanes = kTileElems;  // the points of a chunk: one tile's lanes
 using Lanes = std::array<int64_t, kLanes>;
 
 // One lane's operand of a leaf tile: an element of a kernel buffer, or a constant (32-bit pattern).
@@ -31,7 +32,7 @@ struct MxuLane {
   bool operator==(const MxuLane& o) const { return src == o.src && negate == o.negate; }
   bool operator<(const MxuLane& o) const { return std::tie(src, negate) < std::tie(o.src, o.negate); }
 };
-using MxuTile = std::array<MxuLane, 16>;
+using MxuTile = std::array<MxuLane, kLanes>;
 
 // Which lanes a LANE_REDUCE combines (the 4x4 tile is row-major: lane 4r+c is row r, column c): all
 // sixteen, the four of each row, or the four of each column; every combined lane gets the result.
@@ -92,7 +93,7 @@ struct MxuDot {
   int chain = -1;                // the dot-product chain it computes (fuse_mxu_dots numbers them)
   std::vector<Dispatch> dispatches;
   bool os = false;
-  std::array<bool, 4> live_rows{};  // OS: matrix rows with live lanes
+  std::array<bool, kRows> live_rows{};  // OS: matrix rows with live lanes
   // A single row-0 dispatch may fold the following lane-wise int32 op into DISPATCH_MXU_VPU_EPILOGUE
   // (46): result row 0 = op(column sums, operand a's row 0). The VPU opcode, or -1.
   int epilogue_op = -1;

@@ -31,6 +31,27 @@ extern const std::array<const char*, kNumStalls> kStallNames;  // indexed by e -
 
 using SxuExecFn = Exec (*)(TensorCore& tc);
 
+// The SXU opcodes, numbered in sxu_ops.def.
+enum class SxuOpcode : uint8_t {
+#define X(opcode, name, ...) name = opcode,
+#include "isa/sxu_ops.def"
+#undef X
+};
+// Every opcode in the .def's order, which the table below, indexed by opcode, relies on: 0, 1, 2, ...
+inline constexpr SxuOpcode kSxuOpcodes[] = {
+#define X(opcode, name, ...) SxuOpcode::name,
+#include "isa/sxu_ops.def"
+#undef X
+};
+constexpr int kNumSxuOps = int(std::size(kSxuOpcodes));
+static_assert(
+    [] {
+      for (int i = 0; i < kNumSxuOps; ++i)
+        if (int(kSxuOpcodes[i]) != i) return false;
+      return true;
+    }(),
+    "sxu_ops.def lists opcodes 0, 1, 2, ... in order");
+
 // One row per SXU opcode (hardware.md §2.7). The TASM templates drive both the assembler and the
 // disassembler (tasm.h documents the template language); `exec` is the instruction's behaviour in
 // one EXEC cycle, defined in sim/sxu.cc; `cycles` documents the unstalled cost including FETCH.
@@ -42,7 +63,6 @@ struct SxuOpInfo {
   const char* cycles;
 };
 
-constexpr int kNumSxuOps = 47;
 extern const std::array<SxuOpInfo, kNumSxuOps> kSxuOps;  // indexed by opcode
 
 const SxuOpInfo* find_sxu_op(std::string_view name);  // by `name`, case-insensitive

@@ -6,8 +6,8 @@
 #include "sim/fp_reducer.h"
 #include "sim/transc.h"
 
-// The VPU opcode table (hardware.md §3, src/VPU.bsv). Each op is a per-lane (or per-row / per-column /
-// per-tile) function lifted onto the 4x4 tile by one of the shape helpers below.
+// The VPU opcode table, built from vpu_ops.def (hardware.md §3, src/VPU.bsv). Each op is a per-lane (or
+// per-row / per-column / per-tile) function lifted onto the 4x4 tile by one of the shape helpers below.
 
 namespace tinytpu {
 namespace {
@@ -242,92 +242,10 @@ constexpr uint8_t steps(TranscOp op) { return uint8_t(transc_steps(op)); }
 }  // namespace
 
 const std::array<VpuOpInfo, kNumVpuOps> kVpuOps = {{
-    {0, "ADD", 2, C, 0, binary<wrap_add>},
-    {1, "MUL", 2, C, 0, binary<wrap_mul>},
-    {2, "RELU", 1, C, 0, unary<relu>},
-    {3, "MAX", 2, C, 0, binary<max_i>},
-    {4, "SUM_REDUCE", 1, C, 0, per_row<fold_from<wrap_add, 0>>},
-    {5, "CMPLT", 2, C, 0, binary<cmplt>},
-    {6, "CMPNE", 2, C, 0, binary<cmpne>},
-    {7, "SUB", 2, C, 0, binary<wrap_sub>},
-    {8, "CMPEQ", 2, C, 0, binary<cmpeq>},
-    {9, "MAX_REDUCE", 1, C, 0, per_row<fold_first<max_i>>},
-    {10, "SHL", 2, C, 0, binary<shl>},
-    {11, "SHR", 2, C, 0, binary<shr>},
-    {12, "MIN", 2, C, 0, binary<min_i>},
-    {13, "MIN_REDUCE", 1, C, 0, per_row<fold_first<min_i>>},
-    {14, "DIV", 2, C, 0, binary<idiv>},
-    {15, "AND", 2, C, 0, binary<and_>},
-    {16, "OR", 2, C, 0, binary<or_>},
-    {17, "XOR", 2, C, 0, binary<xor_>},
-    {18, "FADD", 2, C, 0, binary<fadd>},
-    {19, "FMUL", 2, C, 0, binary<fmul>},
-    {20, "FSUB", 2, C, 0, binary<fbin<fp32::sub>>},
-    {21, "FMAX", 2, C, 0, binary<fmax>},
-    {22, "FCMPLT", 2, C, 0, binary<fcmplt>},
-    {23, "FRECIP", 1, C, 0, unary<frecip>},
-    {24, "I2F", 1, C, 0, unary<i2f>},
-    {25, "F2I", 1, C, 0, unary<f2i>},
-    {26, "NOT", 1, C, 0, unary<not_>},
-    {27, "SELECT", 2, C, 0, select_prev},
-    {28, "COPY", 1, C, 0, unary<copy>},
-    {29, "SUM_REDUCE_COL", 1, C, 0, per_col<fold_from<wrap_add, 0>>},
-    {30, "MAX_REDUCE_COL", 1, C, 0, per_col<fold_first<max_i>>},
-    {31, "MIN_REDUCE_COL", 1, C, 0, per_col<fold_first<min_i>>},
-    {32, "SUM_REDUCE_TILE", 1, C, 0, per_tile<fold_from<wrap_add, 0>>},
-    {33, "MAX_REDUCE_TILE", 1, C, 0, per_tile<fold_first<max_i>>},
-    {34, "MIN_REDUCE_TILE", 1, C, 0, per_tile<fold_first<min_i>>},
-    {35, "MUL_REDUCE", 1, C, 0, per_row<fold_from<wrap_mul, 1>>},
-    {36, "MUL_REDUCE_COL", 1, C, 0, per_col<fold_from<wrap_mul, 1>>},
-    {37, "MUL_REDUCE_TILE", 1, C, 0, per_tile<fold_from<wrap_mul, 1>>},
-    {38, "FSUM_REDUCE_TILE", 1, FR, 0, fp_tile<FpReduceOp::kSum>},
-    {39, "FMAX_REDUCE_TILE", 1, FR, 0, fp_tile<FpReduceOp::kMax>},
-    {40, "FMIN_REDUCE_TILE", 1, FR, 0, fp_tile<FpReduceOp::kMin>},
-    {41, "FMIN", 2, C, 0, binary<fmin>},
-    {42, "FSUM_REDUCE", 1, C, 0, per_row<tree<fadd>>},
-    {43, "FMAX_REDUCE", 1, C, 0, per_row<tree<fmax>>},
-    {44, "FMIN_REDUCE", 1, C, 0, per_row<tree<fmin>>},
-    {45, "FSUM_REDUCE_COL", 1, C, 0, per_col<fold_from<fadd, 0>>},  // from +0.0
-    {46, "FMAX_REDUCE_COL", 1, C, 0, per_col<fold_first<fmax>>},
-    {47, "FMIN_REDUCE_COL", 1, C, 0, per_col<fold_first<fmin>>},
-    {48, "FPROD_REDUCE_TILE", 1, FR, 0, fp_tile<FpReduceOp::kProd>},
-    {49, "FPROD_REDUCE", 1, C, 0, per_row<fold_from<fmul, kFOne>>},
-    {50, "FPROD_REDUCE_COL", 1, C, 0, per_col<fold_from<fmul, kFOne>>},
-    {51, "EXP2", 1, TR, steps(TranscOp::kExp2), transc<TranscOp::kExp2>},
-    {52, "LOG2", 1, TR, steps(TranscOp::kLog2), transc<TranscOp::kLog2>},
-    {53, "SIN", 1, TR, steps(TranscOp::kSin), transc<TranscOp::kSin>},
-    {54, "COS", 1, TR, steps(TranscOp::kCos), transc<TranscOp::kCos>},
-    {55, "PACKED_I8_ADD", 2, C, 0, binary<bytes2<add8>>},
-    {56, "PACKED_I8_SUB", 2, C, 0, binary<bytes2<sub8>>},
-    {57, "PACKED_I8_MAX", 2, C, 0, binary<bytes2<max8>>},
-    {58, "PACKED_I8_MIN", 2, C, 0, binary<bytes2<min8>>},
-    {59, "PACKED_I8_NEG", 1, C, 0, unary<bytes1<neg8>>},
-    {60, "PACKED_I8_RELU", 1, C, 0, unary<bytes1<relu8>>},
-    {61, "PACKED_I8_CMPLT", 2, C, 0, binary<bytes2<cmplt8>>},
-    {62, "PACKED_I8_CMPEQ", 2, C, 0, binary<bytes2<cmpeq8>>},
-    {63, "PACKED_I8_MUL_LOW", 2, C, 0, binary<bytes2<mul_low8>>},
-    {64, "PACKED_I8_MUL_HIGH", 2, C, 0, binary<bytes2<mul_high8>>},
-    {65, "PACKED_I8_ABS", 1, C, 0, unary<bytes1<abs8>>},
-    {66, "SIGN", 1, C, 0, unary<sign>},
-    {67, "PACKED_I8_SIGN", 1, C, 0, unary<bytes1<sign8>>},
-    {68, "FSIGN", 1, C, 0, unary<fsign>},
-    {69, "ARGMIN", 1, C, 0, per_row<arg_extreme<false>>},
-    {70, "ARGMAX", 1, C, 0, per_row<arg_extreme<true>>},
-    {71, "CLZ", 1, C, 0, unary<clz>},
-    {72, "POPCOUNT", 1, C, 0, unary<popcount>},
-    {73, "CTZ", 1, C, 0, unary<ctz>},
-    {74, "BYTE_REVERSE", 1, C, 0, unary<byte_reverse>},
-    {75, "SAT_ADD_I32", 2, C, 0, binary<sat_add>},
-    {76, "SAT_SUB_I32", 2, C, 0, binary<sat_sub>},
-    {77, "ABS_DIFF_I32", 2, C, 0, binary<abs_diff>},
-    {78, "PACKED_I8_ABS_DIFF", 2, C, 0, binary<bytes2<abs_diff8>>},
-    {79, "FABS", 1, C, 0, unary<fabs_>},
-    {80, "ROTL", 2, C, 0, binary<rotl>},
-    {81, "ROTR", 2, C, 0, binary<rotr>},
-    {82, "MIN_U32", 2, C, 0, binary<min_u>},
-    {83, "MAX_U32", 2, C, 0, binary<max_u>},
-    {84, "PAIR_ROTATE", 2, C, 0, pairwise<pair_rotate>},
-    {85, "IPAIR_ROTATE", 2, C, 0, pairwise<ipair_rotate>},
+#define X(opcode, name, mnemonic, arity, kind, transc_steps, ...) \
+  {uint8_t(VpuOpcode::name), mnemonic, arity, kind, transc_steps, __VA_ARGS__},
+#include "isa/vpu_ops.def"
+#undef X
 }};
 
 const VpuOpInfo* find_vpu_op(std::string_view name) {

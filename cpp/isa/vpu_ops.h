@@ -15,6 +15,27 @@ enum class VpuKind : uint8_t { kComb, kFpReduce, kTransc };
 // Multi-cycle ops compute their final value here too; the VPU model supplies the timing.
 using VpuFn = void (*)(const Tile& a, const Tile& b, const Tile& prev, Tile& out);
 
+// The VPU opcodes, numbered in vpu_ops.def.
+enum class VpuOpcode : uint8_t {
+#define X(opcode, name, ...) name = opcode,
+#include "isa/vpu_ops.def"
+#undef X
+};
+// Every opcode in the .def's order, which the table below, indexed by opcode, relies on: 0, 1, 2, ...
+inline constexpr VpuOpcode kVpuOpcodes[] = {
+#define X(opcode, name, ...) VpuOpcode::name,
+#include "isa/vpu_ops.def"
+#undef X
+};
+constexpr int kNumVpuOps = int(std::size(kVpuOpcodes));
+static_assert(
+    [] {
+      for (int i = 0; i < kNumVpuOps; ++i)
+        if (int(kVpuOpcodes[i]) != i) return false;
+      return true;
+    }(),
+    "vpu_ops.def lists opcodes 0, 1, 2, ... in order");
+
 struct VpuOpInfo {
   uint8_t opcode;
   const char* name;  // TASM mnemonic, e.g. "ADD", "FSUM_REDUCE_TILE"
@@ -24,7 +45,6 @@ struct VpuOpInfo {
   VpuFn fn;
 };
 
-constexpr int kNumVpuOps = 86;
 extern const std::array<VpuOpInfo, kNumVpuOps> kVpuOps;  // indexed by opcode
 
 // Case-insensitive mnemonic lookup; nullptr when unknown.

@@ -13,8 +13,9 @@ namespace {
 // MIN and IPAIR_ROTATE are wired in the Controller; any other op passes the column sums through
 // unchanged (hardware.md §2.3 "Drain-time side effects" item 3). The wired ops are the VPU's own.
 Row generic_epilogue(uint8_t op, const Row& colsums, const Row& src2) {
-  constexpr uint8_t kWired[] = {0, 1, 3, 7, 12, 85};
-  if (std::find(std::begin(kWired), std::end(kWired), op) == std::end(kWired)) return colsums;
+  constexpr VpuOpcode kWired[] = {VpuOpcode::kAdd, VpuOpcode::kMul, VpuOpcode::kMax,
+                                  VpuOpcode::kSub, VpuOpcode::kMin, VpuOpcode::kIpairRotate};
+  if (std::find(std::begin(kWired), std::end(kWired), VpuOpcode(op)) == std::end(kWired)) return colsums;
   Tile out;
   kVpuOps[op].fn(row_tile(colsums), row_tile(src2), Tile{}, out);
   Row r;

@@ -87,7 +87,8 @@ void Sxu::fetch(TensorCore& tc) {
   cur = prog[pc];
   step = 0;
   if (cur.op >= kNumSxuOps) tc.fail("undefined SXU opcode: the reference stays in FETCH forever");
-  phase = cur.op == 7 ? Phase::kHalted : Phase::kExec;  // HALT retires in its FETCH cycle
+  // HALT retires in its FETCH cycle
+  phase = SxuOpcode(cur.op) == SxuOpcode::kHalt ? Phase::kHalted : Phase::kExec;
 }
 
 namespace sxu_exec {
@@ -249,12 +250,11 @@ Exec dispatch_vpu_bg(TensorCore& tc) { return vpu_dispatch(tc, true); }
 Exec dispatch_select(TensorCore& tc) {
   if (Exec e = vpu_guard(tc); is_stall(e)) return e;
   const Instr& i = in(tc);
-  constexpr uint8_t kCopy = 28, kSelect = 27;
   if (tc.sxu.step == 0) {  // COPY(false) preloads the VPU result register with the false values
-    vpu_execute(tc, kVpuOps[kCopy], vreg(tc, i.mxuWBase), Tile{});
+    vpu_execute(tc, kVpuOps[size_t(VpuOpcode::kCopy)], vreg(tc, i.mxuWBase), Tile{});
     return Exec::kFired;
   }
-  vpu_execute(tc, kVpuOps[kSelect], vreg(tc, i.vregSrc), vreg(tc, i.vregSrc2));
+  vpu_execute(tc, kVpuOps[size_t(VpuOpcode::kSelect)], vreg(tc, i.vregSrc), vreg(tc, i.vregSrc2));
   tc.sxu.vpu_wb_pending = true;
   tc.sxu.vpu_wb_dst = i.vregDst;
   return Exec::kAwaitCollect;
