@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <string>
 #include <unordered_map>
 
 #include "compiler/lane_pack.h"
@@ -204,6 +205,17 @@ class PlanBuilder {
 struct Decisions {
   int64_t batches = 0, stores = 0, packed_stores = 0, lane_reduces = 0, ws_blocks = 0, os_blocks = 0;
   int chains = 0, mxu_chains = 0;
+  std::map<std::string, int64_t> cuts;  // launches ended early, by the limit reached
+
+  void lowered(const std::vector<Launch>& launches) {
+    for (const Launch& l : launches)
+      if (l.cut) ++cuts[l.cut];
+  }
+  std::string cut_summary() const {
+    std::string out;
+    for (const auto& [why, n] : cuts) out += (out.empty() ? "" : ", ") + std::to_string(n) + " at " + why;
+    return out;
+  }
 
   void fused(const TileProgram& prog, int first_chain, int next_chain) {
     std::set<int> on_mxu;
@@ -250,6 +262,7 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
     for (const TileNode& n : prog.nodes) why.lane_reduces += n.op == Op::LANE_REDUCE;
     std::vector<int32_t> consts;
     std::vector<Launch> launches = lower(prog, consts, k.fast_math, choices);
+    why.lowered(launches);
     builder.add(prog, launches, consts);
     ++why.batches;
     prog = TileProgram{};
@@ -269,6 +282,7 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
         "kernel {}: {} chunks of 16 lanes in {} batches -> {} launches ({} distinct programs), "
         "{} values spilled between launches; compiled in {:.1f} ms",
         k.name, chunks, why.batches, plan.launches.size(), builder.images(), plan.scratch_tiles, ms);
+    if (!why.cuts.empty()) decision_log().info("  launches ended by a full limit: {}", why.cut_summary());
     if (chains > 0)
       decision_log().info(
           "  MXU: {} of {} int8 dot-product chains, in {} output-stationary and {} weight-stationary "

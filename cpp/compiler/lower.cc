@@ -16,8 +16,14 @@ constexpr int kMaxInstrs = TensorCoreConfig::kProgDepth - 1;
 constexpr int kSlots = TensorCoreConfig::kDepth, kVregs = TensorCoreConfig::kVregs;
 constexpr int kMaxDrains = TensorCoreConfig::kMaxOutputs, kMxuEntries = TensorCoreConfig::kDepth;
 // Thrown when the node being emitted does not fit the current launch: the emitter rolls back, ends the
-// launch (spilling live values) and emits the node again into a fresh one.
-struct NoRoom {};
+// launch (spilling live values) and emits the node again into a fresh one. `why` names the limit.
+struct NoRoom {
+  const char* why;
+};
+constexpr const char* kNoInstrs = "instructions";
+constexpr const char* kNoSlots = "VMEM tiles";
+constexpr const char* kNoOutputs = "outputs";
+constexpr const char* kNoVregs = "vregs";
 
 // VPU reduce opcodes by op and axis; integer ones wrap, the float sum rounds per add.
 VpuOpcode lane_reduce_opcode(const TileNode& n) {
@@ -179,7 +185,8 @@ class Emitter {
     try {
       body();
       return;
-    } catch (const NoRoom&) {
+    } catch (const NoRoom& full) {
+      cur_.cut = full.why;
     }
     cur_.program.resize(program);
     cur_.fills.resize(fills);
@@ -200,32 +207,31 @@ class Emitter {
   // An output slot; `unfilled` when the loader fills it (a slot an earlier fill used would be refilled
   // before the program reads it).
   int take_out_slot(bool unfilled = false) {
-    if (out_slots() + 1 + int(busy_.count()) > kSlots ||
-        int(cur_.drains.size()) + 1 + int(busy_.count()) > kMaxDrains)
-      throw NoRoom{};
+    if (out_slots() + 1 + int(busy_.count()) > kSlots) throw NoRoom{kNoSlots};
+    if (int(cur_.drains.size()) + 1 + int(busy_.count()) > kMaxDrains) throw NoRoom{kNoOutputs};
     for (int s = 0; s < kSlots; ++s)
       if ((slot_[s] == kUsed && !unfilled) || slot_[s] == kFree) {
         slot_[s] = kOut;
         return s;
       }
-    throw NoRoom{};
+    throw NoRoom{kNoSlots};
   }
   int alloc_vreg() {
     // Every busy vreg may need a STORE and an output tile if the launch is cut: keep room for them.
     int busy = int(busy_.count()) + 1;
-    if (int(cur_.program.size()) + busy > kMaxInstrs || out_slots() + busy > kSlots ||
-        int(cur_.drains.size()) + busy > kMaxDrains)
-      throw NoRoom{};
+    if (int(cur_.program.size()) + busy > kMaxInstrs) throw NoRoom{kNoInstrs};
+    if (out_slots() + busy > kSlots) throw NoRoom{kNoSlots};
+    if (int(cur_.drains.size()) + busy > kMaxDrains) throw NoRoom{kNoOutputs};
     for (int r = 0; r < kVregs; ++r)
       if (!busy_[r]) {
         busy_.set(r);
         return r;
       }
-    throw NoRoom{};
+    throw NoRoom{kNoVregs};
   }
   void release(int r) { busy_.reset(r); }
   void emit(Instr in) {
-    if (int(cur_.program.size()) + 1 + int(busy_.count()) > kMaxInstrs) throw NoRoom{};
+    if (int(cur_.program.size()) + 1 + int(busy_.count()) > kMaxInstrs) throw NoRoom{kNoInstrs};
     cur_.program.push_back(in);
   }
   void vpu(VpuOpcode op, int d, int a, int b = 0) { emit(instr::vpu(op, d, a, b)); }
@@ -233,7 +239,7 @@ class Emitter {
   // A VMEM tile filled by the loader (a leaf, a constant, or a spilled value), loaded into a fresh vreg.
   int load_fill(int node, DType const_dtype = DType::kI32) {
     int s = int(std::find(slot_.begin(), slot_.end(), kFree) - slot_.begin());
-    if (s == kSlots) throw NoRoom{};
+    if (s == kSlots) throw NoRoom{kNoSlots};
     slot_[s] = kUsed;  // consumed by the LOAD below, so the slot can take an output later
     cur_.fills.push_back({s, node, node >= 0 ? p_.nodes[node].dtype : const_dtype});
     int r = alloc_vreg();
@@ -266,7 +272,7 @@ class Emitter {
   int fill_leaf(int node) {
     const TileNode& n = p_.nodes[node];
     // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
-    if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a)) throw NoRoom{};
+    if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a)) throw NoRoom{"gather indices computed in this launch"};
     auto bits = uniform_bits(n);
     return bits ? constant(int32_t(*bits), n.dtype) : load_fill(node);
   }
@@ -415,7 +421,7 @@ class Emitter {
         }
         ++used;
       }
-    if (used == kMxuEntries) throw NoRoom{};
+    if (used == kMxuEntries) throw NoRoom{"WMEM tiles"};
     cur_.mxu_fills.push_back({true, used, data, {chain}});
     return used;
   }
@@ -442,7 +448,7 @@ class Emitter {
       return addr;
     }
     int base = int(act.size());
-    if (base + k > kMxuEntries) throw NoRoom{};
+    if (base + k > kMxuEntries) throw NoRoom{"AMEM rows"};
     for (int r = 0; r < k; ++r) cur_.mxu_fills.push_back({false, base + r, rows[r], {chain}});
     return base;
   }

@@ -37,6 +37,7 @@ struct Launch {
   std::vector<SlotFill> fills;
   std::vector<SlotDrain> drains;
   std::vector<MxuFill> mxu_fills;
+  const char* cut = nullptr;  // the limit that ended it early (the decision log); null at a batch's end
 };
 
 // Instruction selection, register and VMEM allocation, and splitting into launches.
