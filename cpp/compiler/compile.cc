@@ -1,6 +1,7 @@
 #include "compiler/compile.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <map>
 #include <string>
@@ -206,6 +207,17 @@ struct Decisions {
   int64_t batches = 0, stores = 0, packed_stores = 0, lane_reduces = 0, ws_blocks = 0, os_blocks = 0;
   int chains = 0, mxu_chains = 0;
   std::map<std::string, int64_t> cuts;  // launches ended early, by the limit reached
+  // Host time per pass (the log at debug), timed only when the log shows it.
+  std::array<double, 5> pass_ms{};
+  static constexpr std::array<const char*, 5> kPasses = {"trace", "fuse_mxu", "pack", "lower", "plan"};
+  bool timing = decision_log().should_log(spdlog::level::debug);
+  std::chrono::steady_clock::time_point mark = std::chrono::steady_clock::now();
+  void passed(int pass) {
+    if (!timing) return;
+    auto now = std::chrono::steady_clock::now();
+    pass_ms[pass] += std::chrono::duration<double, std::milli>(now - mark).count();
+    mark = now;
+  }
 
   void lowered(const std::vector<Launch>& launches) {
     for (const Launch& l : launches)
@@ -252,18 +264,23 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
   int chains = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
   auto compile_batch = [&] {
     if (prog.stores.empty()) return;
+    why.passed(0);
     int first_chain = chains;
     chains = fuse_mxu_dots(prog, chains, choices);
+    why.passed(1);
     why.fused(prog, first_chain, chains);
     size_t stores = prog.stores.size();
     pack_lanes(prog);
+    why.passed(2);
     why.stores += int64_t(stores);
     why.packed_stores += int64_t(stores - prog.stores.size());
     for (const TileNode& n : prog.nodes) why.lane_reduces += n.op == Op::LANE_REDUCE;
     std::vector<int32_t> consts;
     std::vector<Launch> launches = lower(prog, consts, k.fast_math, choices);
+    why.passed(3);
     why.lowered(launches);
     builder.add(prog, launches, consts);
+    why.passed(4);
     ++why.batches;
     prog = TileProgram{};
   };
@@ -293,6 +310,9 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
     if (why.packed_stores + why.lane_reduces > 0)
       decision_log().info("  lane packing: {} of {} stores packed into others, {} cross-lane reduces",
                           why.packed_stores, why.stores, why.lane_reduces);
+    std::string passes;
+    for (int i = 0; i < 5; ++i) passes += fmt::format(" {} {:.1f} ms", Decisions::kPasses[i], why.pass_ms[i]);
+    decision_log().debug("  host time by pass:{}", passes);
   }
   return plan;
 }
