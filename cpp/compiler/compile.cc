@@ -88,14 +88,16 @@ class PlanBuilder {
       return add({TileSource::Kind::kDynamic, int(plan_.lanes.size()) - 1, index, t.gated});
     }
     std::array<LeafLane, kLanes> lanes = t.leaf;
-    for (LeafLane& s : lanes) {
-      if (s.buf < 0 || (s.index >= 0 && s.index < sizes_[s.buf])) continue;
-      if (!t.gated)
-        throw SimError("gather index " + std::to_string(s.index) + " outside buffer " +
-                       std::to_string(s.buf) + " of " + std::to_string(sizes_[s.buf]) + " elements");
-      s = LeafLane{};  // a gated-off lane reads 0: the gate's select discards it, or nothing stores it
-    }
+    for (LeafLane& s : lanes)
+      if (!in_range(s, t.gated))
+        s = LeafLane{};  // a gated-off lane reads 0: the gate's select discards it, or nothing stores it
     return add(gather(lanes, 0));
+  }
+  // Whether a lane reads a constant or an element of its buffer; one out of range is an error unless gated.
+  bool in_range(const LeafLane& s, bool gated) const {
+    if (s.buf < 0 || (s.index >= 0 && s.index < sizes_[s.buf])) return true;
+    if (!gated) throw gather_outside(s.index, s.buf, sizes_[s.buf]);
+    return false;
   }
   // The plan's operand for an MXU fill, one per distinct tile or row, with every chain that reads it.
   int operand(const MxuFill& f) {
@@ -112,10 +114,7 @@ class PlanBuilder {
     for (int l = 0; l < kLanes; ++l) {
       lanes[l] = tile[l].src;
       if (tile[l].negate) negate |= uint16_t(1u << l);
-      if (lanes[l].buf >= 0 && (lanes[l].index < 0 || lanes[l].index >= sizes_[lanes[l].buf]))
-        throw SimError("gather index " + std::to_string(lanes[l].index) + " outside buffer " +
-                       std::to_string(lanes[l].buf) + " of " + std::to_string(sizes_[lanes[l].buf]) +
-                       " elements");
+      in_range(lanes[l], false);
     }
     return add(gather(lanes, negate));
   }

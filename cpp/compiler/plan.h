@@ -6,6 +6,7 @@
 #include "compiler/ir.h"
 #include "compiler/tracer.h"
 #include "isa/bundle.h"
+#include "sim/errors.h"
 
 namespace tinytpu::compiler {
 
@@ -17,6 +18,13 @@ struct StridedGather {
   int lanes;
   int64_t base, col, row;
 };
+
+// A gather of an element that is not in its buffer: when the plan is compiled for a static index, when
+// a call runs for a computed one.
+inline SimError gather_outside(int64_t index, int buf, int64_t size) {
+  return SimError("gather index " + std::to_string(index) + " outside buffer " + std::to_string(buf) +
+                  " of " + std::to_string(size) + " elements");
+}
 
 // Where a tile's lanes come from when a launch runs. Every index of a static gather was checked against
 // the buffer sizes the plan was compiled for (a gated lane out of range reads the constant 0).

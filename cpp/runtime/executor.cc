@@ -127,9 +127,7 @@ class DataPlan {
           }
           const Slot& b = slots_[lane.buf];
           if (index[l] < 0 || index[l] >= b.size) {
-            if (!s.gated)
-              throw SimError("gather index " + std::to_string(index[l]) + " outside buffer " +
-                             std::to_string(lane.buf) + " of " + std::to_string(b.size) + " elements");
+            if (!s.gated) throw gather_outside(index[l], lane.buf, b.size);
             continue;  // a gated-off lane reads 0: the gate's select discards it, or nothing stores it
           }
           out[l] = read_lane(b.read + int64_t(index[l]) * b.bytes, b.dtype);
