@@ -206,10 +206,15 @@ class DataPlan {
   std::vector<Tile> scratch_, pinned_;
 };
 
-constexpr size_t kMaxPlans =
-    16;  // per kernel; past it the cache starts over (a kernel called with many sizes)
+// Plans kept per kernel; past it the cache starts over (a kernel called with many sizes).
+constexpr size_t kMaxPlans = 16;
 
 }  // namespace
+
+CompiledKernel::CompiledKernel(std::string_view ir) : kernel_(compiler::parse_kernel(ir)) {
+  for (const Node& n : kernel_.nodes)
+    if (n.op == Op::PARAM && n.global) params_[int(n.ivalue)] = n.dtype;
+}
 
 KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
                                 bool keep_tasm, TraceLog* trace, const Progress& progress) const {
@@ -248,22 +253,19 @@ std::shared_ptr<const Plan> CompiledKernel::plan(const PlanKey& key, const Choic
 
 KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
                                      bool keep_tasm, TraceLog* trace, const Progress& progress) const {
-  std::map<int, DType> params;
-  for (const Node& n : kernel_.nodes)
-    if (n.op == Op::PARAM && n.global) params[int(n.ivalue)] = n.dtype;
-  if (params.size() != bufs.size())
-    throw SimError("kernel " + kernel_.name + " takes " + std::to_string(params.size()) + " buffers, got " +
+  if (params_.size() != bufs.size())
+    throw SimError("kernel " + kernel_.name + " takes " + std::to_string(params_.size()) + " buffers, got " +
                    std::to_string(bufs.size()));
   // tinygrad passes the buffers of the PARAMs the kernel still has, in slot order; a slot whose uses were
   // folded away has no PARAM and no buffer. Everything below is indexed by slot.
-  const int nslots = params.empty() ? 0 : params.rbegin()->first + 1;
+  const int nslots = params_.empty() ? 0 : params_.rbegin()->first + 1;
   if (nslots > kMaxParamSlots)
     throw SimError("kernel " + kernel_.name + ": buffer slot " + std::to_string(nslots - 1) +
                    " over the limit of " + std::to_string(kMaxParamSlots));
   std::vector<Slot> slots(nslots);
   std::vector<int64_t> sizes(nslots, 0);
   size_t i = 0;
-  for (auto& [slot, dtype] : params) {
+  for (auto& [slot, dtype] : params_) {
     DeviceBuffer& b = bufs[i++];
     slots[slot] = {b.data(), b.data(), dtype, dtype_bytes(dtype), int64_t(b.size() / dtype_bytes(dtype))};
     sizes[slot] = slots[slot].size;
@@ -295,6 +297,7 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
   // Loads see the buffers as they were when the kernel started, like one pass of tinygrad's loops: a
   // buffer the kernel writes, or one sharing memory with such a buffer, is read from a copy.
   std::vector<std::vector<uint8_t>> snapshots;
+  snapshots.reserve(nslots);  // slots read through pointers into them
   auto overlaps = [&](const Slot& a, const Slot& b) {
     return a.write < b.write + b.size * b.bytes && b.write < a.write + a.size * a.bytes;
   };

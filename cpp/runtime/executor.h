@@ -38,8 +38,8 @@ constexpr std::chrono::milliseconds kProgressInterval{50};
 // a plan: it gathers, ticks and scatters.
 class CompiledKernel {
  public:
-  explicit CompiledKernel(std::string_view ir) : kernel_(compiler::parse_kernel(ir)) {}
-  CompiledKernel(const CompiledKernel& o) : kernel_(o.kernel_) {}
+  explicit CompiledKernel(std::string_view ir);
+  CompiledKernel(const CompiledKernel& o) : kernel_(o.kernel_), params_(o.params_) {}
   // With a trace, the kernel is one slice on its kernel track, each launch one nested in it, and the
   // launches' runs follow one another on the timeline.
   KernelStats run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm,
@@ -48,6 +48,7 @@ class CompiledKernel {
 
  private:
   compiler::Kernel kernel_;
+  std::map<int, compiler::DType> params_;  // buffer PARAM slot -> dtype, in slot order
   // symbolic-variable values, buffer sizes, vetoed chains, MXU operands with an earlier one's values
   using PlanKey =
       std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::set<int>, std::vector<std::pair<int, int>>>;
