@@ -3,6 +3,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "compiler/compile.h"
 #include "compiler/ir.h"
 #include "compiler/lower.h"
 #include "compiler/mxu_dot.h"
@@ -95,6 +96,47 @@ TEST_CASE("executor: a kernel runs on the TensorCore and writes device memory") 
   }
   CHECK(s.launches == s.tasm.size());
   CHECK(s.cycles > s.sxu_cycles);
+}
+
+TEST_CASE("replay: batches equal up to a shift of their indices run the first one's launches") {
+  const int n = 16 * 200;
+  Kernel ir = parse_kernel(muladd_ir(n));
+  Plan plan = compile(ir, {}, {n, n, n});
+  int64_t launches = 0, shifted = 0;
+  for (const LaunchRun& r : plan.runs) {
+    launches += r.count;
+    if (r.shift >= 0) {
+      ++shifted;
+      const std::vector<int64_t>& by = plan.shifts[r.shift];
+      CHECK(by[0] > 0);  // later elements of every buffer, by the same amount
+      CHECK(by[0] == by[1]);
+      CHECK(by[1] == by[2]);
+    }
+  }
+  CHECK(shifted > 0);
+  CHECK(int64_t(plan.launches.size()) < launches);  // launches kept once
+
+  // The replayed runs compute every element.
+  CompiledKernel k(muladd_ir(n));
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(n * 4), DeviceBuffer(n * 4), DeviceBuffer(n * 4)};
+  for (int i = 0; i < n; ++i) {
+    int32_t a = i - 10, b = 3 * i;
+    std::memcpy(bufs[1].data() + 4 * i, &a, 4);
+    std::memcpy(bufs[2].data() + 4 * i, &b, 4);
+  }
+  KernelStats st = k.run(bufs, {}, false);
+  CHECK(int64_t(st.launches) == launches);
+  int wrong = 0;
+  for (int i = 0; i < n; ++i) {
+    int32_t out;
+    std::memcpy(&out, bufs[0].data() + 4 * i, 4);
+    wrong += out != (i - 10) * 3 * i + 3;
+  }
+  CHECK(wrong == 0);
+
+  // A buffer one element short is an error when the plan is compiled, replayed batches or not.
+  CHECK_THROWS_WITH(compile(ir, {}, {n, n - 1, n}),
+                    Contains("element " + std::to_string(n - 1)) && Contains("outside buffer 1"));
 }
 
 TEST_CASE("executor: a lane reads back the elements it stored earlier in the kernel") {

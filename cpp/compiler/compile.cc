@@ -11,6 +11,7 @@
 #include "compiler/log.h"
 #include "compiler/lower.h"
 #include "compiler/mxu_dot.h"
+#include "compiler/replay.h"
 #include "sim/errors.h"
 
 namespace tinytpu::compiler {
@@ -33,42 +34,37 @@ class PlanBuilder {
     return n;
   }
 
-  void add(const TileProgram& prog, const std::vector<Launch>& launches, const std::vector<int32_t>& consts) {
+  // Adds a batch's launches to the plan, with a run of them.
+  CompiledBatch add(const TileProgram& prog, const std::vector<Launch>& launches,
+                    const std::vector<int32_t>& consts) {
     spilled_.clear();  // node numbers are the batch's
+    CompiledBatch batch{int64_t(plan_.launches.size()), int64_t(launches.size())};
+    bounds_ = &batch.bounds;
+    const int scratch = plan_.scratch_tiles;
     for (const Launch& l : launches) {
       PlanLaunch out;
-      Image image;
-      std::vector<Record>& records = image.bundle.records;
+      // records: VMEM fills, then MXU fills, then the program and the output records
+      int record = 0;
       for (const SlotFill& f : l.fills) {
-        Record r{RecordType::kVmemTile, f.slot};
-        if (f.node < 0)
-          r.data.fill(consts[-f.node - 1]);
-        else
-          out.fills.push_back({int(records.size()), source(prog, f.node)});
-        records.push_back(r);
-        image.fill_dtypes.push_back(f.dtype);
+        if (f.node >= 0) out.fills.push_back({record, source(prog, f.node)});
+        ++record;
       }
-      for (const MxuFill& f : l.mxu_fills) {
-        out.mxu_fills.push_back({int(records.size()), operand(f)});
-        records.push_back(Record{f.weight ? RecordType::kWeightTile : RecordType::kActTile, f.addr});
-      }
-      for (const Instr& in : l.program) {
-        Record r{RecordType::kInstr};
-        r.instr = in;
-        records.push_back(r);
-      }
-      for (const SlotDrain& d : l.drains) records.push_back(Record{RecordType::kOutputVmem, d.slot});
+      for (const MxuFill& f : l.mxu_fills) out.mxu_fills.push_back({record++, operand(f)});
       drains(prog, l, out);
-      out.image = intern(std::move(image));
+      out.image = intern(image(l, consts));
       plan_.launches.push_back(std::move(out));
     }
+    batch.spills = plan_.scratch_tiles - scratch;
+    plan_.runs.push_back({batch.first, batch.count});
+    return batch;
   }
 
  private:
   Plan& plan_;
   const std::vector<int64_t>& sizes_;
-  std::map<int, int> spilled_;                        // node of the batch -> scratch tile holding its value
-  std::map<std::pair<bool, MxuTile>, int> operands_;  // (weight, lanes) -> Plan::mxu_operands
+  std::map<int, int> spilled_;  // node of the batch -> scratch tile holding its value
+  std::vector<std::pair<int64_t, int64_t>>* bounds_ = nullptr;  // the batch's, per buffer
+  std::map<std::pair<bool, MxuTile>, int> operands_;            // (weight, lanes) -> Plan::mxu_operands
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<const Image>>> images_;  // by content hash
 
   int add(TileSource s) {
@@ -87,17 +83,18 @@ class PlanBuilder {
       plan_.lanes.push_back(t.leaf);
       return add({TileSource::Kind::kDynamic, int(plan_.lanes.size()) - 1, index, t.gated});
     }
-    std::array<LeafLane, kLanes> lanes = t.leaf;
-    for (LeafLane& s : lanes)
-      if (!in_range(s, t.gated))
-        s = LeafLane{};  // a gated-off lane reads 0: the gate's select discards it, or nothing stores it
-    return add(gather(lanes, 0));
+    if (!t.gated)  // a gated lane is checked when it runs: out of range, it reads 0
+      for (const LeafLane& s : t.leaf) in_range(s);
+    return add(gather(t.leaf, 0, t.gated));
   }
-  // Whether a lane reads a constant or an element of its buffer; one out of range is an error unless gated.
-  bool in_range(const LeafLane& s, bool gated) const {
-    if (s.buf < 0 || (s.index >= 0 && s.index < sizes_[s.buf])) return true;
-    if (!gated) throw gather_outside(s.index, s.buf, sizes_[s.buf]);
-    return false;
+  // A lane reads a constant or an element of its buffer: one out of range is an error.
+  void in_range(const LeafLane& s) {
+    if (s.buf < 0) return;
+    if (s.index < 0 || s.index >= sizes_[s.buf]) throw gather_outside(s.index, s.buf, sizes_[s.buf]);
+    if (size_t(s.buf) >= bounds_->size()) bounds_->resize(s.buf + 1, {INT64_MAX, INT64_MIN});
+    auto& [lo, hi] = (*bounds_)[s.buf];
+    lo = std::min(lo, s.index);
+    hi = std::max(hi, s.index);
   }
   // The plan's operand for an MXU fill, one per distinct tile or row, with every chain that reads it.
   int operand(const MxuFill& f) {
@@ -114,12 +111,12 @@ class PlanBuilder {
     for (int l = 0; l < kLanes; ++l) {
       lanes[l] = tile[l].src;
       if (tile[l].negate) negate |= uint16_t(1u << l);
-      in_range(lanes[l], false);
+      in_range(lanes[l]);
     }
-    return add(gather(lanes, negate));
+    return add(gather(lanes, negate, false));
   }
   // A static gather, strided when its lanes allow (lanes past the first n read the constant 0).
-  TileSource gather(const std::array<LeafLane, kLanes>& lanes, uint16_t negate) {
+  TileSource gather(const std::array<LeafLane, kLanes>& lanes, uint16_t negate, bool gated) {
     int n = 0;
     while (n < kLanes && lanes[n].buf >= 0) ++n;
     bool strided = n > 0;
@@ -131,11 +128,11 @@ class PlanBuilder {
         strided = lanes[l].buf == g.buf && lanes[l].index == g.base + (l % 4) * g.col + (l / 4) * g.row;
       if (strided) {
         plan_.strided.push_back(g);
-        return {TileSource::Kind::kStrided, int(plan_.strided.size()) - 1, -1, false, negate};
+        return {TileSource::Kind::kStrided, int(plan_.strided.size()) - 1, -1, gated, negate};
       }
     }
     plan_.lanes.push_back(lanes);
-    return {TileSource::Kind::kLanes, int(plan_.lanes.size()) - 1, -1, false, negate};
+    return {TileSource::Kind::kLanes, int(plan_.lanes.size()) - 1, -1, gated, negate};
   }
 
   // Drained tiles: spills to scratch, pinned values, and stores with their gate and index tiles.
@@ -174,6 +171,27 @@ class PlanBuilder {
     }
   }
 
+  static Image image(const Launch& l, const std::vector<int32_t>& consts) {
+    Image image;
+    std::vector<Record>& records = image.bundle.records;
+    records.reserve(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
+    for (const SlotFill& f : l.fills) {
+      Record r{RecordType::kVmemTile, f.slot};
+      if (f.node < 0) r.data.fill(consts[-f.node - 1]);
+      records.push_back(r);
+      image.fill_dtypes.push_back(f.dtype);
+    }
+    for (const MxuFill& f : l.mxu_fills)
+      records.push_back(Record{f.weight ? RecordType::kWeightTile : RecordType::kActTile, f.addr});
+    for (const Instr& in : l.program) {
+      Record r{RecordType::kInstr};
+      r.instr = in;
+      records.push_back(r);
+    }
+    for (const SlotDrain& d : l.drains) records.push_back(Record{RecordType::kOutputVmem, d.slot});
+    return image;
+  }
+
   // One validated copy of each distinct bundle (a kernel's chunks mostly compile to the same program).
   std::shared_ptr<const Image> intern(Image image) {
     uint64_t h = 1469598103934665603ull;
@@ -203,12 +221,14 @@ class PlanBuilder {
 
 // What the passes decided, for the decision log.
 struct Decisions {
-  int64_t batches = 0, stores = 0, packed_stores = 0, lane_reduces = 0, ws_blocks = 0, os_blocks = 0;
+  int64_t batches = 0, launches = 0, spills = 0, stores = 0, packed_stores = 0, lane_reduces = 0;
+  int64_t ws_blocks = 0, os_blocks = 0;
   int chains = 0, mxu_chains = 0;
   std::map<std::string, int64_t> cuts;  // launches ended early, by the limit reached
   // Host time per pass (the log at debug), timed only when the log shows it.
-  std::array<double, 5> pass_ms{};
-  static constexpr std::array<const char*, 5> kPasses = {"trace", "fuse_mxu", "pack", "lower", "plan"};
+  std::array<double, 6> pass_ms{};
+  static constexpr std::array<const char*, 6> kPasses = {"trace", "shape", "fuse_mxu",
+                                                         "pack",  "lower", "plan"};
   bool timing = decision_log().should_log(spdlog::level::debug);
   std::chrono::steady_clock::time_point mark = std::chrono::steady_clock::now();
   void passed(int pass) {
@@ -218,9 +238,15 @@ struct Decisions {
     mark = now;
   }
 
-  void lowered(const std::vector<Launch>& launches) {
-    for (const Launch& l : launches)
-      if (l.cut) ++cuts[l.cut];
+  // A batch's counts, compiled or replayed.
+  void counted(const CompiledBatch& b) {
+    ++batches;
+    launches += b.count;
+    stores += b.stores;
+    packed_stores += b.packed_stores;
+    lane_reduces += b.lane_reduces;
+    spills += b.spills;
+    for (const auto& [why, n] : b.cuts) cuts[why] += n;
   }
   std::string cut_summary() const {
     std::string out;
@@ -250,6 +276,20 @@ struct Decisions {
   }
 };
 
+// Runs a cached batch's launches with this batch's element indices: the runs' gathers are checked
+// against the buffers as compiling the batch would have checked them.
+void replay(const ReplayCache::Hit& hit, const std::vector<int64_t>& sizes, Plan& plan) {
+  const CompiledBatch& b = *hit.batch;
+  for (int buf = 0; buf < int(b.bounds.size()); ++buf) {
+    auto [lo, hi] = b.bounds[buf];
+    if (lo > hi) continue;  // not gathered from
+    if (lo + hit.shift[buf] < 0) throw gather_outside(lo + hit.shift[buf], buf, sizes[buf]);
+    if (hi + hit.shift[buf] >= sizes[buf]) throw gather_outside(hi + hit.shift[buf], buf, sizes[buf]);
+  }
+  plan.shifts.push_back(hit.shift);
+  plan.runs.push_back({b.first, b.count, int(plan.shifts.size()) - 1});
+}
+
 }  // namespace
 
 Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& sizes,
@@ -261,26 +301,40 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
   Decisions why;
   TileProgram prog;
   int chains = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
+  ReplayCache replays;
   auto compile_batch = [&] {
     if (prog.stores.empty()) return;
     why.passed(0);
+    std::optional<BatchShape> shape = batch_shape(prog);
+    why.passed(1);
+    if (auto hit = shape ? replays.find(*shape) : std::nullopt) {  // an earlier batch's launches, shifted
+      replay(*hit, sizes, plan);
+      why.counted(*hit->batch);
+      why.passed(5);
+      ++replays.hits;
+      prog = TileProgram{};
+      return;
+    }
     int first_chain = chains;
     chains = fuse_mxu_dots(prog, chains, choices);
-    why.passed(1);
-    why.fused(prog, first_chain, chains);
-    size_t stores = prog.stores.size();
-    pack_lanes(prog);
     why.passed(2);
-    why.stores += int64_t(stores);
-    why.packed_stores += int64_t(stores - prog.stores.size());
-    for (const TileNode& n : prog.nodes) why.lane_reduces += n.op == Op::LANE_REDUCE;
+    why.fused(prog, first_chain, chains);
+    const int64_t stores = int64_t(prog.stores.size());
+    pack_lanes(prog);
+    why.passed(3);
     std::vector<int32_t> consts;
     std::vector<Launch> launches = lower(prog, consts, k.fast_math, choices);
-    why.passed(3);
-    why.lowered(launches);
-    builder.add(prog, launches, consts);
     why.passed(4);
-    ++why.batches;
+    CompiledBatch batch = builder.add(prog, launches, consts);
+    why.passed(5);
+    batch.stores = stores;
+    batch.packed_stores = stores - int64_t(prog.stores.size());
+    for (const TileNode& n : prog.nodes) batch.lane_reduces += n.op == Op::LANE_REDUCE;
+    for (const Launch& l : launches)
+      if (l.cut) ++batch.cuts[l.cut];
+    why.counted(batch);
+    if (shape && chains == first_chain && prog.mxu.empty())  // no MXU chain: nothing data-dependent
+      replays.add(std::move(*shape), std::move(batch));
     prog = TileProgram{};
   };
   const int64_t chunks = std::max<int64_t>(tracer.num_chunks(), 1);
@@ -297,7 +351,10 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
     decision_log().info(
         "kernel {}: {} chunks of 16 lanes in {} batches -> {} launches ({} distinct programs), "
         "{} values spilled between launches; compiled in {:.1f} ms",
-        k.name, chunks, why.batches, plan.launches.size(), builder.images(), plan.scratch_tiles, ms);
+        k.name, chunks, why.batches, why.launches, builder.images(), why.spills, ms);
+    if (replays.hits > 0)
+      decision_log().info("  {} of {} batches replayed: an earlier batch's code with their indices shifted",
+                          replays.hits, why.batches);
     if (!why.cuts.empty()) decision_log().info("  launches ended by a full limit: {}", why.cut_summary());
     if (chains > 0)
       decision_log().info(
@@ -310,7 +367,8 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
       decision_log().info("  lane packing: {} of {} stores packed into others, {} cross-lane reduces",
                           why.packed_stores, why.stores, why.lane_reduces);
     std::string passes;
-    for (int i = 0; i < 5; ++i) passes += fmt::format(" {} {:.1f} ms", Decisions::kPasses[i], why.pass_ms[i]);
+    for (int i = 0; i < int(Decisions::kPasses.size()); ++i)
+      passes += fmt::format(" {} {:.1f} ms", Decisions::kPasses[i], why.pass_ms[i]);
     decision_log().debug("  host time by pass:{}", passes);
   }
   return plan;

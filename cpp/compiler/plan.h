@@ -26,8 +26,9 @@ inline SimError gather_outside(int64_t index, int buf, int64_t size) {
                   " of " + std::to_string(size) + " elements");
 }
 
-// Where a tile's lanes come from when a launch runs. Every index of a static gather was checked against
-// the buffer sizes the plan was compiled for (a gated lane out of range reads the constant 0).
+// Where a tile's lanes come from when a launch runs. Every index of a static gather that is not gated
+// was checked against the buffer sizes the plan was compiled for; a gated one is checked as it runs
+// (out of range, it reads 0: the gate's select discards it, or nothing stores it).
 struct TileSource {
   enum class Kind : uint8_t {
     kStrided,  // Plan::strided[id]
@@ -39,7 +40,7 @@ struct TileSource {
   Kind kind;
   int id;
   int index = -1;       // kDynamic: the source (Plan::sources) of its int32 element indices
-  bool gated = false;   // kDynamic: an index out of range reads 0 (else it is an error)
+  bool gated = false;   // an index out of range reads 0 (else it is an error: a static one when compiled)
   uint16_t negate = 0;  // MXU operands: lanes of subtracted terms, whose elements the loader negates
 };
 
@@ -91,10 +92,20 @@ struct MxuOperand {
   std::vector<int> chains;
 };
 
+// Launches [first, first + count) of Plan::launches, run with every static element index of buffer b
+// moved by shift[b] (Plan::shifts[shift]; -1: not moved). A batch of chunks that compiles like an
+// earlier one with its indices shifted runs that batch's launches (compiler/replay.h).
+struct LaunchRun {
+  int64_t first, count;
+  int shift = -1;
+};
+
 // A compiled kernel for one set of symbolic-variable values and buffer sizes: everything a call does
 // but move data and tick the model. Before it runs, a call reads the MXU operands (Choices says why).
 struct Plan {
   std::vector<PlanLaunch> launches;
+  std::vector<LaunchRun> runs;  // in order: what a call runs
+  std::vector<std::vector<int64_t>> shifts;
   std::vector<TileSource> sources;
   std::vector<StridedGather> strided;
   std::vector<std::array<LeafLane, kLanes>> lanes;

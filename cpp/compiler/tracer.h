@@ -16,8 +16,10 @@ using Lanes = std::array<int64_t, kLanes>;
 // One lane's operand of a leaf tile: an element of a kernel buffer, or a constant (32-bit pattern).
 struct LeafLane {
   int buf = -1;  // PARAM slot; -1 for a constant
-  int64_t index = 0;
   uint32_t bits = 0;
+  int64_t index = 0;  // after bits: 16 bytes, not 24 (every tile node holds sixteen)
+  LeafLane() = default;
+  LeafLane(int buf, int64_t index, uint32_t bits = 0) : buf(buf), bits(bits), index(index) {}
   auto key() const { return std::tie(buf, index, bits); }
   bool operator==(const LeafLane& o) const { return key() == o.key(); }
   bool operator<(const LeafLane& o) const { return key() < o.key(); }

@@ -105,16 +105,23 @@ class DataPlan {
       case TileSource::Kind::kStrided: {
         const StridedGather& g = p_.strided[s.id];
         const Slot& b = slots_[g.buf];
-        for (int l = 0; l < g.lanes; ++l)
-          out[l] = read_lane(b.read + (g.base + (l % 4) * g.col + (l / 4) * g.row) * b.bytes, b.dtype);
+        const int64_t base = g.base + shift(g.buf);
+        for (int l = 0; l < g.lanes; ++l) {
+          const int64_t at = base + (l % 4) * g.col + (l / 4) * g.row;
+          if (!s.gated || (at >= 0 && at < b.size)) out[l] = read_lane(b.read + at * b.bytes, b.dtype);
+        }
         break;
       }
       case TileSource::Kind::kLanes:
         for (int l = 0; l < kLanes; ++l) {
           const LeafLane& lane = p_.lanes[s.id][l];
-          out[l] = lane.buf < 0 ? int32_t(lane.bits)
-                                : read_lane(slots_[lane.buf].read + lane.index * slots_[lane.buf].bytes,
-                                            slots_[lane.buf].dtype);
+          if (lane.buf < 0) {
+            out[l] = int32_t(lane.bits);
+            continue;
+          }
+          const Slot& b = slots_[lane.buf];
+          const int64_t at = lane.index + shift(lane.buf);
+          if (!s.gated || (at >= 0 && at < b.size)) out[l] = read_lane(b.read + at * b.bytes, b.dtype);
         }
         break;
       case TileSource::Kind::kDynamic: {
@@ -191,7 +198,8 @@ class DataPlan {
       const Tile& value = out[s.value];
       for (int lane = 0; lane < kLanes; ++lane) {
         if (!(s.active >> lane & 1) || (s.gate >= 0 && !out[s.gate][lane])) continue;
-        int64_t at = s.index_tile >= 0 ? out[s.index_tile][lane] : p_.store_lanes[s.index][lane];
+        int64_t at =
+            s.index_tile >= 0 ? out[s.index_tile][lane] : p_.store_lanes[s.index][lane] + shift(s.buf);
         if (at < 0 || at >= b.size)
           throw SimError("scatter index " + std::to_string(at) + " outside buffer " + std::to_string(s.buf) +
                          " of " + std::to_string(b.size) + " elements");
@@ -200,10 +208,15 @@ class DataPlan {
     }
   }
 
+  // The run about to execute: its element indices are moved by the run's shift.
+  void start(const LaunchRun& r) { shift_ = r.shift < 0 ? nullptr : &p_.shifts[r.shift]; }
+
  private:
   const Plan& p_;
   const std::vector<Slot>& slots_;
   std::vector<Tile> scratch_, pinned_;
+  const std::vector<int64_t>* shift_ = nullptr;
+  int64_t shift(int buf) const { return shift_ && size_t(buf) < shift_->size() ? (*shift_)[buf] : 0; }
 };
 
 // Plans kept per kernel; past it the cache starts over (a kernel called with many sizes).
@@ -327,25 +340,29 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
 
   DataPlan data(*plan, slots);
   const uint64_t kernel_begin = trace ? trace->base : 0;
-  for (const PlanLaunch& l : plan->launches) {
-    if (keep_tasm) stats.tasm.push_back(listing(data.bundle(l), l.image->fill_dtypes));
-    const uint64_t launch_begin = trace ? trace->base : 0;
-    RunResult res;
-    try {
-      res = run_validated(
-          l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, {}, trace, poll);
-    } catch (const std::exception& e) {
-      throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
-                     disassemble(data.bundle(l)));
+  for (const LaunchRun& run : plan->runs) {
+    data.start(run);
+    for (int64_t at = run.first; at < run.first + run.count; ++at) {
+      const PlanLaunch& l = plan->launches[at];
+      if (keep_tasm) stats.tasm.push_back(listing(data.bundle(l), l.image->fill_dtypes));
+      const uint64_t launch_begin = trace ? trace->base : 0;
+      RunResult res;
+      try {
+        res = run_validated(
+            l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, {}, trace, poll);
+      } catch (const std::exception& e) {
+        throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
+                       disassemble(data.bundle(l)));
+      }
+      data.drain(l, res.vmem_results);
+      if (trace)
+        trace->span(Track::kKernel, 1, launch_begin, trace->base,
+                    trace->intern("launch " + std::to_string(stats.launches)));
+      ++stats.launches;
+      stats.cycles += res.cycles;
+      stats.sxu_cycles += res.sxu_cycles;
+      poll();
     }
-    data.drain(l, res.vmem_results);
-    if (trace)
-      trace->span(Track::kKernel, 1, launch_begin, trace->base,
-                  trace->intern("launch " + std::to_string(stats.launches)));
-    ++stats.launches;
-    stats.cycles += res.cycles;
-    stats.sxu_cycles += res.sxu_cycles;
-    poll();
   }
   if (trace) trace->span(Track::kKernel, 0, kernel_begin, trace->base, trace->intern(kernel_.name));
   return stats;

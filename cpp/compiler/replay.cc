@@ -1,0 +1,85 @@
+#include "compiler/replay.h"
+
+#include <limits>
+
+namespace tinytpu::compiler {
+
+namespace {
+
+// Appends element indices relative to their buffer's base (set by the first index seen); false when
+// one is too far from it to encode.
+class ShapeWriter {
+ public:
+  explicit ShapeWriter(BatchShape& s) : s_(s) {}
+  void put(int64_t v) { s_.code.push_back(int32_t(v)); }
+  bool index(int buf, int64_t index) {
+    if (buf < 0) return fits(index) && (put(index), true);  // a constant lane's index (0)
+    if (size_t(buf) >= s_.base.size()) s_.base.resize(buf + 1, BatchShape::kNoBase);
+    if (s_.base[buf] == BatchShape::kNoBase) s_.base[buf] = index;
+    int64_t rel = index - s_.base[buf];
+    return fits(rel) && (put(rel), true);
+  }
+
+ private:
+  BatchShape& s_;
+  static bool fits(int64_t v) {
+    return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+  }
+};
+
+}  // namespace
+
+std::optional<BatchShape> batch_shape(const TileProgram& p) {
+  if (!p.mxu.empty()) return std::nullopt;
+  BatchShape s;
+  s.code.reserve(p.nodes.size() * 12);
+  ShapeWriter w(s);
+  for (const TileNode& n : p.nodes) {  // every field of TileNode
+    if (n.dynamic || n.mxu >= 0) return std::nullopt;
+    for (int64_t v : {int64_t(n.op), int64_t(n.dtype), int64_t(n.from), int64_t(n.a), int64_t(n.b),
+                      int64_t(n.c), int64_t(n.gated), int64_t(n.pinned), int64_t(n.reduce), int64_t(n.axis)})
+      w.put(v);
+    if (n.op != Op::LOAD) continue;
+    for (const LeafLane& l : n.leaf) {
+      w.put(l.buf);
+      w.put(int32_t(l.bits));
+      if (!w.index(l.buf, l.index)) return std::nullopt;
+    }
+  }
+  for (const TileStore& st : p.stores) {  // every field of TileStore
+    if (st.index_node >= 0) return std::nullopt;
+    int active = 0;
+    for (int l = 0; l < kLanes; ++l) active |= int(st.active[l]) << l;
+    for (int64_t v : {int64_t(st.buf), int64_t(st.value), int64_t(st.gate), int64_t(st.pin), int64_t(active)})
+      w.put(v);
+    for (int64_t i : st.index)
+      if (!w.index(st.buf, i)) return std::nullopt;
+  }
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ s.code.size();
+  for (int32_t v : s.code) h = (h ^ uint32_t(v)) * 0xff51afd7ed558ccdull, h ^= h >> 29;
+  s.hash = h;
+  return s;
+}
+
+std::optional<ReplayCache::Hit> ReplayCache::find(const BatchShape& s) const {
+  auto it = entries_.find(s.hash);
+  if (it == entries_.end()) return std::nullopt;
+  for (const auto& e : it->second) {
+    if (e->shape.code != s.code || e->shape.base.size() != s.base.size()) continue;
+    std::vector<int64_t> shift(s.base.size(), 0);
+    for (size_t b = 0; b < s.base.size(); ++b)
+      if (s.base[b] != BatchShape::kNoBase) shift[b] = s.base[b] - e->shape.base[b];
+    return Hit{&e->batch, std::move(shift)};
+  }
+  return std::nullopt;
+}
+
+void ReplayCache::add(BatchShape s, CompiledBatch b) {
+  size_t bytes = s.code.size() * sizeof(int32_t) + b.bounds.size() * sizeof(b.bounds[0]);
+  if (bytes_ + bytes > kBudgetBytes) return;
+  bytes_ += bytes;
+  uint64_t h = s.hash;
+  entries_[h].push_back(std::make_unique<Entry>(Entry{std::move(s), std::move(b)}));
+}
+
+}  // namespace tinytpu::compiler
