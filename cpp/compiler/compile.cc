@@ -302,6 +302,11 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
   TileProgram prog;
   int chains = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
   ReplayCache replays;
+  auto next_batch = [&] {  // emptied, not freed: the next batch is mostly as large (tile nodes are too)
+    prog.nodes.clear();
+    prog.stores.clear();
+    prog.mxu.clear();
+  };
   auto compile_batch = [&] {
     if (prog.stores.empty()) return;
     why.passed(0);
@@ -312,7 +317,7 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
       why.counted(*hit->batch);
       why.passed(5);
       ++replays.hits;
-      prog = TileProgram{};
+      next_batch();
       return;
     }
     int first_chain = chains;
@@ -335,7 +340,7 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
     why.counted(batch);
     if (shape && chains == first_chain && prog.mxu.empty())  // no MXU chain: nothing data-dependent
       replays.add(std::move(*shape), std::move(batch));
-    prog = TileProgram{};
+    next_batch();
   };
   const int64_t chunks = std::max<int64_t>(tracer.num_chunks(), 1);
   for (int64_t c = 0; c < chunks; ++c) {
