@@ -90,7 +90,7 @@ class PlanBuilder {
   // A lane reads a constant or an element of its buffer: one out of range is an error.
   void in_range(const LeafLane& s) {
     if (s.buf < 0) return;
-    if (s.index < 0 || s.index >= sizes_[s.buf]) throw gather_outside(s.index, s.buf, sizes_[s.buf]);
+    check_gather(s.index, s.buf, sizes_[s.buf]);
     if (size_t(s.buf) >= bounds_->size()) bounds_->resize(s.buf + 1, {INT64_MAX, INT64_MIN});
     auto& [lo, hi] = (*bounds_)[s.buf];
     lo = std::min(lo, s.index);
@@ -283,8 +283,8 @@ void replay(const ReplayCache::Hit& hit, const std::vector<int64_t>& sizes, Plan
   for (int buf = 0; buf < int(b.bounds.size()); ++buf) {
     auto [lo, hi] = b.bounds[buf];
     if (lo > hi) continue;  // not gathered from
-    if (lo + hit.shift[buf] < 0) throw gather_outside(lo + hit.shift[buf], buf, sizes[buf]);
-    if (hi + hit.shift[buf] >= sizes[buf]) throw gather_outside(hi + hit.shift[buf], buf, sizes[buf]);
+    check_gather(lo + hit.shift[buf], buf, sizes[buf]);
+    check_gather(hi + hit.shift[buf], buf, sizes[buf]);
   }
   plan.shifts.push_back(hit.shift);
   plan.runs.push_back({b.first, b.count, int(plan.shifts.size()) - 1});

@@ -25,6 +25,9 @@ inline SimError gather_outside(int64_t index, int buf, int64_t size) {
   return SimError("gather index " + std::to_string(index) + " outside buffer " + std::to_string(buf) +
                   " of " + std::to_string(size) + " elements");
 }
+inline void check_gather(int64_t index, int buf, int64_t size) {
+  if (index < 0 || index >= size) throw gather_outside(index, buf, size);
+}
 
 // Where a tile's lanes come from when a launch runs. Every index of a static gather that is not gated
 // was checked against the buffer sizes the plan was compiled for; a gated one is checked as it runs

@@ -113,19 +113,10 @@ class DataPlan {
         break;
       }
       case TileSource::Kind::kLanes:
-        for (int l = 0; l < kLanes; ++l) {
-          const LeafLane& lane = p_.lanes[s.id][l];
-          if (lane.buf < 0) {
-            out[l] = int32_t(lane.bits);
-            continue;
-          }
-          const Slot& b = slots_[lane.buf];
-          const int64_t at = lane.index + shift(lane.buf);
-          if (!s.gated || (at >= 0 && at < b.size)) out[l] = read_lane(b.read + at * b.bytes, b.dtype);
-        }
-        break;
       case TileSource::Kind::kDynamic: {
-        const Tile index = gather(s.index);
+        // per lane a constant or an element: at a static index, or at one computed by an earlier launch
+        const bool dynamic = s.kind == TileSource::Kind::kDynamic;
+        const Tile index = dynamic ? gather(s.index) : Tile{};
         for (int l = 0; l < kLanes; ++l) {
           const LeafLane& lane = p_.lanes[s.id][l];
           if (lane.buf < 0) {
@@ -133,11 +124,12 @@ class DataPlan {
             continue;
           }
           const Slot& b = slots_[lane.buf];
-          if (index[l] < 0 || index[l] >= b.size) {
-            if (!s.gated) throw gather_outside(index[l], lane.buf, b.size);
+          const int64_t at = dynamic ? index[l] : lane.index + shift(lane.buf);
+          if (at < 0 || at >= b.size) {
+            if (!s.gated) throw gather_outside(at, lane.buf, b.size);
             continue;  // a gated-off lane reads 0: the gate's select discards it, or nothing stores it
           }
-          out[l] = read_lane(b.read + int64_t(index[l]) * b.bytes, b.dtype);
+          out[l] = read_lane(b.read + at * b.bytes, b.dtype);
         }
         break;
       }
