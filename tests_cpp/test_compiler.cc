@@ -67,13 +67,14 @@ TEST_CASE("lowering splits long tile programs into launches within the hardware 
   TileProgram p;
   for (int c = 0; c < 40; ++c) t.trace_chunk(c, p);
   std::vector<int32_t> consts;
-  auto launches = lower(p, consts);
+  const TensorCoreConfig ref;
+  auto launches = lower(p, ref, consts);
   CHECK(launches.size() > 1);
   size_t stores = 0;
   for (const Launch& l : launches) {
-    CHECK(l.program.size() <= size_t(TensorCoreConfig::kProgDepth));
-    CHECK(l.fills.size() <= size_t(TensorCoreConfig::kDepth));
-    CHECK(l.drains.size() <= size_t(TensorCoreConfig::kMaxOutputs));
+    CHECK(l.program.size() <= size_t(ref.prog_depth));
+    CHECK(l.fills.size() <= size_t(ref.depth));
+    CHECK(l.drains.size() <= size_t(ref.max_outputs));
     CHECK(l.program.back().op == 7);  // HALT
     for (const SlotDrain& d : l.drains) stores += d.store >= 0;
   }
@@ -101,7 +102,7 @@ TEST_CASE("executor: a kernel runs on the TensorCore and writes device memory") 
 TEST_CASE("replay: batches equal up to a shift of their indices run the first one's launches") {
   const int n = 16 * 200;
   Kernel ir = parse_kernel(muladd_ir(n));
-  Plan plan = compile(ir, {}, {n, n, n});
+  Plan plan = compile(ir, {}, {}, {n, n, n});
   int64_t launches = 0, shifted = 0;
   for (const LaunchRun& r : plan.runs) {
     launches += r.count;
@@ -135,7 +136,7 @@ TEST_CASE("replay: batches equal up to a shift of their indices run the first on
   CHECK(wrong == 0);
 
   // A buffer one element short is an error when the plan is compiled, replayed batches or not.
-  CHECK_THROWS_WITH(compile(ir, {}, {n, n - 1, n}),
+  CHECK_THROWS_WITH(compile(ir, {}, {}, {n, n - 1, n}),
                     Contains("element " + std::to_string(n - 1)) && Contains("outside buffer 1"));
 }
 
@@ -196,7 +197,7 @@ TileProgram dot_program(int terms, int scale) {
 TEST_CASE("mxu_dot: int8 dot-product chains become WS or OS MXU blocks, wider data stays on the VPU") {
   for (auto [terms, scale, os] : {std::tuple{4, 1, false}, std::tuple{8, 1, true}}) {
     TileProgram p = dot_program(terms, scale);
-    CHECK(fuse_mxu_dots(p) == 1);  // one chain
+    CHECK(fuse_mxu_dots(p, {}) == 1);  // one chain
     const TileNode& root = p.nodes[p.stores[0].value];
     REQUIRE(root.op == Op::MXU_DOT);
     const MxuDot& m = p.mxu[root.mxu];
@@ -205,7 +206,7 @@ TEST_CASE("mxu_dot: int8 dot-product chains become WS or OS MXU blocks, wider da
   }
   TileProgram wide = dot_program(8, 40);  // 40 * 3 = 120 fits, but 40 * -7 does not
   size_t nodes = wide.nodes.size();
-  CHECK(fuse_mxu_dots(wide) == 0);  // constants are checked when compiled: not a candidate
+  CHECK(fuse_mxu_dots(wide, {}) == 0);  // constants are checked when compiled: not a candidate
   CHECK(wide.mxu.empty());
   CHECK(wide.nodes.size() == nodes);
   CHECK(wide.nodes[wide.stores[0].value].op == Op::ADD);
@@ -220,7 +221,7 @@ TEST_CASE("mxu_dot: element factors are checked at launch time, so a chain can b
   };
   TileProgram p = dot_program(8, 1);
   elements(p);
-  CHECK(fuse_mxu_dots(p, 5) == 6);  // chains are numbered from the first number given
+  CHECK(fuse_mxu_dots(p, {}, 5) == 6);  // chains are numbered from the first number given
   REQUIRE(p.mxu.size() == 1);
   CHECK(p.mxu[0].chain == 5);
   REQUIRE(p.mxu[0].os);  // activation lane r of slice 0 is row r's element of term 0
@@ -228,7 +229,7 @@ TEST_CASE("mxu_dot: element factors are checked at launch time, so a chain can b
   CHECK(p.mxu[0].acts[0][1].src == LeafLane{0, 1001});
   TileProgram vetoed = dot_program(8, 1);
   elements(vetoed);
-  CHECK(fuse_mxu_dots(vetoed, 5, Choices{{5}}) == 6);
+  CHECK(fuse_mxu_dots(vetoed, {}, 5, Choices{{5}}) == 6);
   CHECK(vetoed.mxu.empty());
 }
 

@@ -19,6 +19,19 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<AsmError>(m, "AsmError", PyExc_ValueError);
   py::register_exception<compiler::Unsupported>(m, "Unsupported", PyExc_NotImplementedError);
 
+  py::class_<TensorCoreConfig>(m, "TensorCoreConfig")
+      .def(py::init<>())
+      .def_readonly_static("ROWS", &TensorCoreConfig::kRows)
+      .def_readwrite("depth", &TensorCoreConfig::depth)
+      .def_readwrite("vregs", &TensorCoreConfig::vregs)
+      .def_readwrite("psum_buckets", &TensorCoreConfig::psum_buckets)
+      .def_readwrite("prog_depth", &TensorCoreConfig::prog_depth)
+      .def_readwrite("loop_depth", &TensorCoreConfig::loop_depth)
+      .def_readwrite("max_outputs", &TensorCoreConfig::max_outputs)
+      .def_readwrite("max_cycles", &TensorCoreConfig::max_cycles)
+      .def("check", &TensorCoreConfig::check)
+      .def("__repr__", &TensorCoreConfig::describe);
+
   py::class_<Bundle>(m, "Bundle").def_property_readonly("num_records", [](const Bundle& b) {
     return b.records.size();
   });
@@ -63,13 +76,13 @@ PYBIND11_MODULE(_core, m) {
 
   m.def(
       "run",
-      [](const Bundle& b, uint64_t max_cycles, TraceLog* trace, const Poll& poll) {
-        TensorCoreConfig cfg;
+      [](const Bundle& b, TensorCoreConfig cfg, uint64_t max_cycles, TraceLog* trace, const Poll& poll) {
         cfg.max_cycles = max_cycles;
         py::gil_scoped_release release;
         return run_bundle(b, cfg, trace, poll);
       },
-      py::arg("bundle"), py::arg("max_cycles") = TensorCoreConfig{}.max_cycles, py::arg("trace") = nullptr,
+      py::arg("bundle"), py::arg("config") = TensorCoreConfig{},
+      py::arg("max_cycles") = TensorCoreConfig{}.max_cycles, py::arg("trace") = nullptr,
       py::arg("poll") = nullptr);
 
   py::class_<DeviceBuffer>(m, "DeviceBuffer", py::buffer_protocol())
@@ -93,7 +106,11 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("cycles", &KernelProgress::cycles);
 
   py::class_<CompiledKernel>(m, "Kernel")
-      .def(py::init([](py::bytes ir) { return CompiledKernel(std::string(ir)); }))
+      .def(py::init([](py::bytes ir, const TensorCoreConfig& cfg) {
+             return CompiledKernel(std::string(ir), cfg);
+           }),
+           py::arg("ir"), py::arg("config") = TensorCoreConfig{})
+      .def_property_readonly("config", &CompiledKernel::config)
       .def_property_readonly("name", &CompiledKernel::name)
       .def(
           "run",

@@ -123,9 +123,10 @@ class PlanBuilder {
     for (int l = n; l < kLanes && strided; ++l) strided = lanes[l].bits == 0 && lanes[l].buf < 0;
     if (strided) {
       StridedGather g{lanes[0].buf, n, lanes[0].index, n > 1 ? lanes[1].index - lanes[0].index : 0,
-                      n > 4 ? lanes[4].index - lanes[0].index : 0};
+                      n > kRows ? lanes[kRows].index - lanes[0].index : 0};
       for (int l = 0; l < n && strided; ++l)
-        strided = lanes[l].buf == g.buf && lanes[l].index == g.base + (l % 4) * g.col + (l / 4) * g.row;
+        strided =
+            lanes[l].buf == g.buf && lanes[l].index == g.base + (l % kRows) * g.col + (l / kRows) * g.row;
       if (strided) {
         plan_.strided.push_back(g);
         return {TileSource::Kind::kStrided, int(plan_.strided.size()) - 1, -1, gated, negate};
@@ -205,7 +206,7 @@ class PlanBuilder {
     auto& same_hash = images_[h];
     for (const auto& known : same_hash)
       if (same(known->bundle, image.bundle) && known->fill_dtypes == image.fill_dtypes) return known;
-    validate(image.bundle);
+    validate(image.bundle, plan_.config);
     same_hash.push_back(std::make_shared<const Image>(std::move(image)));
     return same_hash.back();
   }
@@ -292,11 +293,14 @@ void replay(const ReplayCache::Hit& hit, const std::vector<int64_t>& sizes, Plan
 
 }  // namespace
 
-Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& sizes,
-             const Choices& choices, const std::function<void(int64_t, int64_t)>& traced) {
+Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
+             const std::vector<int64_t>& sizes, const Choices& choices,
+             const std::function<void(int64_t, int64_t)>& traced) {
   const auto start = std::chrono::steady_clock::now();
+  cfg.check();
   Tracer tracer(k, vals, sizes);
   Plan plan;
+  plan.config = cfg;
   PlanBuilder builder(plan, sizes);
   Decisions why;
   TileProgram prog;
@@ -321,14 +325,14 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
       return;
     }
     int first_chain = chains;
-    chains = fuse_mxu_dots(prog, chains, choices);
+    chains = fuse_mxu_dots(prog, cfg, chains, choices);
     why.passed(2);
     why.fused(prog, first_chain, chains);
     const int64_t stores = int64_t(prog.stores.size());
     pack_lanes(prog);
     why.passed(3);
     std::vector<int32_t> consts;
-    std::vector<Launch> launches = lower(prog, consts, k.fast_math, choices);
+    std::vector<Launch> launches = lower(prog, cfg, consts, k.fast_math, choices);
     why.passed(4);
     CompiledBatch batch = builder.add(prog, launches, consts);
     why.passed(5);
@@ -354,9 +358,9 @@ Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vecto
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     decision_log().info(
-        "kernel {}: {} chunks of 16 lanes in {} batches -> {} launches ({} distinct programs), "
+        "kernel {}: {} chunks of {} lanes in {} batches -> {} launches ({} distinct programs), "
         "{} values spilled between launches; compiled in {:.1f} ms",
-        k.name, chunks, why.batches, why.launches, builder.images(), why.spills, ms);
+        k.name, chunks, kLanes, why.batches, why.launches, builder.images(), why.spills, ms);
     if (replays.hits > 0)
       decision_log().info("  {} of {} batches replayed: an earlier batch's code with their indices shifted",
                           replays.hits, why.batches);

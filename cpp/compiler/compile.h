@@ -9,15 +9,17 @@ namespace tinytpu::compiler {
 
 // The compiler. It runs its passes over the kernel a batch of chunks at a time and returns the plan the
 // runtime executes:
-//   trace     Tracer::trace_chunk: the iteration space unrolled into tile nodes, 16 lanes per chunk
+//   trace     Tracer::trace_chunk: the iteration space unrolled into tile nodes, a tile's lanes per chunk
 //   shape     batch_shape: a batch equal to an earlier one up to a shift of each buffer's element
 //             indices runs that batch's launches with its indices shifted (replay.h); the rest is skipped
 //   fuse_mxu  fuse_mxu_dots: int8 dot-product chains onto the MXU, except those `choices` veto
 //   pack      pack_lanes: isomorphic work packed into idle lanes
 //   lower     lower: instructions, registers, VMEM slots, launches within the hardware limits
 //   plan      PlanBuilder: each launch's bundle validated once, and where its data comes from and goes
-// `sizes`: elements per buffer slot. `traced(chunks done, chunks)` is called after every chunk.
-Plan compile(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& sizes,
-             const Choices& choices = {}, const std::function<void(int64_t, int64_t)>& traced = {});
+// `cfg`: the TensorCore to compile for (its limits cut launches; the plan runs on it). `sizes`: elements
+// per buffer slot. `traced(chunks done, chunks)` is called after every chunk.
+Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
+             const std::vector<int64_t>& sizes, const Choices& choices = {},
+             const std::function<void(int64_t, int64_t)>& traced = {});
 
 }  // namespace tinytpu::compiler

@@ -10,11 +10,17 @@ namespace tinytpu::compiler {
 
 namespace {
 
-// A launch's limits: program memory (the code and its HALT), VMEM tiles, vregs, output records, and
-// WMEM tiles / AMEM rows for the MXU.
-constexpr int kMaxInstrs = TensorCoreConfig::kProgDepth - 1;
-constexpr int kSlots = TensorCoreConfig::kDepth, kVregs = TensorCoreConfig::kVregs;
-constexpr int kMaxDrains = TensorCoreConfig::kMaxOutputs, kMxuEntries = TensorCoreConfig::kDepth;
+// A launch's limits, from the configuration: program memory (the code and its HALT), VMEM tiles, vregs,
+// output records, and WMEM tiles / AMEM rows for the MXU.
+struct Limits {
+  int instrs, slots, vregs, drains, mxu_entries;
+  explicit Limits(const TensorCoreConfig& c)
+      : instrs(c.prog_depth - 1),
+        slots(c.depth),
+        vregs(c.vregs),
+        drains(c.max_outputs),
+        mxu_entries(c.depth) {}
+};
 // Thrown when the node being emitted does not fit the current launch: the emitter rolls back, ends the
 // launch (spilling live values) and emits the node again into a fresh one. `why` names the limit.
 struct NoRoom {
@@ -49,8 +55,10 @@ bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::
 
 class Emitter {
  public:
-  Emitter(const TileProgram& p, bool fast_math, const Choices& choices)
+  Emitter(const TileProgram& p, const TensorCoreConfig& cfg, bool fast_math, const Choices& choices)
       : p_(p),
+        cfg_(cfg),
+        lim_(cfg),
         fast_math_(fast_math),
         choices_(choices),
         vreg_(p.nodes.size(), -1),
@@ -113,6 +121,8 @@ class Emitter {
 
  private:
   const TileProgram& p_;
+  const TensorCoreConfig& cfg_;
+  const Limits lim_;
   bool fast_math_;
   const Choices& choices_;
   std::vector<int> vreg_;  // node -> vreg holding it in the current launch, or -1
@@ -126,15 +136,17 @@ class Emitter {
   std::vector<int> last_use_;                 // event position of the last read
   std::vector<Launch> launches_;
   Launch cur_;
-  std::bitset<kVregs> busy_;
-  enum SlotState : uint8_t { kFree, kFilled, kUsed, kOut };
-  std::array<SlotState, kSlots> slot_{};
+  std::bitset<TensorCoreConfig::kMaxVregs> busy_;
+  // VMEM slots; those past the configuration's depth stay kAbsent. A fixed array: a transaction saves it.
+  enum SlotState : uint8_t { kFree, kFilled, kUsed, kOut, kAbsent };
+  std::array<SlotState, TensorCoreConfig::kMaxDepth> slot_{};
   int pos_ = 0;  // current emission position
 
   void begin_launch() {
     cur_ = Launch{};
     busy_.reset();
-    slot_.fill(kFree);
+    slot_.fill(kAbsent);
+    std::fill_n(slot_.begin(), lim_.slots, kFree);
     for (int n : bound_) vreg_[n] = -1;
     bound_.clear();
   }
@@ -199,17 +211,19 @@ class Emitter {
     cut();
     try {
       body();
-    } catch (const NoRoom&) {
-      throw Unsupported("internal: one tile operation does not fit an empty launch");
+    } catch (const NoRoom& again) {
+      auto [is_node, id] = events_[pos_];
+      throw Unsupported(std::string(is_node ? op_name(p_.nodes[id].op) : "a store") + " needs more " +
+                        again.why + " than an empty launch of a TensorCore with " + cfg_.describe() + " has");
     }
   }
   int out_slots() const { return int(std::count(slot_.begin(), slot_.end(), kOut)); }
   // An output slot; `unfilled` when the loader fills it (a slot an earlier fill used would be refilled
   // before the program reads it).
   int take_out_slot(bool unfilled = false) {
-    if (out_slots() + 1 + int(busy_.count()) > kSlots) throw NoRoom{kNoSlots};
-    if (int(cur_.drains.size()) + 1 + int(busy_.count()) > kMaxDrains) throw NoRoom{kNoOutputs};
-    for (int s = 0; s < kSlots; ++s)
+    if (out_slots() + 1 + int(busy_.count()) > lim_.slots) throw NoRoom{kNoSlots};
+    if (int(cur_.drains.size()) + 1 + int(busy_.count()) > lim_.drains) throw NoRoom{kNoOutputs};
+    for (int s = 0; s < lim_.slots; ++s)
       if ((slot_[s] == kUsed && !unfilled) || slot_[s] == kFree) {
         slot_[s] = kOut;
         return s;
@@ -219,10 +233,10 @@ class Emitter {
   int alloc_vreg() {
     // Every busy vreg may need a STORE and an output tile if the launch is cut: keep room for them.
     int busy = int(busy_.count()) + 1;
-    if (int(cur_.program.size()) + busy > kMaxInstrs) throw NoRoom{kNoInstrs};
-    if (out_slots() + busy > kSlots) throw NoRoom{kNoSlots};
-    if (int(cur_.drains.size()) + busy > kMaxDrains) throw NoRoom{kNoOutputs};
-    for (int r = 0; r < kVregs; ++r)
+    if (int(cur_.program.size()) + busy > lim_.instrs) throw NoRoom{kNoInstrs};
+    if (out_slots() + busy > lim_.slots) throw NoRoom{kNoSlots};
+    if (int(cur_.drains.size()) + busy > lim_.drains) throw NoRoom{kNoOutputs};
+    for (int r = 0; r < lim_.vregs; ++r)
       if (!busy_[r]) {
         busy_.set(r);
         return r;
@@ -231,7 +245,7 @@ class Emitter {
   }
   void release(int r) { busy_.reset(r); }
   void emit(Instr in) {
-    if (int(cur_.program.size()) + 1 + int(busy_.count()) > kMaxInstrs) throw NoRoom{kNoInstrs};
+    if (int(cur_.program.size()) + 1 + int(busy_.count()) > lim_.instrs) throw NoRoom{kNoInstrs};
     cur_.program.push_back(in);
   }
   void vpu(VpuOpcode op, int d, int a, int b = 0) { emit(instr::vpu(op, d, a, b)); }
@@ -239,7 +253,7 @@ class Emitter {
   // A VMEM tile filled by the loader (a leaf, a constant, or a spilled value), loaded into a fresh vreg.
   int load_fill(int node, DType const_dtype = DType::kI32) {
     int s = int(std::find(slot_.begin(), slot_.end(), kFree) - slot_.begin());
-    if (s == kSlots) throw NoRoom{kNoSlots};
+    if (s >= lim_.slots) throw NoRoom{kNoSlots};
     slot_[s] = kUsed;  // consumed by the LOAD below, so the slot can take an output later
     cur_.fills.push_back({s, node, node >= 0 ? p_.nodes[node].dtype : const_dtype});
     int r = alloc_vreg();
@@ -421,7 +435,7 @@ class Emitter {
         }
         ++used;
       }
-    if (used == kMxuEntries) throw NoRoom{"WMEM tiles"};
+    if (used == lim_.mxu_entries) throw NoRoom{"WMEM tiles"};
     cur_.mxu_fills.push_back({true, used, data, {chain}});
     return used;
   }
@@ -448,7 +462,7 @@ class Emitter {
       return addr;
     }
     int base = int(act.size());
-    if (base + k > kMxuEntries) throw NoRoom{"AMEM rows"};
+    if (base + k > lim_.mxu_entries) throw NoRoom{"AMEM rows"};
     for (int r = 0; r < k; ++r) cur_.mxu_fills.push_back({false, base + r, rows[r], {chain}});
     return base;
   }
@@ -842,9 +856,9 @@ class Emitter {
 
 }  // namespace
 
-std::vector<Launch> lower(const TileProgram& prog, std::vector<int32_t>& constants, bool fast_math,
-                          const Choices& choices) {
-  Emitter e(prog, fast_math, choices);
+std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg,
+                          std::vector<int32_t>& constants, bool fast_math, const Choices& choices) {
+  Emitter e(prog, cfg, fast_math, choices);
   auto launches = e.run();
   constants = e.consts_;
   return launches;

@@ -31,7 +31,7 @@ struct MxuFill {
   std::vector<int> chains;
 };
 
-// One bundle: at most 256 instructions, 32 VMEM tiles, 16 vregs, 31 outputs (checked by validate()).
+// One bundle, within the configuration's program memory, VMEM tiles, vregs and outputs (validate() checks).
 struct Launch {
   std::vector<Instr> program;  // ends in HALT
   std::vector<SlotFill> fills;
@@ -43,7 +43,8 @@ struct Launch {
 // Instruction selection, register and VMEM allocation, and splitting into launches.
 // Constant tiles the code needs are returned in `constants` (uniform values). An MXU operand with the
 // values of one already loaded in the launch (`choices`) reuses it.
-std::vector<Launch> lower(const TileProgram& prog, std::vector<int32_t>& constants, bool fast_math = false,
+std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg,
+                          std::vector<int32_t>& constants, bool fast_math = false,
                           const Choices& choices = {});
 
 }  // namespace tinytpu::compiler

@@ -15,8 +15,8 @@ constexpr int kGroupLanes = kRows;  // lanes sharing one activation row: one PSU
 constexpr int kGroups = kLanes / kGroupLanes;
 constexpr int kSliceTerms = kRows;  // terms per dispatch: the array's rows
 // K-slices per MXU_DOT node: a slice takes a weight tile per group (WS) or an activation row per term
-// (OS), so any node fits the WMEM and AMEM of one launch (4 x 8 = 32 entries each).
-constexpr int kMaxSlices = TensorCoreConfig::kDepth / std::max(kGroups, kSliceTerms);
+// (OS), so any node fits the WMEM and AMEM of one launch (the reference: 4 x 8 = 32 entries each).
+int max_slices(const TensorCoreConfig& cfg) { return cfg.depth / std::max(kGroups, kSliceTerms); }
 
 bool fits_int8(int32_t v) { return v >= -128 && v <= 127; }
 
@@ -29,8 +29,12 @@ struct Term {
 
 class Fuser {
  public:
-  Fuser(TileProgram& p, int first_chain, const Choices& choices)
-      : p_(p), next_chain_(first_chain), choices_(choices), uses_(node_uses(p)) {}
+  Fuser(TileProgram& p, const TensorCoreConfig& cfg, int first_chain, const Choices& choices)
+      : p_(p),
+        max_slices_(max_slices(cfg)),
+        next_chain_(first_chain),
+        choices_(choices),
+        uses_(node_uses(p)) {}
 
   int run() {
     std::vector<bool> absorbed(p_.nodes.size(), false);
@@ -51,6 +55,7 @@ class Fuser {
 
  private:
   TileProgram& p_;
+  const int max_slices_;
   int next_chain_;
   const Choices& choices_;
   const NodeUses uses_;
@@ -319,7 +324,7 @@ class Fuser {
     return 2 * (records + instrs) + sxu;
   }
 
-  // One MXU_DOT per block of up to kMaxSlices K-slices, summed by ADDs; the new nodes reuse the
+  // One MXU_DOT per block of up to max_slices_ K-slices, summed by ADDs; the new nodes reuse the
   // absorbed nodes' positions (all before the root), so program order and every reference stay valid.
   void rewrite(int root, const std::vector<int>& adds, const std::vector<Term>& terms, const Values& v,
                int chain) {
@@ -333,7 +338,7 @@ class Fuser {
     std::sort(slots.begin(), slots.end());
     slots.push_back(root);
     const auto& live = uses_.live[root];
-    size_t block_terms = size_t(kSliceTerms * kMaxSlices);
+    size_t block_terms = size_t(kSliceTerms * max_slices_);
     std::vector<int> blocks;
     size_t next_slot = 0;
     auto os = os_orientation(v, live);
@@ -380,8 +385,8 @@ MxuTile Choices::canonical_rows(const MxuTile& block, int k) const {
   return out;
 }
 
-int fuse_mxu_dots(TileProgram& prog, int first_chain, const Choices& choices) {
-  return Fuser(prog, first_chain, choices).run();
+int fuse_mxu_dots(TileProgram& prog, const TensorCoreConfig& cfg, int first_chain, const Choices& choices) {
+  return Fuser(prog, cfg, first_chain, choices).run();
 }
 
 }  // namespace tinytpu::compiler

@@ -35,6 +35,7 @@ struct Choices {
 // independent work to move before the wait. Epilogues: the generic one (46) is exact for ADD/SUB/MUL/
 // MAX on the column sums and is used for a lone row-0 dispatch; the legacy one (42) works on the per-PE
 // products of a weight-stationary pass, not on dot products, so it never matches a matmul epilogue.
-int fuse_mxu_dots(TileProgram& prog, int first_chain = 0, const Choices& choices = {});
+int fuse_mxu_dots(TileProgram& prog, const TensorCoreConfig& cfg, int first_chain = 0,
+                  const Choices& choices = {});
 
 }  // namespace tinytpu::compiler

@@ -10,9 +10,10 @@
 
 namespace tinytpu::compiler {
 
-// Sixteen elements of one buffer: lane l < lanes reads element base + (l % 4) * col + (l / 4) * row,
-// the others read 0. The layouts of a chunk that tinygrad's affine indices give: 16 consecutive
-// elements (col 1, row 4), a 4x4 block (row = its stride), an MXU activation row (4 lanes).
+// A tile's elements of one buffer: lane l < lanes reads element base + (l % kRows) * col + (l / kRows) *
+// row, the others read 0 (the reference's 4x4 tiles, below). The layouts of a chunk that tinygrad's affine
+// indices give: 16 consecutive elements (col 1, row 4), a 4x4 block (row = its stride), an MXU activation row
+// (4 lanes).
 struct StridedGather {
   int buf;
   int lanes;
@@ -106,6 +107,7 @@ struct LaunchRun {
 // A compiled kernel for one set of symbolic-variable values and buffer sizes: everything a call does
 // but move data and tick the model. Before it runs, a call reads the MXU operands (Choices says why).
 struct Plan {
+  TensorCoreConfig config;  // the core it was compiled for, and runs on
   std::vector<PlanLaunch> launches;
   std::vector<LaunchRun> runs;  // in order: what a call runs
   std::vector<std::vector<int64_t>> shifts;

@@ -88,7 +88,7 @@ Bundle parse_wire(std::string_view text) {
       case 1:
       case 5: {
         r.type = RecordType(type);
-        r.addr = rd.need(space_name(r.type), 0, TensorCoreConfig::kDepth - 1);
+        r.addr = rd.need(space_name(r.type), 0, TensorCoreConfig::kMaxDepth - 1);
         int n = type == 1 ? kRows : kTileElems;
         for (int k = 0; k < n; ++k) r.data[k] = rd.need("tile value");
         break;
@@ -110,7 +110,7 @@ Bundle parse_wire(std::string_view text) {
       case 6:
       case 7:
         r.type = RecordType(type);
-        r.addr = rd.need(space_name(r.type), 0, TensorCoreConfig::kDepth - 1);
+        r.addr = rd.need(space_name(r.type), 0, TensorCoreConfig::kMaxDepth - 1);
         break;
       case 4:
         ended = true;
@@ -168,15 +168,16 @@ Bundle parse_bundle(std::string_view text) {
   return wire ? parse_wire(text) : assemble(text);
 }
 
-void validate(const Bundle& b) {
+void validate(const Bundle& b, const TensorCoreConfig& cfg) {
   int instrs = 0, vmem_out = 0, asram_out = 0;
   for (const Record& r : b.records) {
     auto fail = [&](const std::string& what) {
       throw AsmError("line " + std::to_string(r.line) + ": " + what);
     };
     auto check_addr = [&](const char* space) {
-      if (r.addr < 0 || r.addr >= TensorCoreConfig::kDepth)
-        fail(std::string(space) + " address " + std::to_string(r.addr) + " out of range (0..31)");
+      if (r.addr < 0 || r.addr >= cfg.depth)
+        fail(std::string(space) + " address " + std::to_string(r.addr) + " out of range (0.." +
+             std::to_string(cfg.depth - 1) + ")");
     };
     switch (r.type) {
       case RecordType::kVmemTile:
@@ -192,8 +193,9 @@ void validate(const Bundle& b) {
         break;
       }
       case RecordType::kInstr:
-        if (++instrs > TensorCoreConfig::kProgDepth)
-          fail("more than 256 instructions (program memory is 256 entries)");
+        if (++instrs > cfg.prog_depth)
+          fail("more than " + std::to_string(cfg.prog_depth) + " instructions (program memory is " +
+               std::to_string(cfg.prog_depth) + " entries)");
         try {
           validate_instr(r.instr);
         } catch (const AsmError& e) {
@@ -202,11 +204,13 @@ void validate(const Bundle& b) {
         break;
       case RecordType::kOutputVmem:
         check_addr("VMEM");
-        if (++vmem_out > TensorCoreConfig::kMaxOutputs) fail("more than 31 OUTPUT_VMEM records");
+        if (++vmem_out > cfg.max_outputs)
+          fail("more than " + std::to_string(cfg.max_outputs) + " OUTPUT_VMEM records");
         break;
       case RecordType::kOutputAsram:
         check_addr("ASRAM");
-        if (++asram_out > TensorCoreConfig::kMaxOutputs) fail("more than 31 OUTPUT_ASRAM records");
+        if (++asram_out > cfg.max_outputs)
+          fail("more than " + std::to_string(cfg.max_outputs) + " OUTPUT_ASRAM records");
         break;
       case RecordType::kOutputMxu:
       case RecordType::kEnd:

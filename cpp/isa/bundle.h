@@ -23,7 +23,7 @@ enum class RecordType : uint8_t {
 
 struct Record {
   RecordType type;
-  int addr = 0;  // tile address (0..31) or, for kOutputMxu, the flag
+  int addr = 0;  // tile address (0..depth-1) or, for kOutputMxu, the flag
   Tile data{};   // 16 values (VMEM, WMEM) or 4 (AMEM)
   Instr instr;
   int line = 0;  // source line, for messages
@@ -39,8 +39,9 @@ Bundle parse_wire(std::string_view text);
 std::string to_wire(const Bundle& b);
 // TASM when the first token is not an integer, wire format otherwise.
 Bundle parse_bundle(std::string_view text);
-// Checks every limit of the reference: addresses < 32, int8 MXU data, instruction fields, at most 256
-// instructions and 31 outputs of each kind. Raises AsmError.
-void validate(const Bundle& b);
+// Checks every limit of the core: tile addresses below its depth, int8 MXU data, instruction fields, at
+// most prog_depth instructions and max_outputs outputs of each kind (the reference: 32, 256, 31).
+// Raises AsmError.
+void validate(const Bundle& b, const TensorCoreConfig& cfg = {});
 
 }  // namespace tinytpu

@@ -381,9 +381,9 @@ int expect_mem(const std::vector<std::string>& t, size_t& pos, const char* name)
     throw ParseError{std::string("expected ") + name + "[N]"};
   auto v = parse_int(t[pos + 2]);
   if (!v) throw ParseError{std::string("expected ") + name + "[N]"};
-  if (*v < 0 || *v >= TensorCoreConfig::kDepth)
+  if (*v < 0 || *v >= TensorCoreConfig::kMaxDepth)
     throw ParseError{std::string(name) + " address " + t[pos + 2] + " out of range (0.." +
-                     std::to_string(TensorCoreConfig::kDepth - 1) + ")"};
+                     std::to_string(TensorCoreConfig::kMaxDepth - 1) + ")"};
   pos += 4;
   return int(*v);
 }

@@ -216,7 +216,9 @@ constexpr size_t kMaxPlans = 16;
 
 }  // namespace
 
-CompiledKernel::CompiledKernel(std::string_view ir) : kernel_(compiler::parse_kernel(ir)) {
+CompiledKernel::CompiledKernel(std::string_view ir, const TensorCoreConfig& cfg)
+    : kernel_(compiler::parse_kernel(ir)), config_(cfg) {
+  config_.check();
   for (const Node& n : kernel_.nodes)
     if (n.op == Op::PARAM && n.global) params_[int(n.ivalue)] = n.dtype;
 }
@@ -248,8 +250,8 @@ std::shared_ptr<const Plan> CompiledKernel::plan(const PlanKey& key, const Choic
     std::lock_guard<std::mutex> lock(plans_mutex_);
     if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   }
-  auto made =
-      std::make_shared<const Plan>(compile(kernel_, std::get<0>(key), std::get<1>(key), choices, traced));
+  auto made = std::make_shared<const Plan>(
+      compile(kernel_, config_, std::get<0>(key), std::get<1>(key), choices, traced));
   std::lock_guard<std::mutex> lock(plans_mutex_);
   if (plans_.size() >= kMaxPlans) plans_.clear();
   plans_[key] = made;
@@ -341,7 +343,7 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
       RunResult res;
       try {
         res = run_validated(
-            l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, {}, trace, poll);
+            l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, plan->config, trace, poll);
       } catch (const std::exception& e) {
         throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
                        disassemble(data.bundle(l)));

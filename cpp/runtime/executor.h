@@ -34,12 +34,14 @@ using Progress = std::function<void(const KernelProgress&)>;
 constexpr std::chrono::milliseconds kProgressInterval{50};
 
 // A kernel tinygrad compiled for this device: the parsed IR, and the plans compiled from it (on first
-// use) for each set of symbolic-variable values, buffer sizes and chains kept off the MXU. A call runs
-// a plan: it gathers, ticks and scatters.
+// use) for the device's TensorCore and each set of symbolic-variable values, buffer sizes and chains
+// kept off the MXU. A call runs a plan: it gathers, ticks and scatters. A bad configuration is
+// std::invalid_argument when the kernel is made.
 class CompiledKernel {
  public:
-  explicit CompiledKernel(std::string_view ir);
-  CompiledKernel(const CompiledKernel& o) : kernel_(o.kernel_), params_(o.params_) {}
+  explicit CompiledKernel(std::string_view ir, const TensorCoreConfig& cfg = {});
+  CompiledKernel(const CompiledKernel& o) : kernel_(o.kernel_), config_(o.config_), params_(o.params_) {}
+  const TensorCoreConfig& config() const { return config_; }
   // With a trace, the kernel is one slice on its kernel track, each launch one nested in it, and the
   // launches' runs follow one another on the timeline.
   KernelStats run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm,
@@ -48,6 +50,7 @@ class CompiledKernel {
 
  private:
   compiler::Kernel kernel_;
+  TensorCoreConfig config_;
   std::map<int, compiler::DType> params_;  // buffer PARAM slot -> dtype, in slot order
   // symbolic-variable values, buffer sizes, vetoed chains, MXU operands with an earlier one's values
   using PlanKey =

@@ -112,8 +112,8 @@ void Controller::tick(SystolicArray& array, WeightSram& wsram, ActivationSram& a
       uint8_t k = os_act_load_idx;
       os_act[(k - 1) & (kRows - 1)] = asram.resp;  // the slot index is 2 bits: kLen > 4 wraps
       if (k < os_klen) {
-        asram.resp = asram.mem[wrap_addr(a_base + k)];
-        os_act_load_idx = uint8_t(wrap_addr(k + 1));
+        asram.resp = asram.mem[asram.wrap(a_base + k)];
+        os_act_load_idx = uint8_t(asram.wrap(k + 1));
       } else {
         os_feed = 0;
         state = CState::kStreamOS;
@@ -147,8 +147,8 @@ void Controller::tick(SystolicArray& array, WeightSram& wsram, ActivationSram& a
       }
       array.feed_activations(stream_cycle < t_len ? asram.resp : I8Row{});
       if (act_idx < t_len) {
-        asram.resp = asram.mem[wrap_addr(a_base + act_idx)];
-        act_idx = uint8_t(wrap_addr(act_idx + 1));
+        asram.resp = asram.mem[asram.wrap(a_base + act_idx)];
+        act_idx = uint8_t(asram.wrap(act_idx + 1));
       }
       ++stream_cycle;
       break;
@@ -171,7 +171,7 @@ void Controller::drain(SystolicArray& array, ActivationSram& asram, PsumBank& ps
   if (requant_active) {
     I8Row q;
     for (int c = 0; c < kRows; ++c) q[c] = requantize(r[c], scale_mul, scale_shift);
-    asram.mem[wrap_addr(uint8_t(requant_base + requant_offset))] = q;
+    asram.mem[asram.wrap(uint8_t(requant_base + requant_offset))] = q;
     ++requant_offset;
   } else if (epilogue_active) {
     // The legacy epilogue works on the per-PE matrix, not the column sums (hardware.md §8 item 8).
@@ -196,9 +196,9 @@ void Controller::drain(SystolicArray& array, ActivationSram& asram, PsumBank& ps
     std::copy_n(src2.begin(), kRows, src2_row.begin());
     epilogue_buf = row_tile(generic_epilogue(vpu_op, r, src2_row));
   } else if (psum_mode == PsumMode::kWrite) {
-    std::copy_n(r.begin(), kRows, psum.mem[PsumBank::bucket(psum_addr)].begin() + psum_row * kRows);
+    std::copy_n(r.begin(), kRows, psum.mem[psum.bucket(psum_addr)].begin() + psum_row * kRows);
   } else if (psum_mode == PsumMode::kAccumulate) {
-    psum.accumulate_row(PsumBank::bucket(psum_addr), psum_row, r);
+    psum.accumulate_row(psum.bucket(psum_addr), psum_row, r);
   }
 }
 

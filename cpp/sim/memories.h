@@ -15,52 +15,49 @@ void fill_uninit(T& storage) {
   std::memset(static_cast<void*>(&storage), kUninitByte, sizeof(storage));
 }
 
-inline int wrap_addr(int a) { return a & (TensorCoreConfig::kDepth - 1); }  // 5-bit addresses
-
-// VMEM#(32,4,4): one write port, readReq latches into a response register (1-cycle latency),
-// combinational peek for the testbench (hardware.md §2.1).
-struct Vmem {
-  std::array<Tile, TensorCoreConfig::kDepth> mem;
-  Tile resp;
-  Vmem() {
+// Storage for the largest configuration an instruction can address; a configuration uses the first
+// `depth` entries: an address keeps its low bits, as the hardware's narrower address does.
+template <class Entry, int kMax>
+struct Memory {
+  std::array<Entry, kMax> mem;
+  Entry resp;
+  int mask;  // entries - 1
+  explicit Memory(int entries) : mask(entries - 1) {
     fill_uninit(mem);
     fill_uninit(resp);
   }
+  int wrap(int a) const { return a & mask; }
 };
 
-// VRegFile#(16,4,4): sixteen registers reset to zero, combinational read.
+// VMEM#(32,4,4) in the reference: one write port, readReq latches into a response register (1-cycle
+// latency), combinational peek for the testbench (hardware.md §2.1).
+struct Vmem : Memory<Tile, TensorCoreConfig::kMaxDepth> {
+  explicit Vmem(const TensorCoreConfig& cfg) : Memory(cfg.depth) {}
+};
+
+// VRegFile#(16,4,4) in the reference: registers reset to zero, combinational read.
 struct VRegFile {
-  std::array<Tile, TensorCoreConfig::kVregs> v{};
+  std::array<Tile, TensorCoreConfig::kMaxVregs> v{};
+  int mask;
+  explicit VRegFile(const TensorCoreConfig& cfg) : mask(cfg.vregs - 1) {}
+  Tile& operator[](int r) { return v[r & mask]; }
 };
 
 // WeightSRAMDB / ActivationSRAMDB as the runtime uses them: only the active bank is ever written or
 // read, so each behaves as a single bank (hardware.md §1 "What the testbench uses").
-struct WeightSram {
-  std::array<I8Tile, TensorCoreConfig::kDepth> mem;
-  I8Tile resp;
-  WeightSram() {
-    fill_uninit(mem);
-    fill_uninit(resp);
-  }
+struct WeightSram : Memory<I8Tile, TensorCoreConfig::kMaxDepth> {
+  explicit WeightSram(const TensorCoreConfig& cfg) : Memory(cfg.depth) {}
 };
-struct ActivationSram {
-  std::array<I8Row, TensorCoreConfig::kDepth> mem;
-  I8Row resp;
-  ActivationSram() {
-    fill_uninit(mem);
-    fill_uninit(resp);
-  }
+struct ActivationSram : Memory<I8Row, TensorCoreConfig::kMaxDepth> {
+  explicit ActivationSram(const TensorCoreConfig& cfg) : Memory(cfg.depth) {}
 };
 
-// PSUMBank#(8,4,4): eight Int32 tiles behind one RegFile write port; readReq has 1-cycle latency.
-struct PsumBank {
-  std::array<Tile, TensorCoreConfig::kPsumBuckets> mem;
-  Tile resp;
-  PsumBank() {
-    fill_uninit(mem);
-    fill_uninit(resp);
-  }
-  static int bucket(int a) { return a & (TensorCoreConfig::kPsumBuckets - 1); }
+// PSUMBank#(8,4,4) in the reference: Int32 tiles behind one RegFile write port; readReq has 1-cycle
+// latency.
+struct PsumBank : Memory<Tile, TensorCoreConfig::kMaxPsumBuckets> {
+  explicit PsumBank(const TensorCoreConfig& cfg) : Memory(cfg.psum_buckets) {}
+  int buckets() const { return mask + 1; }
+  int bucket(int a) const { return wrap(a); }
   void accumulate_row(int b, int row, const Row& data) {
     for (int c = 0; c < kRows; ++c) mem[b][row * kRows + c] = wrap_add(mem[b][row * kRows + c], data[c]);
   }

@@ -138,7 +138,8 @@ template <bool kTraced>
 }  // namespace
 
 RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog* trace, const Poll& poll) {
-  validate(bundle);
+  cfg.check();
+  validate(bundle, cfg);
   return run_validated(bundle, {}, cfg, trace, poll);
 }
 

@@ -20,11 +20,11 @@ template <bool kTraced>
 void Sxu::tick(TensorCore& tc) {
   collecting = vpu_wb_pending && tc.vpu.is_done();
   if (xlu_busy) {
-    tc.vrf.v[xlu_dst] = tc.xlu.result;
+    tc.vrf[xlu_dst] = tc.xlu.result;
     xlu_busy = false;
   }
-  if (collecting) tc.vrf.v[vpu_wb_dst] = tc.vpu.result;  // first, so a main-FSM write overrides it
-  Exec outcome = Exec::kFired;                           // what the cycle did, for a trace
+  if (collecting) tc.vrf[vpu_wb_dst] = tc.vpu.result;  // first, so a main-FSM write overrides it
+  Exec outcome = Exec::kFired;                         // what the cycle did, for a trace
   if (phase == Phase::kIdle || phase == Phase::kHalted) {
     if (collecting) vpu_wb_pending = false;
     return;
@@ -95,7 +95,7 @@ namespace sxu_exec {
 namespace {
 
 const Instr& in(TensorCore& tc) { return tc.sxu.cur; }
-Tile& vreg(TensorCore& tc, int idx) { return tc.vrf.v[idx & (TensorCoreConfig::kVregs - 1)]; }
+Tile& vreg(TensorCore& tc, int idx) { return tc.vrf[idx]; }
 // Most SXU rules that read or write vregs carry the conservative !vpu_wb_pending guard.
 bool wb_pending(TensorCore& tc) { return tc.sxu.vpu_wb_pending; }
 
@@ -117,8 +117,8 @@ void vpu_execute(TensorCore& tc, const VpuOpInfo& op, const Tile& a, const Tile&
 }
 
 void vmem_write(TensorCore& tc, int addr, const Tile& value) {
-  tc.vmem.mem[wrap_addr(addr)] = value;
-  if (tc.trace) report(tc, Track::kVmem, 1, tc.trace->name("write VMEM", wrap_addr(addr)));
+  tc.vmem.mem[tc.vmem.wrap(addr)] = value;
+  if (tc.trace) report(tc, Track::kVmem, 1, tc.trace->name("write VMEM", tc.vmem.wrap(addr)));
 }
 
 // A rule that needs the MXU result (guard: Controller Done). In Idle nothing can ever start the MXU
@@ -132,9 +132,9 @@ bool mxu_result_ready(TensorCore& tc) {
 MxuDispatch mxu_operands(TensorCore& tc, MxuStart kind) {
   MxuDispatch d;
   d.kind = kind;
-  d.w_base = uint8_t(wrap_addr(in(tc).mxuWBase));
-  d.a_base = uint8_t(wrap_addr(in(tc).mxuABase));
-  d.len = uint8_t(wrap_addr(in(tc).mxuTLen));
+  d.w_base = uint8_t(tc.wsram.wrap(in(tc).mxuWBase));
+  d.a_base = uint8_t(tc.asram.wrap(in(tc).mxuABase));
+  d.len = uint8_t(tc.asram.wrap(in(tc).mxuTLen));  // a tile count, as wide as an address
   return d;
 }
 
@@ -229,7 +229,7 @@ Exec skip(TensorCore& tc, bool on_pred) {
 
 Exec load_vreg(TensorCore& tc) {
   if (tc.sxu.step == 0) {  // LOAD_REQ: VMEM read has one cycle of latency
-    int a = wrap_addr(in(tc).vmemAddr);
+    int a = tc.vmem.wrap(in(tc).vmemAddr);
     tc.vmem.resp = tc.vmem.mem[a];
     if (tc.trace) report(tc, Track::kVmem, 1, tc.trace->name("read VMEM", a));
     return Exec::kFired;
@@ -364,13 +364,13 @@ Exec set_requant_config(TensorCore& tc) {
 
 Exec psum_write(TensorCore& tc) {
   if (Exec e = psum_write_guard(tc); is_stall(e)) return e;
-  tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)] = vreg(tc, in(tc).vregSrc);
+  tc.psum.mem[tc.psum.bucket(in(tc).vmemAddr)] = vreg(tc, in(tc).vregSrc);
   return Exec::kNext;
 }
 
 Exec psum_accumulate(TensorCore& tc) {
   if (Exec e = psum_write_guard(tc); is_stall(e)) return e;
-  Tile& b = tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)];
+  Tile& b = tc.psum.mem[tc.psum.bucket(in(tc).vmemAddr)];
   const Tile& v = vreg(tc, in(tc).vregSrc);
   for (int e = 0; e < kTileElems; ++e) b[e] = wrap_add(b[e], v[e]);
   return Exec::kNext;
@@ -380,13 +380,13 @@ Exec psum_accumulate_row(TensorCore& tc) {
   if (Exec e = psum_write_guard(tc); is_stall(e)) return e;
   Row r;
   std::copy_n(vreg(tc, in(tc).vregSrc).begin(), kRows, r.begin());
-  tc.psum.accumulate_row(PsumBank::bucket(in(tc).vmemAddr), in(tc).vregDst & (kRows - 1), r);
+  tc.psum.accumulate_row(tc.psum.bucket(in(tc).vmemAddr), in(tc).vregDst & (kRows - 1), r);
   return Exec::kNext;
 }
 
 Exec psum_read(TensorCore& tc) {
   if (tc.sxu.step == 0) {
-    tc.psum.resp = tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)];
+    tc.psum.resp = tc.psum.mem[tc.psum.bucket(in(tc).vmemAddr)];
     return Exec::kFired;
   }
   return write_vreg(tc, tc.psum.resp);
@@ -394,14 +394,14 @@ Exec psum_read(TensorCore& tc) {
 
 Exec psum_read_row(TensorCore& tc) {
   Row r;
-  const Tile& b = tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)];
+  const Tile& b = tc.psum.mem[tc.psum.bucket(in(tc).vmemAddr)];
   std::copy_n(b.begin() + (in(tc).vregSrc & (kRows - 1)) * kRows, kRows, r.begin());
   return write_vreg(tc, row_tile(r));
 }
 
 Exec psum_clear(TensorCore& tc) {
   if (!psum_port_free(tc)) return Exec::kStallPsumPort;
-  tc.psum.mem[PsumBank::bucket(in(tc).vmemAddr)].fill(0);
+  tc.psum.mem[tc.psum.bucket(in(tc).vmemAddr)].fill(0);
   return Exec::kNext;
 }
 
@@ -409,7 +409,7 @@ Exec psum_clear_all(TensorCore& tc) {  // one bucket per cycle
   if (!psum_port_free(tc)) return Exec::kStallPsumPort;
   uint8_t& idx = tc.sxu.psum_clear_idx;
   tc.psum.mem[idx].fill(0);
-  if (idx == TensorCoreConfig::kPsumBuckets - 1) {
+  if (idx == tc.psum.buckets() - 1) {
     idx = 0;
     return Exec::kNext;
   }
@@ -427,7 +427,7 @@ Exec load_loop_depth(TensorCore& tc) { return write_vreg(tc, scalar_tile(tc.sxu.
 
 Exec loop_begin(TensorCore& tc) {
   Sxu& s = tc.sxu;
-  if (s.loop_top < TensorCoreConfig::kLoopDepth) {  // a fifth nested LOOP_BEGIN is ignored
+  if (s.loop_top < tc.cfg.loop_depth) {  // the reference ignores a fifth nested LOOP_BEGIN
     s.loop_count[s.loop_top] = in(tc).mxuTLen;
     s.loop_ret[s.loop_top] = uint8_t(s.pc + 1);
     ++s.loop_top;

@@ -23,14 +23,14 @@ struct Sxu {
   bool xlu_busy = false, vpu_wb_pending = false;
   bool collecting = false;  // the VPU write-back retires in the current cycle
   uint8_t xlu_dst = 0, vpu_wb_dst = 0;
-  std::array<uint8_t, TensorCoreConfig::kLoopDepth> loop_count{}, loop_ret{};
+  std::array<uint8_t, TensorCoreConfig::kMaxLoopDepth> loop_count{}, loop_ret{};
   uint8_t loop_top = 0;
   uint8_t psum_clear_idx = 0;
   uint8_t fetch_pc = 0;  // the running instruction's pc and FETCH cycle, for its trace slice
   uint64_t fetch_cycle = 0;
 
-  std::array<Instr, TensorCoreConfig::kProgDepth> prog{};
-  std::bitset<TensorCoreConfig::kProgDepth> loaded;  // slots the bundle wrote; fetching others is an error
+  std::array<Instr, TensorCoreConfig::kMaxProgDepth> prog{};
+  std::bitset<TensorCoreConfig::kMaxProgDepth> loaded;  // slots the bundle wrote; fetching others is an error
 
   uint64_t cycles = 0;  // P: from the first FETCH through the FETCH of HALT
   uint64_t stall_cycles = 0;

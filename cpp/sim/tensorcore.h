@@ -25,7 +25,8 @@ namespace tinytpu {
 //    reads the vreg they write (Sxu::tick explains why), so vreg writes can be applied directly.
 class TensorCore {
  public:
-  explicit TensorCore(const TensorCoreConfig& cfg = {}) : cfg(cfg) {}
+  explicit TensorCore(const TensorCoreConfig& cfg = {})
+      : cfg(cfg), vrf(cfg), vmem(cfg), wsram(cfg), asram(cfg), psum(cfg) {}
 
   TensorCoreConfig cfg;
   uint64_t cycle = 0;  // free-running counter shared with the testbench (READ_CYCLE reads it)

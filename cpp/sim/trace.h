@@ -86,7 +86,7 @@ class TraceLog {
   std::unordered_map<std::string, uint32_t> ids_;
   std::unordered_map<uint64_t, uint32_t> static_ids_;       // (address << 16) + index + 1
   std::array<std::optional<TraceEvent>, kNumTracks> open_;  // the state being coalesced, per track
-  std::array<int64_t, TensorCoreConfig::kProgDepth> pc_names_{};
+  std::array<int64_t, TensorCoreConfig::kMaxProgDepth> pc_names_{};
   std::optional<TraceEvent> mxu_;  // the running dispatch
   size_t run_first_event_ = 0;
   std::optional<uint64_t> stopped_at_;

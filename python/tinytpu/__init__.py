@@ -6,7 +6,7 @@ from tinytpu._core import SimError
 
 __version__ = "0.1.0"  # the package's version: pyproject.toml reads it from here
 
-__all__ = ["__version__", "SimError", "UnsupportedDType", "RunResult", "run_tasm", "run_bundle", "assemble", "disassemble",
+__all__ = ["__version__", "SimError", "Config", "UnsupportedDType", "RunResult", "run_tasm", "run_bundle", "assemble", "disassemble",
            "DEFAULT_MAX_CYCLES", "counters", "reset_counters"]
 
 DEFAULT_MAX_CYCLES = 50000  # the reference testbench's timeout
@@ -29,14 +29,19 @@ def _result(r) -> RunResult:
 
 def _poll() -> None: pass  # the model calls it during a long run: Python runs, so a pending Ctrl-C raises here
 
-def run_bundle(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None) -> RunResult:
-  """Run a TASM program or numeric bundle (detected). ValueError for bad input, SimError for a hang.
-  With a trace (`_core.TraceLog()`), the units report their events to it (see tinytpu.trace, tinytpu.events)."""
-  return _result(_core.run(_core.parse_bundle(text), max_cycles, trace, _poll))
+Config = _core.TensorCoreConfig  # the core's sizes; the default is the reference TensorCore#(4,4,32)
 
-def run_tasm(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None) -> RunResult:
+def run_bundle(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None,
+               config: Config | None = None) -> RunResult:
+  """Run a TASM program or numeric bundle (detected) on the reference core, or on `config`. ValueError for bad
+  input, SimError for a hang. With a trace (`_core.TraceLog()`), the units report their events to it (see
+  tinytpu.trace, tinytpu.events)."""
+  return _result(_core.run(_core.parse_bundle(text), config or Config(), max_cycles, trace, _poll))
+
+def run_tasm(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None,
+             config: Config | None = None) -> RunResult:
   """Assemble TASM and run it on the model."""
-  return _result(_core.run(_core.assemble(text), max_cycles, trace, _poll))
+  return _result(_core.run(_core.assemble(text), config or Config(), max_cycles, trace, _poll))
 
 def assemble(text: str) -> str:
   """TASM -> numeric bundle text."""

@@ -18,7 +18,7 @@ class TinyTPUAllocator(LRUAllocator["TinyTPUDevice"]):
 
 class TinyTPUProgram(Program["TinyTPUDevice"]):
   def __init__(self, dev: TinyTPUDevice, obj: TinyELF):
-    self.dev, self.name, self.kernel = dev, obj.name, _core.Kernel(obj.lib)
+    self.dev, self.name, self.kernel = dev, obj.name, _core.Kernel(obj.lib, dev.config)
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
     log = trace.for_kernel(self.name)
     progress = _Progress(self.name)
@@ -47,6 +47,7 @@ class _Progress:
 
 class TinyTPUDevice(Compiled):
   def __init__(self, device: str):
+    self.config = _core.TensorCoreConfig()  # the core its kernels compile for and run on: the reference
     super().__init__(device, TinyTPUAllocator(self), [TinyTPURenderer], TinyTPUProgram)
 
 trace._from_env()

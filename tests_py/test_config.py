@@ -1,0 +1,58 @@
+"""A TensorCore configuration other than the reference: kernels compile for the device's config and run on it.
+Results equal tinygrad's CPU device; a smaller core takes more launches."""
+import numpy as np
+import pytest
+import tinytpu
+from tinygrad import Tensor, Device, dtypes
+
+# Devices of their own, so their kernels are compiled for their config only. The config is set before a device's
+# first kernel: a kernel keeps the config it was made with.
+CORES = {"TINYTPU:7": dict(depth=8, vregs=8, psum_buckets=4, prog_depth=64, loop_depth=2, max_outputs=6),
+         # exact float division and exp hold more values at once than 8 vregs: only the program memory shrinks
+         "TINYTPU:8": dict(psum_buckets=4, prog_depth=128, loop_depth=2)}
+
+@pytest.fixture(scope="module")
+def cores():
+  for dev, sizes in CORES.items():
+    for k, v in sizes.items(): setattr(Device[dev].config, k, v)
+  return list(CORES)
+
+def test_device_default_is_reference():
+  cfg = Device["TINYTPU"].config
+  assert (cfg.depth, cfg.vregs, cfg.psum_buckets, cfg.prog_depth, cfg.loop_depth, cfg.max_outputs) == (32, 16, 8, 256, 4, 31)
+
+def test_bad_config_is_a_value_error():
+  cfg = tinytpu.Config()
+  cfg.vregs = 12
+  with pytest.raises(ValueError, match="vregs = 12"): cfg.check()
+  with pytest.raises(ValueError, match="vregs = 12"): tinytpu.run_tasm("HALT\nEND", config=cfg)
+
+def softmax_input(r): return (r.uniform(-5, 5, (200,)).astype(np.float32),)
+
+WORKLOADS = {  # name: (function, inputs, the core)
+  "matmul_int8_range": (lambda a, b: a @ b, lambda r: (r.integers(-128, 128, (12, 20), dtype=np.int32),
+                                                        r.integers(-128, 128, (20, 8), dtype=np.int32)), 0),
+  "sum_rows": (lambda a: a.sum(axis=1), lambda r: (r.integers(-1000, 1000, (9, 77), dtype=np.int32),), 0),
+  "where_max": (lambda a, b: (a > b).where(a, b * 3).max(), lambda r: (r.integers(-99, 99, (50,), dtype=np.int32),
+                                                                       r.integers(-99, 99, (50,), dtype=np.int32)), 0),
+  "softmax": (lambda a: a.softmax(), softmax_input, 1),
+}
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_smaller_core_same_results_more_launches(cores, name):
+  fn, make, core = WORKLOADS[name]
+  small = cores[core]
+  arrays = make(np.random.default_rng(len(name)))
+  out, launches = {}, {}
+  for dev in ("CPU", "TINYTPU", small):
+    tinytpu.reset_counters()
+    out[dev] = fn(*[Tensor(a, device=dev) for a in arrays]).numpy()
+    launches[dev] = tinytpu.counters(dev)["launches"]
+  for dev in ("TINYTPU", small):
+    if out[dev].dtype == np.float32: np.testing.assert_allclose(out[dev], out["CPU"], rtol=1e-6, atol=1e-7)
+    else: np.testing.assert_array_equal(out[dev], out["CPU"])
+  assert launches[small] > launches["TINYTPU"] > 0
+
+def test_an_op_too_big_for_the_core_names_itself_and_the_core(cores):
+  with pytest.raises(NotImplementedError, match=r"needs more .* than an empty launch of a TensorCore with depth=8 vregs=8"):
+    Tensor(softmax_input(np.random.default_rng(0))[0], device=cores[0]).softmax().numpy()
