@@ -5,6 +5,7 @@
 #include <random>
 
 #include "helpers.h"
+#include "sim/controller.h"
 #include "sim/errors.h"
 
 using namespace tinytpu;
@@ -46,7 +47,8 @@ TEST_CASE("weight-stationary: N activation vectors summed against one weight til
     Mat expect = a.colwise().sum() * w;  // (sum_k a_k)^T W
     REQUIRE(r.mxu_result);
     for (int c = 0; c < 4; ++c) CHECK((*r.mxu_result)[c] == wrap(expect(0, c)));
-    CHECK(r.sxu_cycles == uint64_t(n + 10 + 1));  // MXU + WAIT = tLen + rows + 6
+    CHECK(r.sxu_cycles == uint64_t(n + 10 + 1));                       // MXU + WAIT = tLen + rows + 6
+    CHECK(r.sxu_cycles == uint64_t(ws_dispatch_interval(n) + 2 + 1));  // what cost models read, + HALT
   }
 }
 
@@ -61,6 +63,11 @@ TEST_CASE("output-stationary: C = X W with X[r][k] = A_k[r], read by matrix rows
            std::to_string(row) + "], v" + std::to_string(row) + "\n";
     p += "HALT\nOUTPUT_VMEM VMEM[0]\nOUTPUT_VMEM VMEM[1]\nOUTPUT_VMEM VMEM[2]\nOUTPUT_VMEM VMEM[3]\nEND";
     auto r = test::run(p);
+    // MXU_OS + WAIT = K' + kLen + rows + cols + 5 (21 for kLen = 4), what cost models read
+    std::string timed = wmem(0, w) + "MXU_OS WMEM[0], AMEM[0], k=" + std::to_string(k) + "\nWAIT_MXU";
+    for (int i = 0; i < k; ++i) timed = amem(i, a, i) + timed;
+    CHECK(test::sxu_cycles(timed) == uint64_t(std::max(k, 1) + k + 4 + 4 + 5 + 1));
+    CHECK(test::sxu_cycles(timed) == uint64_t(os_dispatch_interval(k) + 2 + 1));
     Mat x = a.transpose();     // 4 x k
     Mat c = x * w.topRows(k);  // only weight rows < kLen enter the staircase
     for (int row = 0; row < 4; ++row)

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "isa/vpu_ops.h"
+#include "sim/controller.h"
 
 namespace tinytpu::compiler {
 
@@ -302,21 +303,22 @@ class Fuser {
   }
 
   // Estimated cycles of a block, counted the testbench's way: every data record and instruction is a
-  // 2-cycle record, plus the SXU's time. WS dispatches run back to back 9 cycles apart (tLen + rows +
-  // 4), then WAIT + PSUM_READ; an OS dispatch takes k' + k + rows + cols + 3, then 2 instructions per
-  // live row and a PSUM_READ. A single K-slice favours WS (fewer instructions), two or more OS.
+  // 2-cycle record, plus the SXU's time. WS dispatches (tLen 1) run back to back, then WAIT +
+  // PSUM_READ; OS dispatches likewise, then 2 instructions per live row and a PSUM_READ. The MXU's
+  // share comes from the controller's timing. A single K-slice favours WS (fewer instructions), two or
+  // more OS.
   static int cost(const MxuDot& m) {
     int records = int(m.weights.size()), sxu = 0, instrs = 0;
     if (!m.os) {
       records += int(m.acts.size());
       instrs = int(m.dispatches.size()) + 2;
-      sxu = 9 * int(m.dispatches.size()) + 5;
+      sxu = ws_dispatch_interval(1) * int(m.dispatches.size()) + 5;
     } else {
       int rows = 0;
       for (bool r : m.live_rows) rows += r;
       for (const auto& d : m.dispatches) {
         records += d.k;
-        sxu += std::max(d.k, 1) + d.k + 11;
+        sxu += os_dispatch_interval(d.k);
       }
       instrs = int(m.dispatches.size()) + 2 * rows + 1 + !m.live_rows[0];
       sxu += 2 + 4 * rows + 3;

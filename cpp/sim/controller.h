@@ -33,6 +33,14 @@ enum class MxuStart : uint8_t {
   kGeneric,       // DISPATCH_MXU_VPU_EPILOGUE (46)
 };
 
+// Unstalled MXU timing, from one dispatch's EXEC to the EXEC of a dispatch issued right behind it (the
+// second fires in the first cycle the Controller shows Done). A dispatch followed by WAIT_MXU takes 2
+// more (hardware.md §2.3 "Derived costs"); test_mxu checks both against the FSM. Cost models read these.
+constexpr int ws_dispatch_interval(int t_len) { return t_len + kRows + 4; }
+constexpr int os_dispatch_interval(int k) {
+  return (k > 1 ? k : 1) + k + kRows + kRows + 3;
+}  // K' + k + rows + cols + 3
+
 struct EpilogueConfig {
   bool bias = false, relu = false, reduce = false, sumsq = false;
 };
