@@ -256,3 +256,13 @@ TEST_CASE("IR: a buffer whose dtype has no lanes is refused before any lane is c
   // a scalar variable stays an index value
   CHECK_NOTHROW(parse_kernel("KERNEL k\nPARAM idx 0 0 DEFINE_VAR 1 9\nSINK void 1 0\n"));
 }
+
+TEST_CASE("tracing: a chunk past the node limit is Unsupported, not an exhausted host") {
+  // The muladd chunk traces 4 nodes per lane-parallel point (two loads, MUL, ADD with its constant).
+  Kernel k = parse_kernel(muladd_ir(16));
+  TileProgram p;
+  CHECK_NOTHROW(Tracer(k, {}, {16, 16, 16}, 64).trace_chunk(0, p));
+  TileProgram q;
+  CHECK_THROWS_WITH(Tracer(k, {}, {16, 16, 16}, 2).trace_chunk(0, q),
+                    Contains("kernel muladd") && Contains("more than 2 tile operations"));
+}

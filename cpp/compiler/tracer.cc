@@ -122,8 +122,9 @@ int64_t Tracer::uniform_value(int node, const std::vector<int64_t>& known) const
   throw Unsupported("loop bound of kernel " + k_.name + " depends on " + op_name(n.op));
 }
 
-Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes)
-    : k_(k), sizes_(buffer_sizes) {
+Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes,
+               size_t max_chunk_nodes)
+    : k_(k), sizes_(buffer_sizes), max_chunk_nodes_(max_chunk_nodes) {
   // Scalar variables arrive in `vals` in PARAM slot order; index them by slot.
   std::vector<int64_t> var_slots;
   for (const Node& n : k.nodes)
@@ -259,7 +260,13 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
     v.v.fill(x);
     return v;
   };
+  const size_t first_node = out.nodes.size();
   auto new_tile = [&](TileNode t) {
+    if (out.nodes.size() - first_node >= max_chunk_nodes_)
+      throw Unsupported("kernel " + k_.name + ": one chunk of " + std::to_string(kLanes) +
+                        " outputs unrolls to more than " + std::to_string(max_chunk_nodes_) +
+                        " tile operations (a reduction too long to trace whole; the compiler does not split "
+                        "one across batches yet)");
     out.nodes.push_back(t);
     Value v;
     v.kind = Value::kTile;

@@ -131,9 +131,15 @@ struct TraceValue {
 // and 16 consecutive points of their flattened product form a chunk; REDUCE ranges and everything else
 // are unrolled while tracing. Index arithmetic is evaluated per lane here, so loads and stores carry
 // concrete element indices: the data plan gathers and scatters them.
+//
+// A chunk is traced whole before its batch compiles, so one chunk's tile nodes must fit in host memory:
+// past `max_chunk_nodes` (a reduction of millions of terms per output, say) tracing stops with
+// Unsupported instead of exhausting memory. Splitting such a reduction across batches is not built yet.
 class Tracer {
  public:
-  Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes);
+  static constexpr size_t kMaxChunkNodes = size_t(1) << 23;  // about 2.5 GB of tile nodes
+  Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes,
+         size_t max_chunk_nodes = kMaxChunkNodes);
   int64_t num_chunks() const { return chunks_; }
   void trace_chunk(int64_t chunk, TileProgram& out);
   // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
@@ -142,6 +148,7 @@ class Tracer {
  private:
   const Kernel& k_;
   std::vector<int64_t> vals_, sizes_;
+  size_t max_chunk_nodes_;
   std::vector<int> parallel_;    // lane-parallel RANGE nodes, outermost first
   std::vector<int64_t> bounds_;  // their trip counts
   int64_t points_ = 1;
