@@ -48,7 +48,7 @@ TEST_CASE("tracer: 16 iterations per chunk, inactive lanes past the end") {
   Tracer t(k, {}, {20, 20, 20});
   REQUIRE(t.num_chunks() == 2);
   TileProgram p;
-  t.trace_chunk(1, p);
+  CHECK(t.trace_chunk(1, p));
   REQUIRE(p.stores.size() == 1);
   const TileStore& s = p.stores[0];
   for (int l = 0; l < kLanes; ++l) {
@@ -65,7 +65,7 @@ TEST_CASE("lowering splits long tile programs into launches within the hardware 
   Kernel k = parse_kernel(muladd_ir(16 * 40));
   Tracer t(k, {}, {640, 640, 640});
   TileProgram p;
-  for (int c = 0; c < 40; ++c) t.trace_chunk(c, p);
+  for (int c = 0; c < 40; ++c) CHECK(t.trace_chunk(c, p));
   std::vector<int32_t> consts;
   const TensorCoreConfig ref;
   auto launches = lower(p, ref, consts);
@@ -261,8 +261,8 @@ TEST_CASE("tracing: a chunk past the node limit is Unsupported, not an exhausted
   // The muladd chunk traces 4 nodes per lane-parallel point (two loads, MUL, ADD with its constant).
   Kernel k = parse_kernel(muladd_ir(16));
   TileProgram p;
-  CHECK_NOTHROW(Tracer(k, {}, {16, 16, 16}, 64).trace_chunk(0, p));
+  CHECK(Tracer(k, {}, {16, 16, 16}, TraceLimits{64, 64}).trace_chunk(0, p));
   TileProgram q;
-  CHECK_THROWS_WITH(Tracer(k, {}, {16, 16, 16}, 2).trace_chunk(0, q),
+  CHECK_THROWS_WITH(Tracer(k, {}, {16, 16, 16}, TraceLimits{64, 2}).trace_chunk(0, q),
                     Contains("kernel muladd") && Contains("more than 2 tile operations"));
 }

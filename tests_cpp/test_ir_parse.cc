@@ -43,7 +43,8 @@ TEST_CASE("IR parser: the renderer's spellings parse to their values") {
   Kernel k = parse_kernel(
       "KERNEL E_3 fastmath\r\n"
       "CONST i32 0 -2147483648\nCONST f32 0 0x1.8p+1\nCONST f32 0 -inf\nCONST idx 0 9223372036854775807\n"
-      "PARAM f32 0 2 GLOBAL 0 0\nPARAM i32 0 1 DEFINE_VAR 1 8\nRANGE idx 1 3 7 REDUCE\n\n   \nEND void 2 6 6\n");
+      "PARAM f32 0 2 GLOBAL 0 0\nPARAM i32 0 1 DEFINE_VAR 1 8\nRANGE idx 1 3 7 REDUCE\n\n   \nEND void 2 6 "
+      "6\n");
   CHECK(k.name == "E_3");
   CHECK(k.fast_math);
   REQUIRE(k.nodes.size() == 8);

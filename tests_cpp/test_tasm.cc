@@ -149,7 +149,8 @@ TEST_CASE("every other parsed integer is range-checked, never wrapped") {
   CHECK(assemble("VMEM[0] = -2147483648" + zeros15 + "\nEND").records[0].data[0] == INT32_MIN);
   CHECK_THROWS_WITH(parse_wire("5 0 4294967301" + zeros15 + "\n4"),
                     Contains("tile value 4294967301 out of range"));
-  CHECK_THROWS_WITH(parse_wire("5 0 -9223372036854775809" + zeros15 + "\n4"), Contains("not a 32-bit integer"));
+  CHECK_THROWS_WITH(parse_wire("5 0 -9223372036854775809" + zeros15 + "\n4"),
+                    Contains("not a 32-bit integer"));
   // WMEM data: 256 + 1 would be int8 1.
   CHECK_THROWS_WITH(assemble("WMEM[0] = 257" + zeros15 + "\nEND"), Contains("int8 range"));
   CHECK_THROWS_WITH(parse_wire("0 0 257" + zeros15 + "\n4"), Contains("int8 range"));
@@ -160,8 +161,10 @@ TEST_CASE("every other parsed integer is range-checked, never wrapped") {
   CHECK_THROWS_WITH(parse_wire("2 4294967303 0 0 0 0 0 0 0 0\n4"), Contains("out of range"));
   CHECK_THROWS_WITH(assemble("INSTR 4294967303 0 0 0 0 0 0 0 0\nEND"), Contains("does not fit 6 bits"));
   CHECK_THROWS_WITH(assemble("LOAD v4294967299, VMEM[0]\nEND"), Contains("vreg v4294967299 out of range"));
-  CHECK_THROWS_WITH(assemble("LOOP_BEGIN count=1099511627777\nEND"), Contains("loop count 1099511627777 out"));
-  CHECK_THROWS_WITH(assemble("VFILL v1, imm=4294967041\nEND"), Contains("int8 immediate 4294967041 out of range"));
+  CHECK_THROWS_WITH(assemble("LOOP_BEGIN count=1099511627777\nEND"),
+                    Contains("loop count 1099511627777 out"));
+  CHECK_THROWS_WITH(assemble("VFILL v1, imm=4294967041\nEND"),
+                    Contains("int8 immediate 4294967041 out of range"));
   CHECK_THROWS_WITH(assemble("SET_REQUANT_CONFIG scale_mul=4294967298 scale_shift=0\nEND"),
                     Contains("int32 immediate 4294967298 out of range"));
   // The OUTPUT_MXU flag is a 32-bit integer in both formats.

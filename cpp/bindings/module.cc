@@ -106,10 +106,11 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("cycles", &KernelProgress::cycles);
 
   py::class_<CompiledKernel>(m, "Kernel")
-      .def(py::init([](py::bytes ir, const TensorCoreConfig& cfg) {
-             return CompiledKernel(std::string(ir), cfg);
+      .def(py::init([](py::bytes ir, const TensorCoreConfig& cfg, size_t cut_nodes) {
+             return CompiledKernel(std::string(ir), cfg, compiler::TraceLimits{cut_nodes});
            }),
-           py::arg("ir"), py::arg("config") = TensorCoreConfig{})
+           py::arg("ir"), py::arg("config") = TensorCoreConfig{},
+           py::arg("cut_nodes") = compiler::TraceLimits{}.cut_nodes)
       .def_property_readonly("config", &CompiledKernel::config)
       .def_property_readonly("name", &CompiledKernel::name)
       .def(
@@ -122,6 +123,7 @@ PYBIND11_MODULE(_core, m) {
           py::arg("bufs"), py::arg("vals"), py::arg("tasm"), py::arg("trace") = nullptr,
           py::arg("progress") = nullptr);
 
+  m.attr("DEFAULT_CUT_NODES") = compiler::TraceLimits{}.cut_nodes;
   m.def(
       "check_kernel", [](const std::string& ir) { compiler::parse_kernel(ir); },
       "Raise NotImplementedError if the kernel has an op or dtype the compiler cannot lower");

@@ -295,10 +295,10 @@ void replay(const ReplayCache::Hit& hit, const std::vector<int64_t>& sizes, Plan
 
 Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
              const std::vector<int64_t>& sizes, const Choices& choices,
-             const std::function<void(int64_t, int64_t)>& traced) {
+             const std::function<void(int64_t, int64_t)>& traced, const TraceLimits& limits) {
   const auto start = std::chrono::steady_clock::now();
   cfg.check();
-  Tracer tracer(k, vals, sizes);
+  Tracer tracer(k, vals, sizes, limits);
   Plan plan;
   plan.config = cfg;
   PlanBuilder builder(plan, sizes);
@@ -348,7 +348,7 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
   };
   const int64_t chunks = std::max<int64_t>(tracer.num_chunks(), 1);
   for (int64_t c = 0; c < chunks; ++c) {
-    tracer.trace_chunk(c, prog);
+    while (!tracer.trace_chunk(c, prog)) compile_batch();  // a long chunk, in parts
     if (traced) traced(c + 1, chunks);
     // the chunk that pins the prefix runs before any chunk reads the pinned tiles
     if (prog.nodes.size() >= kBatchNodes || (c == 0 && tracer.pinned_prefix())) compile_batch();

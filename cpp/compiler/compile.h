@@ -17,9 +17,10 @@ namespace tinytpu::compiler {
 //   lower     lower: instructions, registers, VMEM slots, launches within the hardware limits
 //   plan      PlanBuilder: each launch's bundle validated once, and where its data comes from and goes
 // `cfg`: the TensorCore to compile for (its limits cut launches; the plan runs on it). `sizes`: elements
-// per buffer slot. `traced(chunks done, chunks)` is called after every chunk.
+// per buffer slot. `traced(chunks done, chunks)` is called after every chunk. `limits`: how much of a
+// chunk is traced before its batch compiles (Tracer).
 Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
              const std::vector<int64_t>& sizes, const Choices& choices = {},
-             const std::function<void(int64_t, int64_t)>& traced = {});
+             const std::function<void(int64_t, int64_t)>& traced = {}, const TraceLimits& limits = {});
 
 }  // namespace tinytpu::compiler

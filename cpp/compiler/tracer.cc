@@ -123,8 +123,12 @@ int64_t Tracer::uniform_value(int node, const std::vector<int64_t>& known) const
 }
 
 Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes,
-               size_t max_chunk_nodes)
-    : k_(k), sizes_(buffer_sizes), max_chunk_nodes_(max_chunk_nodes) {
+               const TraceLimits& limits)
+    : k_(k), sizes_(buffer_sizes), limits_(limits) {
+  last_reader_.assign(k.nodes.size(), -1);
+  for (int i = 0; i < int(k.nodes.size()); ++i)
+    for (int s : k.nodes[i].src)
+      if (s >= 0 && s < int(k.nodes.size())) last_reader_[s] = i;
   // Scalar variables arrive in `vals` in PARAM slot order; index them by slot.
   std::vector<int64_t> var_slots;
   for (const Node& n : k.nodes)
@@ -202,31 +206,27 @@ void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
     }
     kept[s] = v;
   }
-  int pins = 0;
   for (int s : prefix_uses_) {
     if (kept[s].kind != Value::kTile) continue;
     TileStore st{-1, {}, {}, kept[s].tile};
     st.active.fill(true);
-    st.pin = pins;
+    st.pin = next_pin_;
     out.stores.push_back(st);
-    kept[s].tile = pins++;
+    kept[s].tile = next_pin_++;
   }
   prefix_vals_ = std::move(kept);
   prefix_ready_ = true;
 }
 
-void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
-  const auto& nodes = k_.nodes;
-  std::vector<Value> val(nodes.size());
-  std::vector<int64_t> iter(nodes.size(), 0), bound(nodes.size(), 0);
-  std::map<int, std::map<int64_t, Value>> regs;  // BUFFER(REG) node -> element -> value
-  // Global stores of this chunk, for a lane reading back what it wrote: (buf, element) -> (tile, lane);
-  // tile -1 when the store was gated by data. Buffers written at data-dependent indices are unknowable.
-  std::map<std::pair<int, int64_t>, std::pair<int, int>> stored;
-  std::set<int> stored_bufs, scattered_bufs;  // buffers stored to at all / at data-dependent indices
-  std::vector<std::array<bool, kLanes>> masks;
+void Tracer::start_chunk(int64_t chunk) {
+  ChunkState& s = st_;
+  s = ChunkState{};
+  s.chunk = chunk;
+  s.val.assign(k_.nodes.size(), Value{});
+  s.iter.assign(k_.nodes.size(), 0);
+  s.bound.assign(k_.nodes.size(), 0);
+  s.lane_range.assign(parallel_.size(), Lanes{});
   std::array<bool, kLanes> active;
-  std::vector<Lanes> lane_range(parallel_.size());
   int np = int(parallel_.size());
   int64_t cols = blocked_ ? (bounds_[np - 1] + kRows - 1) / kRows : 0,
           rows = blocked_ ? (bounds_[np - 2] + kRows - 1) / kRows : 0;
@@ -236,8 +236,8 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
     if (blocked_) {
       int64_t i = (chunk / cols % rows) * kRows + l / kRows, j = (chunk % cols) * kRows + l % kRows;
       active[l] = i < bounds_[np - 2] && j < bounds_[np - 1];
-      lane_range[np - 2][l] = std::min(i, bounds_[np - 2] - 1);  // an inactive lane repeats a real point
-      lane_range[np - 1][l] = std::min(j, bounds_[np - 1] - 1);
+      s.lane_range[np - 2][l] = std::min(i, bounds_[np - 2] - 1);  // an inactive lane repeats a real point
+      s.lane_range[np - 1][l] = std::min(j, bounds_[np - 1] - 1);
       f = chunk / cols / rows;
       inner = 2;
     } else {
@@ -245,13 +245,81 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
       if (!active[l]) f = std::max<int64_t>(points_ - 1, 0);
     }
     for (int r = np - 1 - inner; r >= 0; --r) {
-      lane_range[r][l] = bounds_[r] ? f % bounds_[r] : 0;
+      s.lane_range[r][l] = bounds_[r] ? f % bounds_[r] : 0;
       f = bounds_[r] ? f / bounds_[r] : 0;
     }
   }
-  masks.push_back(active);
-  std::vector<int> data_gates{
-      -1};  // innermost data-dependent IF condition as a bool tile (AND of nested ones)
+  s.masks.push_back(active);
+  s.data_gates.push_back(-1);
+}
+
+template <class Fn>
+void Tracer::for_live_tiles(Fn fn) {
+  ChunkState& s = st_;
+  // An IR value computed before the loop and read after its RANGE node: loop-body values are computed
+  // again in the next iteration before they are read.
+  for (int i = 0; i < s.cut; ++i) {
+    Value& v = s.val[i];
+    if (last_reader_[i] <= s.cut) continue;
+    if (v.kind == Value::kTile) fn(v.tile);
+    if (v.kind == Value::kPtr && v.dyn >= 0) fn(v.dyn);
+  }
+  for (auto& [buf, elems] : s.regs)
+    for (auto& [e, v] : elems)
+      if (v.kind == Value::kTile) fn(v.tile);
+  for (int& g : s.data_gates)
+    if (g >= 0) fn(g);
+  for (auto& [at, tile_lane] : s.stored)
+    if (tile_lane.first >= 0) fn(tile_lane.first);
+}
+
+void Tracer::cut(TileProgram& out) {
+  std::map<int, int> pin_of;  // tile -> its pinned tile
+  for_live_tiles([&](int& tile) {
+    auto [it, fresh] = pin_of.emplace(tile, next_pin_);
+    if (fresh) {
+      TileStore keep{-1, {}, {}, tile};
+      keep.active.fill(true);
+      keep.pin = next_pin_++;
+      out.stores.push_back(keep);
+      st_.pin_dtypes[keep.pin] = out.nodes[tile].dtype;
+    }
+    tile = it->second;
+  });
+}
+
+void Tracer::resume(TileProgram& out) {
+  std::map<int, int> leaf_of;  // pinned tile -> its leaf in `out`
+  for_live_tiles([&](int& pin) {
+    auto [it, fresh] = leaf_of.emplace(pin, int(out.nodes.size()));
+    if (fresh) {
+      TileNode leaf{Op::LOAD, st_.pin_dtypes.at(pin)};
+      leaf.pinned = pin;
+      out.nodes.push_back(leaf);
+    }
+    pin = it->second;
+  });
+  st_.pin_dtypes.clear();
+}
+
+bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
+  const auto& nodes = k_.nodes;
+  const bool resuming = st_.chunk == chunk && st_.cut >= 0;
+  if (resuming)
+    resume(out);
+  else
+    start_chunk(chunk);
+  ChunkState& state = st_;
+  auto& val = state.val;
+  auto& iter = state.iter;
+  auto& bound = state.bound;
+  auto& regs = state.regs;
+  auto& stored = state.stored;
+  auto& stored_bufs = state.stored_bufs;
+  auto& scattered_bufs = state.scattered_bufs;
+  auto& masks = state.masks;
+  auto& data_gates = state.data_gates;
+  const auto& lane_range = state.lane_range;
 
   auto uniform = [](DType d, int64_t x) {
     Value v;
@@ -262,9 +330,9 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
   };
   const size_t first_node = out.nodes.size();
   auto new_tile = [&](TileNode t) {
-    if (out.nodes.size() - first_node >= max_chunk_nodes_)
+    if (out.nodes.size() - first_node >= limits_.max_chunk_nodes)
       throw Unsupported("kernel " + k_.name + ": one chunk of " + std::to_string(kLanes) +
-                        " outputs unrolls to more than " + std::to_string(max_chunk_nodes_) +
+                        " outputs unrolls to more than " + std::to_string(limits_.max_chunk_nodes) +
                         " tile operations (a reduction too long to trace whole; the compiler does not split "
                         "one across batches yet)");
     out.nodes.push_back(t);
@@ -309,7 +377,10 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
   };
 
   size_t start = 0;
-  if (prefix_ready_) {  // later chunks: the prefix's values, pinned tiles as leaves
+  if (resuming) {
+    start = state.ip;
+    state.cut = -1;
+  } else if (prefix_ready_) {  // later chunks: the prefix's values, pinned tiles as leaves
     for (int s : prefix_uses_) {
       val[s] = prefix_vals_[s];
       if (val[s].kind != Value::kTile) continue;
@@ -376,6 +447,12 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
         if (++iter[r] < bound[r]) {
           val[r] = uniform(nodes[r].dtype, iter[r]);
           ip = size_t(r);  // the loop resumes at r + 1
+          if (out.nodes.size() - first_node >= limits_.cut_nodes) {
+            state.ip = size_t(r) + 1;
+            state.cut = r;
+            cut(out);
+            return false;
+          }
         }
         break;
       }
@@ -523,6 +600,7 @@ void Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
       }
     }
   }
+  return true;
 }
 
 }  // namespace tinytpu::compiler

@@ -1,7 +1,9 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -132,25 +134,60 @@ struct TraceValue {
 // are unrolled while tracing. Index arithmetic is evaluated per lane here, so loads and stores carry
 // concrete element indices: the data plan gathers and scatters them.
 //
-// A chunk is traced whole before its batch compiles, so one chunk's tile nodes must fit in host memory:
-// past `max_chunk_nodes` (a reduction of millions of terms per output, say) tracing stops with
-// Unsupported instead of exhausting memory. Splitting such a reduction across batches is not built yet.
+// A long chunk (a reduction of millions of terms per output) is traced in parts, so that its tile
+// nodes fit in host memory: past `cut_nodes` nodes, at the end of a loop iteration, trace_chunk keeps
+// every live value as a pinned tile (a store with `pin`) and returns false; the caller compiles the
+// batch, and the next call resumes the chunk with those values as pinned leaves. `max_chunk_nodes`
+// bounds a part that has no loop iteration to stop at: past it, tracing stops with Unsupported.
+struct TraceLimits {
+  size_t cut_nodes = size_t(1) << 20;        // about 300 MB of tile nodes
+  size_t max_chunk_nodes = size_t(1) << 23;  // about 2.5 GB
+};
 class Tracer {
  public:
-  static constexpr size_t kMaxChunkNodes = size_t(1) << 23;  // about 2.5 GB of tile nodes
   Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes,
-         size_t max_chunk_nodes = kMaxChunkNodes);
+         const TraceLimits& limits = {});
+  // Traces chunk `chunk` (or the rest of it) into `out`. False: it stopped at a cut; call again with
+  // the same chunk once `out` is compiled and emptied.
+  [[nodiscard]] bool trace_chunk(int64_t chunk, TileProgram& out);
   int64_t num_chunks() const { return chunks_; }
-  void trace_chunk(int64_t chunk, TileProgram& out);
   // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
   bool pinned_prefix() const { return prefix_ready_; }
 
  private:
   const Kernel& k_;
   std::vector<int64_t> vals_, sizes_;
-  size_t max_chunk_nodes_;
-  std::vector<int> parallel_;    // lane-parallel RANGE nodes, outermost first
-  std::vector<int64_t> bounds_;  // their trip counts
+  TraceLimits limits_;
+  std::vector<int> last_reader_;  // per IR node: the last node that reads it (-1: none)
+  int next_pin_ = 0;              // pinned tiles numbered so far: the prefix's, then each cut's
+  // The chunk being traced: the interpreter's state, kept across a cut.
+  struct ChunkState {
+    int64_t chunk = -1;
+    size_t ip = 0;  // the IR node to resume at
+    int cut = -1;   // the RANGE whose iteration ended at the cut
+    std::vector<TraceValue> val;
+    std::vector<int64_t> iter, bound;
+    std::map<int, std::map<int64_t, TraceValue>> regs;  // BUFFER(REG) node -> element -> value
+    // Global stores of this chunk, for a lane reading back what it wrote: (buf, element) -> (tile,
+    // lane); tile -1 when the store was gated by data. Buffers written at data-dependent indices are
+    // unknowable.
+    std::map<std::pair<int, int64_t>, std::pair<int, int>> stored;
+    std::set<int> stored_bufs, scattered_bufs;  // buffers stored to at all / at data-dependent indices
+    std::vector<std::array<bool, kLanes>> masks;
+    std::vector<int> data_gates;  // innermost data-dependent IF condition as a bool tile (AND of nested ones)
+    std::vector<Lanes> lane_range;
+    std::map<int, DType> pin_dtypes;  // the cut's pinned tiles
+  };
+  ChunkState st_;
+  void start_chunk(int64_t chunk);
+  // Calls fn(tile reference) for every tile the chunk's state refers to that the rest of the chunk may
+  // read, after a cut at the end of an iteration of RANGE `cut`.
+  template <class Fn>
+  void for_live_tiles(Fn fn);
+  void cut(TileProgram& out);     // keeps the live tiles as pinned tiles; references become pin numbers
+  void resume(TileProgram& out);  // pin numbers become pinned leaves of `out`
+  std::vector<int> parallel_;     // lane-parallel RANGE nodes, outermost first
+  std::vector<int64_t> bounds_;   // their trip counts
   int64_t points_ = 1;
   int64_t chunks_ = 0;
   // Kernels that reduce and have two inner parallel dimensions of at least 4 take their chunks as 4x4

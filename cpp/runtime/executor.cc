@@ -216,8 +216,8 @@ constexpr size_t kMaxPlans = 16;
 
 }  // namespace
 
-CompiledKernel::CompiledKernel(std::string_view ir, const TensorCoreConfig& cfg)
-    : kernel_(compiler::parse_kernel(ir)), config_(cfg) {
+CompiledKernel::CompiledKernel(std::string_view ir, const TensorCoreConfig& cfg, const TraceLimits& limits)
+    : kernel_(compiler::parse_kernel(ir)), config_(cfg), limits_(limits) {
   config_.check();
   for (const Node& n : kernel_.nodes)
     if (n.op == Op::PARAM && n.global) params_[int(n.ivalue)] = n.dtype;
@@ -251,7 +251,7 @@ std::shared_ptr<const Plan> CompiledKernel::plan(const PlanKey& key, const Choic
     if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   }
   auto made = std::make_shared<const Plan>(
-      compile(kernel_, config_, std::get<0>(key), std::get<1>(key), choices, traced));
+      compile(kernel_, config_, std::get<0>(key), std::get<1>(key), choices, traced, limits_));
   std::lock_guard<std::mutex> lock(plans_mutex_);
   if (plans_.size() >= kMaxPlans) plans_.clear();
   plans_[key] = made;

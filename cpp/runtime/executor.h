@@ -39,8 +39,10 @@ constexpr std::chrono::milliseconds kProgressInterval{50};
 // std::invalid_argument when the kernel is made.
 class CompiledKernel {
  public:
-  explicit CompiledKernel(std::string_view ir, const TensorCoreConfig& cfg = {});
-  CompiledKernel(const CompiledKernel& o) : kernel_(o.kernel_), config_(o.config_), params_(o.params_) {}
+  explicit CompiledKernel(std::string_view ir, const TensorCoreConfig& cfg = {},
+                          const compiler::TraceLimits& limits = {});
+  CompiledKernel(const CompiledKernel& o)
+      : kernel_(o.kernel_), config_(o.config_), limits_(o.limits_), params_(o.params_) {}
   const TensorCoreConfig& config() const { return config_; }
   // With a trace, the kernel is one slice on its kernel track, each launch one nested in it, and the
   // launches' runs follow one another on the timeline.
@@ -51,6 +53,7 @@ class CompiledKernel {
  private:
   compiler::Kernel kernel_;
   TensorCoreConfig config_;
+  compiler::TraceLimits limits_;
   std::map<int, compiler::DType> params_;  // buffer PARAM slot -> dtype, in slot order
   // symbolic-variable values, buffer sizes, vetoed chains, MXU operands with an earlier one's values
   using PlanKey =

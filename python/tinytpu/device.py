@@ -1,7 +1,7 @@
 """The TINYTPU tinygrad device: buffers live in the model's device memory (C++), every kernel runs on the
 cycle-accurate TensorCore in-process."""
 from __future__ import annotations
-import sys, time
+import os, sys, time
 from collections import Counter
 from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
@@ -18,7 +18,9 @@ class TinyTPUAllocator(LRUAllocator["TinyTPUDevice"]):
 
 class TinyTPUProgram(Program["TinyTPUDevice"]):
   def __init__(self, dev: TinyTPUDevice, obj: TinyELF):
-    self.dev, self.name, self.kernel = dev, obj.name, _core.Kernel(obj.lib, dev.config)
+    self.dev, self.name = dev, obj.name
+    # TINYTPU_CUT_NODES: how many tile nodes of a chunk are traced before its batch compiles (tests set it low)
+    self.kernel = _core.Kernel(obj.lib, dev.config, int(os.getenv("TINYTPU_CUT_NODES", _core.DEFAULT_CUT_NODES)))
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
     log = trace.for_kernel(self.name)
     progress = _Progress(self.name)
