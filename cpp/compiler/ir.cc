@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "compiler/op_table.h"
+
 namespace tinytpu::compiler {
 
 namespace {
@@ -30,110 +32,6 @@ const DTypeRow& row(DType d) {
     if (r.d == d) return r;
   static const DTypeRow other{DType::kOther, "other", 0, false, false};
   return other;
-}
-
-constexpr const char* kOpNames[] = {"SINK",  "PARAM", "BUFFER",  "CONST", "CAST",  "BITCAST", "RANGE",
-                                    "END",   "INDEX", "LOAD",    "STORE", "AFTER", "GROUP",   "IF",
-                                    "ENDIF", "NOOP",  "BARRIER", "STACK", "ADD",   "SUB",     "MUL",
-                                    "NEG",   "MAX",   "CMPLT",   "CMPNE", "CMPEQ", "WHERE",   "AND",
-                                    "OR",    "XOR",   "SHL",     "SHR",   "CDIV",  "CMOD",    "RECIPROCAL",
-                                    "TRUNC", "EXP2",  "LOG2",    "SIN",   "FDIV",  "MXU_DOT", "LANE_REDUCE"};
-static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == size_t(Op::kCount));
-
-bool is_int(DType d) { return is_lane_int(d) || d == DType::kIndex; }
-
-// Which (op, result dtype) pairs the lowering implements. Index arithmetic (kIndex) is folded at compile
-// time and never reaches the TensorCore.
-bool lowerable(const Node& n, bool fast_math) {
-  DType d = n.dtype;
-  bool value = is_int(d) || d == DType::kBool || d == DType::kF32;
-  switch (n.op) {
-    case Op::ADD:
-    case Op::SUB:
-    case Op::MUL:
-    case Op::NEG:
-    case Op::MAX:
-      return is_int(d) || d == DType::kF32;
-    case Op::WHERE:
-      return value;
-    case Op::CMPLT:
-    case Op::CMPNE:
-    case Op::CMPEQ:
-      return d == DType::kBool;
-    case Op::AND:
-    case Op::OR:
-    case Op::XOR:
-      return is_int(d) || d == DType::kBool;
-    case Op::SHL:
-    case Op::SHR:
-      return is_int(d);
-    case Op::CDIV:
-    case Op::CMOD:
-      return is_int(d);
-    case Op::RECIPROCAL:
-    case Op::TRUNC:
-    case Op::FDIV:
-      return d == DType::kF32;
-    case Op::EXP2:
-    case Op::LOG2:
-    case Op::SIN:
-      return d == DType::kF32 && fast_math;  // the TranscUnit: by default tinygrad decomposes EXP2/LOG2 and
-                                             // the renderer rewrites SIN (sin32) before the IR
-    case Op::MXU_DOT:
-    case Op::LANE_REDUCE:
-      return false;  // made by the compiler, never read from IR
-    case Op::STACK:
-      return n.src.empty();  // the empty shape of a scalar PARAM; vector STACKs never reach us
-    case Op::CAST:
-    case Op::BITCAST:
-      return value || d == DType::kWeakFloat;
-    case Op::PARAM:  // a buffer's elements fill 32-bit lanes; scalar variables are index values
-      return !n.global || (value && d != DType::kIndex);
-    default:
-      return true;
-  }
-}
-
-int min_sources(Op op) {
-  switch (op) {
-    case Op::WHERE:
-      return 3;
-    case Op::END:
-    case Op::INDEX:
-    case Op::STORE:
-    case Op::ADD:
-    case Op::SUB:
-    case Op::MUL:
-    case Op::MAX:
-    case Op::CMPLT:
-    case Op::CMPNE:
-    case Op::CMPEQ:
-    case Op::AND:
-    case Op::OR:
-    case Op::XOR:
-    case Op::SHL:
-    case Op::SHR:
-    case Op::CDIV:
-    case Op::CMOD:
-    case Op::FDIV:
-      return 2;
-    case Op::CAST:
-    case Op::BITCAST:
-    case Op::RANGE:
-    case Op::LOAD:
-    case Op::AFTER:
-    case Op::IF:
-    case Op::ENDIF:
-    case Op::NEG:
-    case Op::RECIPROCAL:
-    case Op::TRUNC:
-    case Op::EXP2:
-    case Op::LOG2:
-    case Op::SIN:
-      return 1;
-    default:
-      return 0;
-  }
 }
 
 // One IR line's whitespace-separated words; a missing or malformed one is std::invalid_argument naming
@@ -183,7 +81,7 @@ bool is_lane_int(DType d) {
          d == DType::kU32;
 }
 const char* dtype_name(DType d) { return row(d).code; }
-const char* op_name(Op op) { return kOpNames[int(op)]; }
+const char* op_name(Op op) { return op_info(op).name; }
 
 Kernel parse_kernel(std::string_view text) {
   Kernel k;
@@ -206,11 +104,11 @@ Kernel parse_kernel(std::string_view text) {
     std::string_view dt = ln.word();
     if (dt.empty()) ln.fail("no dtype");
     Node n;
-    auto it = std::find(std::begin(kOpNames), std::end(kOpNames), op);
-    if (it == std::end(kOpNames))
+    const OpInfo* info = find_op(op);
+    if (!info)
       throw Unsupported("TINYTPU cannot lower op " + std::string(op) + " (dtype " + std::string(dt) +
                         ") in kernel " + k.name);
-    n.op = Op(it - std::begin(kOpNames));
+    n.op = info->op;
     n.dtype_text = std::string(dt);
     n.dtype = DType::kOther;
     for (const auto& r : kDTypes)
@@ -225,8 +123,8 @@ Kernel parse_kernel(std::string_view text) {
     int64_t nsrc = ln.integer("source count", 0, INT32_MAX);
     for (int64_t i = 0; i < nsrc; ++i)
       n.src.push_back(int(ln.integer("source", 0, int64_t(k.nodes.size()) - 1)));
-    if (int(n.src.size()) < min_sources(n.op))
-      ln.fail(std::string(op) + " needs " + std::to_string(min_sources(n.op)) + " sources");
+    if (int(n.src.size()) < info->sources)
+      ln.fail(std::string(op) + " needs " + std::to_string(info->sources) + " sources");
     if (n.op == Op::CONST) {
       if (is_float(n.dtype)) {
         float f = ln.float32("float constant");
@@ -245,7 +143,7 @@ Kernel parse_kernel(std::string_view text) {
       if (space != "REG")
         throw Unsupported("TINYTPU has no " + std::string(space) + " memory (kernel " + k.name + ")");
     }
-    if (!lowerable(n, k.fast_math))
+    if (!accepts(*info, n, k.fast_math))
       throw Unsupported("TINYTPU cannot lower " + std::string(op) + " on " + n.dtype_text + " in kernel " +
                         k.name);
     int self = int(k.nodes.size());

@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 
+#include "compiler/op_table.h"
+
 namespace tinytpu::compiler {
 
 namespace {
@@ -176,34 +178,13 @@ TileProgram pack_stores(const TileProgram& p) {
   return std::move(b.out);
 }
 
-// Reductions the VPU's cross-lane ops do exactly (MAX compares signed, so not uint32; a float sum only).
+// Reductions the VPU's cross-lane ops do exactly (the op table's reduce columns).
 bool reducible(Op op, DType d) {
-  switch (op) {
-    case Op::ADD:
-      return is_lane_int(d) || d == DType::kF32;
-    case Op::MUL:
-      return is_lane_int(d);
-    case Op::MAX:
-      return is_lane_int(d) && d != DType::kU32;
-    default:
-      return false;
-  }
+  const OpInfo& o = op_info(op);
+  if (d == DType::kF32) return o.f32_reduce.has_value();
+  return is_lane_int(d) && o.int_reduce && !(o.signed_reduce && d == DType::kU32);
 }
-// The value a padding lane holds, as lane bits (narrow integers live sign- or zero-extended).
-uint32_t identity(Op op, DType d) {
-  if (op == Op::ADD) return d == DType::kF32 ? 0x80000000u : 0;  // -0.0: x + -0.0 is x, even for x = -0.0
-  if (op == Op::MUL) return 1;
-  switch (d) {  // MAX: the dtype's least value
-    case DType::kI8:
-      return uint32_t(-128);
-    case DType::kI16:
-      return uint32_t(-32768);
-    case DType::kI32:
-      return 0x80000000u;
-    default:
-      return 0;
-  }
-}
+uint32_t identity(Op op, DType d) { return op_info(op).identity(d); }
 
 struct Reduction {
   std::vector<int> terms;  // isomorphic: packed

@@ -4,6 +4,7 @@
 #include <bitset>
 #include <map>
 
+#include "compiler/op_table.h"
 #include "isa/instr_builders.h"
 
 namespace tinytpu::compiler {
@@ -31,24 +32,22 @@ constexpr const char* kNoSlots = "VMEM tiles";
 constexpr const char* kNoOutputs = "outputs";
 constexpr const char* kNoVregs = "vregs";
 
-// VPU reduce opcodes by op and axis; integer ones wrap, the float sum rounds per add.
+// The VPU reduce opcode of a LANE_REDUCE (the op table's reduce columns): integer ones wrap, the float
+// sum rounds per add.
 VpuOpcode lane_reduce_opcode(const TileNode& n) {
-  using V = VpuOpcode;
-  static const std::map<std::pair<Op, LaneAxis>, VpuOpcode> kInt = {
-      {{Op::ADD, LaneAxis::kTile}, V::kSumReduceTile}, {{Op::ADD, LaneAxis::kRow}, V::kSumReduce},
-      {{Op::ADD, LaneAxis::kCol}, V::kSumReduceCol},   {{Op::MUL, LaneAxis::kTile}, V::kMulReduceTile},
-      {{Op::MUL, LaneAxis::kRow}, V::kMulReduce},      {{Op::MUL, LaneAxis::kCol}, V::kMulReduceCol},
-      {{Op::MAX, LaneAxis::kTile}, V::kMaxReduceTile}, {{Op::MAX, LaneAxis::kRow}, V::kMaxReduce},
-      {{Op::MAX, LaneAxis::kCol}, V::kMaxReduceCol}};
-  static const std::map<LaneAxis, VpuOpcode> kFloatSum = {{LaneAxis::kTile, V::kFsumReduceTile},
-                                                          {LaneAxis::kRow, V::kFsumReduce},
-                                                          {LaneAxis::kCol, V::kFsumReduceCol}};
-  if (is_float(n.dtype)) {
-    if (n.reduce != Op::ADD)
-      throw Unsupported("internal: float LANE_REDUCE of " + std::string(op_name(n.reduce)));
-    return kFloatSum.at(n.axis);
+  const OpInfo& o = op_info(n.reduce);
+  const std::optional<ReduceOps>& ops = is_float(n.dtype) ? o.f32_reduce : o.int_reduce;
+  if (!ops)
+    throw Unsupported("internal: LANE_REDUCE of " + std::string(o.name) + " on " + dtype_name(n.dtype));
+  switch (n.axis) {
+    case LaneAxis::kTile:
+      return ops->tile;
+    case LaneAxis::kRow:
+      return ops->row;
+    case LaneAxis::kCol:
+      return ops->col;
   }
-  return kInt.at({n.reduce, n.axis});
+  throw Unsupported("internal: LANE_REDUCE axis");
 }
 
 bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16; }
@@ -651,6 +650,15 @@ class Emitter {
     return zero_leaf(n.b) ? n.a : zero_leaf(n.a) ? n.b : -1;
   }
 
+  // An op whose lowering is the op table's one instruction for its lanes.
+  void one_instruction(const OpInfo& info, bool f, int d, int a, int b) {
+    const std::optional<VpuOpcode>& op = f ? info.f32_op : info.int_op;
+    if (!op)
+      throw Unsupported(std::string("internal: no one-instruction lowering of ") + info.name +
+                        (f ? " on float32" : " on integers"));
+    vpu(*op, d, a, kVpuOps[int(*op)].arity == 2 ? b : 0);  // a unary op's second operand field stays 0
+  }
+
   void emit_node(int i) {
     const TileNode& n = p_.nodes[i];
     int relu = relu_input(n);
@@ -660,16 +668,8 @@ class Emitter {
     int d = alloc_vreg();
     DType from = n.from;
     bool f = is_float(n.dtype) || (n.op != Op::CAST && is_float(from));
+    const OpInfo& info = op_info(n.op);
     switch (n.op) {
-      case Op::ADD:
-        vpu(f ? VpuOpcode::kFadd : VpuOpcode::kAdd, d, a, b);
-        break;
-      case Op::SUB:
-        vpu(f ? VpuOpcode::kFsub : VpuOpcode::kSub, d, a, b);
-        break;
-      case Op::MUL:
-        vpu(f ? VpuOpcode::kFmul : VpuOpcode::kMul, d, a, b);
-        break;
       case Op::NEG:
         if (f) {
           int s = constant(int32_t(0x80000000u));
@@ -688,19 +688,17 @@ class Emitter {
           emit(instr::select(d, c, b, a));
           release(c);
         } else {
-          vpu(n.dtype == DType::kU32 ? VpuOpcode::kMaxU32 : VpuOpcode::kMax, d, a, b);
+          vpu(n.dtype == DType::kU32 ? VpuOpcode::kMaxU32 : *info.int_op, d, a, b);
         }
         break;
       case Op::CMPLT:
-        if (f) {
-          vpu(VpuOpcode::kFcmplt, d, a, b);
-        } else if (from == DType::kU32) {
+        if (!f && from == DType::kU32) {
           int s = constant(int32_t(0x80000000u)), t = alloc_vreg();
           less_unsigned(d, a, b, s, d, t);
           release(s);
           release(t);
         } else {
-          vpu(VpuOpcode::kCmplt, d, a, b);
+          one_instruction(info, f, d, a, b);
         }
         break;
       case Op::CMPNE:
@@ -713,41 +711,29 @@ class Emitter {
             release(one);
           }
         } else {
-          vpu(n.op == Op::CMPNE ? VpuOpcode::kCmpne : VpuOpcode::kCmpeq, d, a, b);
+          one_instruction(info, f, d, a, b);
         }
         break;
       case Op::WHERE:
         emit(instr::select(d, a, b, c));
         break;
-      case Op::AND:
-        vpu(VpuOpcode::kAnd, d, a, b);
-        break;
-      case Op::OR:
-        vpu(VpuOpcode::kOr, d, a, b);
-        break;
-      case Op::XOR:
-        vpu(VpuOpcode::kXor, d, a, b);
-        break;
-      case Op::SHL:
-        vpu(VpuOpcode::kShl, d, a, b);
-        break;
       case Op::SHR:
         if (is_signed(n.dtype))
           sar(d, a, b);
         else
-          vpu(VpuOpcode::kShr, d, a, b);
+          one_instruction(info, f, d, a, b);
         break;
       case Op::CDIV:
         if (n.dtype == DType::kU32)
           udiv(d, a, b);
         else
-          vpu(VpuOpcode::kDiv, d, a, b);
+          one_instruction(info, f, d, a, b);
         break;
       case Op::CMOD: {  // a - (a / b) * b, sign of the dividend
         if (n.dtype == DType::kU32)
           udiv(d, a, b);
         else
-          vpu(VpuOpcode::kDiv, d, a, b);
+          one_instruction(op_info(Op::CDIV), f, d, a, b);
         vpu(VpuOpcode::kMul, d, d, b);
         vpu(VpuOpcode::kSub, d, a, d);
         break;
@@ -775,15 +761,6 @@ class Emitter {
         else
           reciprocal(d, a);
         break;
-      case Op::EXP2:
-        vpu(VpuOpcode::kExp2, d, a);
-        break;
-      case Op::LOG2:
-        vpu(VpuOpcode::kLog2, d, a);
-        break;
-      case Op::SIN:
-        vpu(VpuOpcode::kSin, d, a);
-        break;
       case Op::TRUNC:
         trunc(d, a);
         break;
@@ -809,8 +786,8 @@ class Emitter {
           vpu(VpuOpcode::kAnd, d, a, a);
         }
         break;
-      default:
-        throw Unsupported(std::string("internal: no lowering for ") + op_name(n.op));
+      default:  // ADD, SUB, MUL, AND, OR, XOR, SHL, and the TranscUnit's EXP2, LOG2, SIN (fast math)
+        one_instruction(info, f, d, a, b);
     }
     if (n.op != Op::CMPLT && n.op != Op::CMPNE && n.op != Op::CMPEQ && !is_float(n.dtype)) wrap(n.dtype, d);
     set_vreg(i, d);

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "compiler/op_table.h"
 #include "isa/vpu_ops.h"
 #include "sim/controller.h"
 
@@ -181,17 +182,13 @@ class Fuser {
     for (int u = root + 1; u < int(p_.nodes.size()); ++u) {
       const TileNode& n = node(u);
       if (n.a != root && n.b != root && n.c != root) continue;
-      static const std::map<Op, VpuOpcode> kOps = {{Op::ADD, VpuOpcode::kAdd},
-                                                   {Op::MUL, VpuOpcode::kMul},
-                                                   {Op::MAX, VpuOpcode::kMax},
-                                                   {Op::SUB, VpuOpcode::kSub}};
-      auto op = kOps.find(n.op);
+      const OpInfo& op = op_info(n.op);  // its int_op is what the epilogue computes
       bool first = n.a == root;
       int other = first ? n.b : n.a;
-      if (op == kOps.end() || n.dtype != node(root).dtype || n.c >= 0 || other == root ||
+      if (!op.mxu_epilogue || n.dtype != node(root).dtype || n.c >= 0 || other == root ||
           (n.op == Op::SUB && !first))
         return;
-      dot.epilogue_op = int(op->second);
+      dot.epilogue_op = int(*op.int_op);
       TileNode fused = node(root);
       fused.a = other;
       p_.nodes[u] = fused;  // the root is left without readers

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "compiler/op_table.h"
+
 namespace tinytpu::compiler {
 
 namespace {
@@ -12,65 +14,11 @@ using Value = TraceValue;
 
 bool is_int_like(DType d) { return !is_float(d) && d != DType::kVoid; }
 
-// Two's-complement wrap of a mathematical integer to the dtype's width.
-int64_t wrap(DType d, int64_t v) {
-  switch (d) {
-    case DType::kBool:
-      return v != 0;
-    case DType::kI8:
-      return int8_t(v);
-    case DType::kU8:
-      return uint8_t(v);
-    case DType::kI16:
-      return int16_t(v);
-    case DType::kU16:
-      return uint16_t(v);
-    case DType::kI32:
-      return int32_t(v);
-    case DType::kU32:
-      return uint32_t(v);
-    default:
-      return v;
-  }
-}
-
+// Index arithmetic on known lane values: the op table's fold.
 int64_t fold(Op op, DType d, int64_t a, int64_t b, int64_t c) {
-  switch (op) {
-    case Op::ADD:
-      return wrap(d, a + b);
-    case Op::SUB:
-      return wrap(d, a - b);
-    case Op::MUL:
-      return wrap(d, int64_t(uint64_t(a) * uint64_t(b)));
-    case Op::NEG:
-      return wrap(d, -a);
-    case Op::MAX:
-      return std::max(a, b);
-    case Op::CMPLT:
-      return a < b;
-    case Op::CMPNE:
-      return a != b;
-    case Op::CMPEQ:
-      return a == b;
-    case Op::AND:
-      return a & b;
-    case Op::OR:
-      return a | b;
-    case Op::XOR:
-      return wrap(d, a ^ b);
-    case Op::SHL:
-      return wrap(d, int64_t(uint64_t(a) << (b & 63)));
-    case Op::SHR:
-      return a >> (b & 63);
-    case Op::CDIV:
-      return b == 0 ? 0 : a / b;
-    case Op::CMOD:
-      return b == 0 ? 0 : a % b;
-    case Op::WHERE:
-      return a ? b : c;
-    default:
-      throw Unsupported(std::string("cannot fold ") + op_name(op));
-  }
+  auto f = op_info(op).fold;
+  if (!f) throw Unsupported(std::string("cannot fold ") + op_name(op));
+  return f(d, a, b, c);
 }
 
 bool is_alu(Op op) { return op >= Op::ADD && op <= Op::TRUNC; }

@@ -1,0 +1,58 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "compiler/ir.h"
+#include "isa/vpu_ops.h"
+
+namespace tinytpu::compiler {
+
+// The result dtypes the lowering implements for an op (index integers are folded, never lowered).
+enum class Accepts : uint8_t {
+  kAny,          // no value of its own (SINK, RANGE, INDEX, ...)
+  kNever,        // made by the compiler, never read from IR
+  kInt,          // integers
+  kIntOrBool,    // integers and bool
+  kIntOrF32,     // integers and float32
+  kF32,          // float32
+  kF32FastMath,  // float32 under TINYTPU_FAST_MATH: the TranscUnit (tinygrad decomposes it otherwise)
+  kBool,         // comparisons
+  kValue,        // integers, bool, float32
+  kCast,         // a value, or the weak float of a literal
+  kParam,        // a buffer of values, or a scalar variable (an index)
+  kStack,        // the empty STACK of a scalar PARAM's shape
+};
+
+// A VPU op per lane axis of a cross-lane reduction: a whole tile, each row, each column.
+struct ReduceOps {
+  VpuOpcode tile, row, col;
+};
+
+// One row per tinygrad op: what the IR may hold, how index arithmetic folds it, the VPU instruction it
+// lowers to when that is one instruction, and how a reduction over it runs. A pass reads these columns
+// instead of listing ops, so changing a property touches one row. Lowerings longer than one instruction
+// (float MAX with tinygrad's NaN rule, unsigned compares and division, exact float division, shifts of
+// signed lanes) are Emitter::emit_node's (lower.cc).
+struct OpInfo {
+  Op op;
+  const char* name;  // as the renderer serialises it
+  int sources;       // the fewest sources a well-formed IR line has
+  Accepts accepts;
+  // Index arithmetic on known lane values (the tracer), with the result wrapped to the dtype; null: no
+  // fold (floats, memory, control).
+  int64_t (*fold)(DType d, int64_t a, int64_t b, int64_t c);
+  std::optional<VpuOpcode> int_op, f32_op;  // the one instruction on integer / float32 lanes
+  bool mxu_epilogue;  // the MXU's generic epilogue (46) computes it on the column sums (its int_op)
+  // Cross-lane reductions (lane packing): integer lanes (signed only when `signed_reduce`), float32
+  // lanes, and the padding lanes' value as lane bits.
+  std::optional<ReduceOps> int_reduce, f32_reduce;
+  bool signed_reduce;
+  uint32_t (*identity)(DType d);
+};
+
+const OpInfo& op_info(Op op);
+const OpInfo* find_op(std::string_view name);  // by serialised name; nullptr when unknown
+bool accepts(const OpInfo& info, const Node& n, bool fast_math);
+int64_t wrap(DType d, int64_t v);  // two's-complement wrap of a mathematical integer to the dtype's width
+
+}  // namespace tinytpu::compiler
