@@ -57,8 +57,8 @@ TEST_CASE("tracer: 16 iterations per chunk, inactive lanes past the end") {
   }
   const TileNode& leaf = p.nodes[p.nodes[p.nodes[s.value].a].a];  // (a*b)+3 -> a*b -> a
   CHECK(leaf.op == Op::LOAD);
-  CHECK(leaf.leaf[2].buf == 1);
-  CHECK(leaf.leaf[2].index == 18);
+  CHECK(p.lanes(leaf)[2].buf == 1);
+  CHECK(p.lanes(leaf)[2].index == 18);
 }
 
 TEST_CASE("lowering splits long tile programs into launches within the hardware limits") {
@@ -174,7 +174,8 @@ TileProgram dot_program(int terms, int scale) {
   TileProgram p;
   auto leaf = [&](auto value) {
     TileNode t{Op::LOAD, DType::kI32};
-    for (int l = 0; l < kLanes; ++l) t.leaf[l].bits = uint32_t(value(l));
+    LeafLanes& lanes = p.lanes(t);
+    for (int l = 0; l < kLanes; ++l) lanes[l].bits = uint32_t(value(l));
     p.nodes.push_back(t);
     return int(p.nodes.size()) - 1;
   };
@@ -215,9 +216,12 @@ TEST_CASE("mxu_dot: int8 dot-product chains become WS or OS MXU blocks, wider da
 TEST_CASE("mxu_dot: element factors are checked at launch time, so a chain can be vetoed by number") {
   // x[k] = buffer 0 element 4*(l/4) + k (shared by each row group), y[k] = a constant column factor
   auto elements = [](TileProgram& p) {
-    for (TileNode& n : p.nodes)
-      if (n.op == Op::LOAD && n.leaf[0].bits == n.leaf[1].bits)  // the x leaves vary by row only
-        for (int l = 0; l < kLanes; ++l) n.leaf[l] = LeafLane{0, int32_t(n.leaf[l].bits) + 1000};
+    for (TileNode& n : p.nodes) {
+      if (n.op != Op::LOAD) continue;
+      LeafLanes& lanes = p.lanes(n);
+      if (lanes[0].bits == lanes[1].bits)  // the x leaves vary by row only
+        for (int l = 0; l < kLanes; ++l) lanes[l] = LeafLane{0, int32_t(lanes[l].bits) + 1000};
+    }
   };
   TileProgram p = dot_program(8, 1);
   elements(p);

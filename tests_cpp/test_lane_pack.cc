@@ -11,7 +11,7 @@ using namespace tinytpu::compiler;
 namespace {
 int leaf(TileProgram& p, int first_element, int lanes) {  // elements first.. of buffer 1 in lanes 0..
   TileNode t{Op::LOAD, DType::kI32};
-  for (int l = 0; l < lanes; ++l) t.leaf[l] = {1, first_element + l, 0};
+  for (int l = 0; l < lanes; ++l) p.lanes(t)[l] = {1, first_element + l, 0};
   p.nodes.push_back(t);
   return int(p.nodes.size()) - 1;
 }
@@ -33,7 +33,7 @@ TileProgram row_sums(int outputs, int n) {
   int acc = -1;
   for (int k = 0; k < n; ++k) {
     TileNode t{Op::LOAD, DType::kI32};
-    for (int o = 0; o < outputs; ++o) t.leaf[o] = {1, o * n + k, 0};
+    for (int o = 0; o < outputs; ++o) p.lanes(t)[o] = {1, o * n + k, 0};
     p.nodes.push_back(t);
     int term = int(p.nodes.size()) - 1;
     acc = acc < 0 ? term : node(p, Op::ADD, acc, term);
@@ -52,7 +52,7 @@ TEST_CASE("lane_pack: one output's sum becomes one tile and a whole-tile reduce"
   CHECK(r.reduce == Op::ADD);
   const TileNode& in = p.nodes[r.a];
   REQUIRE(in.op == Op::LOAD);
-  for (int l = 0; l < kLanes; ++l) CHECK(in.leaf[l].index == l);  // term k in lane k
+  for (int l = 0; l < kLanes; ++l) CHECK(p.lanes(in)[l].index == l);  // term k in lane k
 }
 
 TEST_CASE("lane_pack: eight outputs reduce by columns in two row groups joined by a select") {
@@ -67,7 +67,7 @@ TEST_CASE("lane_pack: eight outputs reduce by columns in two row groups joined b
   // lanes 0..3 (row 0) are the first group: packed lane 4i + c holds term i (then 4 + i) of output c
   const TileNode& sum = p.nodes[p.nodes[join.c].a];
   REQUIRE(sum.op == Op::ADD);
-  for (int l = 0; l < kLanes; ++l) CHECK(p.nodes[sum.a].leaf[l].index == (l % 4) * 8 + l / 4);
+  for (int l = 0; l < kLanes; ++l) CHECK(p.lanes(p.nodes[sum.a])[l].index == (l % 4) * 8 + l / 4);
 }
 
 TEST_CASE("lane_pack: four isomorphic 4-lane stores become one 16-lane store") {
@@ -81,8 +81,8 @@ TEST_CASE("lane_pack: four isomorphic 4-lane stores become one 16-lane store") {
   for (int l = 0; l < kLanes; ++l) {
     CHECK(s.active[l]);
     CHECK(s.index[l] == l);
-    CHECK(p.nodes[v.a].leaf[l].index == l);
-    CHECK(p.nodes[v.b].leaf[l].index == 16 + l);
+    CHECK(p.lanes(p.nodes[v.a])[l].index == l);
+    CHECK(p.lanes(p.nodes[v.b])[l].index == 16 + l);
   }
 }
 

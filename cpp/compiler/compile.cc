@@ -80,12 +80,12 @@ class PlanBuilder {
     if (t.pinned >= 0) return add({TileSource::Kind::kPinned, t.pinned});
     if (t.dynamic) {
       int index = source(prog, t.a);
-      plan_.lanes.push_back(t.leaf);
+      plan_.lanes.push_back(prog.lanes(t));
       return add({TileSource::Kind::kDynamic, int(plan_.lanes.size()) - 1, index, t.gated});
     }
     if (!t.gated)  // a gated lane is checked when it runs: out of range, it reads 0
-      for (const LeafLane& s : t.leaf) in_range(s);
-    return add(gather(t.leaf, 0, t.gated));
+      for (const LeafLane& s : prog.lanes(t)) in_range(s);
+    return add(gather(prog.lanes(t), 0, t.gated));
   }
   // A lane reads a constant or an element of its buffer: one out of range is an error.
   void in_range(const LeafLane& s) {
@@ -306,11 +306,7 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
   TileProgram prog;
   int chains = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
   ReplayCache replays;
-  auto next_batch = [&] {  // emptied, not freed: the next batch is mostly as large (tile nodes are too)
-    prog.nodes.clear();
-    prog.stores.clear();
-    prog.mxu.clear();
-  };
+  auto next_batch = [&] { prog.clear(); };  // emptied, not freed: the next batch is mostly as large
   auto compile_batch = [&] {
     if (prog.stores.empty()) return;
     why.passed(0);

@@ -26,6 +26,7 @@ class Builder {
  public:
   explicit Builder(const TileProgram& in) : in_(in), remap_(in.nodes.size(), -1) {
     out.mxu = in.mxu;
+    out.leaves = in.leaves;              // copied nodes keep their leaves; packed ones add theirs
     out.nodes.reserve(in.nodes.size());  // nodes are large: one allocation, not log n copies
   }
   TileProgram out;
@@ -79,7 +80,8 @@ class Builder {
   }
   int constant(DType d, const LaneSet& lanes, uint32_t on, uint32_t off) {
     TileNode t{Op::LOAD, d};
-    for (int l = 0; l < kLanes; ++l) t.leaf[l].bits = lanes[l] ? on : off;
+    LeafLanes& bits = out.lanes(t);
+    for (int l = 0; l < kLanes; ++l) bits[l].bits = lanes[l] ? on : off;
     return add(t);
   }
 
@@ -94,18 +96,19 @@ class Builder {
     int made;
     if (first.op == Op::LOAD) {
       bool shared = std::all_of(ids.begin(), ids.end(), [&](int i) { return i == ids[0]; });
-      auto bits = uniform_bits(in_.nodes[ids[0]]);
+      auto bits = uniform_bits(in_, in_.nodes[ids[0]]);
       bool padded = std::any_of(map.begin(), map.end(), [](const LaneSrc& s) { return s.src < 0; });
       if (shared && bits && (!pad || !padded || *bits == *pad))
         return memo[ids] = remap_[ids[0]];  // the same in every lane, padding included
       TileNode t{Op::LOAD, first.dtype};
+      LeafLanes& leaf = out.lanes(t);
       for (int l = 0; l < kLanes; ++l) {
         if (map[l].src < 0) {
-          t.leaf[l].bits = pad.value_or(0);
+          leaf[l].bits = pad.value_or(0);
           continue;
         }
         const TileNode& s = in_.nodes[ids[map[l].src]];
-        t.leaf[l] = s.leaf[map[l].lane];
+        leaf[l] = in_.lanes(s)[map[l].lane];
         t.gated = t.gated || s.gated;
       }
       made = add(t);
@@ -240,8 +243,9 @@ class ReductionPacker {
     auto is_identity = [&](int i) {
       const TileNode& n = p_.nodes[i];
       if (n.op != Op::LOAD || n.dynamic || n.pinned >= 0) return false;
+      const LeafLanes& leaf = p_.lanes(n);
       for (int l : out)
-        if (n.leaf[l].buf >= 0 || n.leaf[l].bits != id) return false;
+        if (leaf[l].buf >= 0 || leaf[l].bits != id) return false;
       return true;
     };
     red.terms.erase(std::remove_if(red.terms.begin(), red.terms.end(), is_identity), red.terms.end());

@@ -286,7 +286,7 @@ class Emitter {
     const TileNode& n = p_.nodes[node];
     // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
     if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a)) throw NoRoom{"gather indices computed in this launch"};
-    auto bits = uniform_bits(n);
+    auto bits = uniform_bits(p_, n);
     return bits ? constant(int32_t(*bits), n.dtype) : load_fill(node);
   }
   int operand(int node) {
@@ -643,7 +643,7 @@ class Emitter {
     for (int r : {sign, one, t, ax, bx, big, zero}) release(r);
   }
 
-  bool zero_leaf(int node) const { return uniform_bits(p_.nodes[node]) == 0u; }
+  bool zero_leaf(int node) const { return uniform_bits(p_, p_.nodes[node]) == 0u; }
   // MAX(x, 0) on signed lanes (narrow unsigned lanes are never negative) is one RELU: no zero tile.
   int relu_input(const TileNode& n) const {
     if (n.op != Op::MAX || is_float(n.dtype) || n.dtype == DType::kU32) return -1;

@@ -68,7 +68,7 @@ class Fuser {
     const TileNode& n = node(i);
     return n.op == Op::LOAD && !n.dynamic && !n.gated && n.pinned < 0;
   }
-  bool is_zero(int i) const { return is_leaf(i) && uniform_bits(node(i)) == 0u; }
+  bool is_zero(int i) const { return is_leaf(i) && uniform_bits(p_, node(i)) == 0u; }
   bool is_sum(int i) const {  // ADD, SUB, NEG: a signed sum of its terms
     Op op = node(i).op;
     return (op == Op::ADD || op == Op::SUB || op == Op::NEG) &&
@@ -138,7 +138,7 @@ class Fuser {
   MxuTile lanes(int leaf, bool negate) const {
     MxuTile t;
     for (int l = 0; l < kLanes; ++l) {
-      const LeafLane& s = node(leaf).leaf[l];
+      const LeafLane& s = p_.lanes(node(leaf))[l];
       if (s.buf >= 0)
         t[l] = {s, negate};
       else

@@ -40,7 +40,7 @@ std::optional<BatchShape> batch_shape(const TileProgram& p) {
                       int64_t(n.c), int64_t(n.gated), int64_t(n.pinned), int64_t(n.reduce), int64_t(n.axis)})
       w.put(v);
     if (n.op != Op::LOAD) continue;
-    for (const LeafLane& l : n.leaf) {
+    for (const LeafLane& l : p.lanes(n)) {
       w.put(l.buf);
       w.put(int32_t(l.bits));
       if (!w.index(l.buf, l.index)) return std::nullopt;

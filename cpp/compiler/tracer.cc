@@ -25,11 +25,12 @@ bool is_alu(Op op) { return op >= Op::ADD && op <= Op::TRUNC; }
 
 }  // namespace
 
-std::optional<uint32_t> uniform_bits(const TileNode& n) {
+std::optional<uint32_t> uniform_bits(const TileProgram& p, const TileNode& n) {
   if (n.op != Op::LOAD || n.dynamic || n.pinned >= 0) return std::nullopt;
-  for (const auto& l : n.leaf)
-    if (l.buf >= 0 || l.bits != n.leaf[0].bits) return std::nullopt;
-  return n.leaf[0].bits;
+  const LeafLanes& lanes = p.lanes(n);
+  for (const auto& l : lanes)
+    if (l.buf >= 0 || l.bits != lanes[0].bits) return std::nullopt;
+  return lanes[0].bits;
 }
 
 NodeUses node_uses(const TileProgram& p) {
@@ -277,7 +278,7 @@ bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
     return v;
   };
   const size_t first_node = out.nodes.size();
-  auto new_tile = [&](TileNode t) {
+  auto new_tile = [&](const TileNode& t) {
     if (out.nodes.size() - first_node >= limits_.max_chunk_nodes)
       throw Unsupported("kernel " + k_.name + ": one chunk of " + std::to_string(kLanes) +
                         " outputs unrolls to more than " + std::to_string(limits_.max_chunk_nodes) +
@@ -294,7 +295,8 @@ bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
     if (x.kind == Value::kTile) return x.tile;
     if (x.kind != Value::kConst) throw Unsupported("kernel " + k_.name + ": a pointer used as a value");
     TileNode t{Op::LOAD, x.dtype};
-    for (int l = 0; l < kLanes; ++l) t.leaf[l].bits = uint32_t(x.v[l]);
+    LeafLanes& lanes = out.lanes(t);
+    for (int l = 0; l < kLanes; ++l) lanes[l].bits = uint32_t(x.v[l]);
     return new_tile(t).tile;
   };
   auto lane_mask = [&] { return masks.back(); };
@@ -305,20 +307,22 @@ bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
       throw Unsupported("kernel " + k_.name + ": load from buffer " + std::to_string(buf) +
                         " after a store to it at indices that depend on data");
     std::map<int, std::array<bool, kLanes>> from;  // storing tile -> lanes it provides
+    const LeafLanes& leaf = out.lanes(t);          // read before the masks below add leaves
     for (int l = 0; l < kLanes; ++l) {
-      if (t.leaf[l].buf < 0) continue;
-      auto it = stored.find({buf, t.leaf[l].index});
+      if (leaf[l].buf < 0) continue;
+      auto it = stored.find({buf, leaf[l].index});
       if (it == stored.end()) continue;
       auto [tile, lane] = it->second;
       if (tile < 0 || lane != l)
-        throw Unsupported("kernel " + k_.name + ": element " + std::to_string(t.leaf[l].index) +
-                          " of buffer " + std::to_string(buf) +
+        throw Unsupported("kernel " + k_.name + ": element " + std::to_string(leaf[l].index) + " of buffer " +
+                          std::to_string(buf) +
                           " is read back by another lane or after a store gated by data");
       from[tile][l] = true;
     }
     for (const auto& [tile, lanes] : from) {
       TileNode mask{Op::LOAD, DType::kBool};
-      for (int l = 0; l < kLanes; ++l) mask.leaf[l].bits = lanes[l];
+      LeafLanes& bits = out.lanes(mask);
+      for (int l = 0; l < kLanes; ++l) bits[l].bits = lanes[l];
       int m = new_tile(mask).tile;
       res = new_tile(TileNode{Op::WHERE, t.dtype, DType::kBool, m, tile, res.tile});
     }
@@ -455,20 +459,21 @@ bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
         t.dynamic = p.dyn >= 0;
         t.gated = data_gate || data_gates.back() >= 0;
         t.a = p.dyn;
+        LeafLanes& leaf = out.lanes(t);
         for (int l = 0; l < kLanes; ++l) {
           if (!m[l]) continue;
           if (gate && !data_gate && !gate->v[l]) {
-            if (alt->kind == Value::kConst) t.leaf[l].bits = uint32_t(alt->v[l]);
+            if (alt->kind == Value::kConst) leaf[l].bits = uint32_t(alt->v[l]);
           } else if (t.dynamic) {
-            t.leaf[l].buf = p.buf;  // element index known only when the index tile has run
+            leaf[l].buf = p.buf;  // element index known only when the index tile has run
           } else {
             if (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)) {
               if (t.gated) continue;  // discarded by the gate's select, or stored nowhere
               throw Unsupported("kernel " + k_.name + ": load of element " + std::to_string(p.v[l]) +
                                 " outside buffer " + std::to_string(p.buf));
             }
-            t.leaf[l].buf = p.buf;
-            t.leaf[l].index = p.v[l];
+            leaf[l].buf = p.buf;
+            leaf[l].index = p.v[l];
           }
         }
         res = new_tile(t);

@@ -19,7 +19,7 @@ using Lanes = std::array<int64_t, kLanes>;
 struct LeafLane {
   int buf = -1;  // PARAM slot; -1 for a constant
   uint32_t bits = 0;
-  int64_t index = 0;  // after bits: 16 bytes, not 24 (every tile node holds sixteen)
+  int64_t index = 0;  // after bits: 16 bytes, not 24
   LeafLane() = default;
   LeafLane(int buf, int64_t index, uint32_t bits = 0) : buf(buf), bits(bits), index(index) {}
   auto key() const { return std::tie(buf, index, bits); }
@@ -37,6 +37,7 @@ struct MxuLane {
   bool operator<(const MxuLane& o) const { return std::tie(src, negate) < std::tie(o.src, o.negate); }
 };
 using MxuTile = std::array<MxuLane, kLanes>;
+using LeafLanes = std::array<LeafLane, kLanes>;
 
 // Which lanes a LANE_REDUCE combines (the 4x4 tile is row-major: lane 4r+c is row r, column c): all
 // sixteen, the four of each row, or the four of each column; every combined lane gets the result.
@@ -48,7 +49,7 @@ struct TileNode {
   DType dtype;                // result dtype
   DType from = DType::kVoid;  // CAST/BITCAST source dtype
   int a = -1, b = -1, c = -1;
-  std::array<LeafLane, kLanes> leaf{};
+  int leaf = -1;  // LOAD: its lanes are TileProgram::leaves[leaf]; -1: every lane reads the constant 0
   // A gather whose element indices are data: lanes with buf >= 0 read element `a`'s value (an int32 tile
   // computed by an earlier launch) of that buffer. The loader only moves data; it does no arithmetic.
   bool dynamic = false;
@@ -61,8 +62,9 @@ struct TileNode {
   LaneAxis axis = LaneAxis::kTile;  // LANE_REDUCE
 };
 
+struct TileProgram;
 // A leaf whose sixteen lanes hold one constant (no gather, no pinned tile): its lane bits.
-std::optional<uint32_t> uniform_bits(const TileNode& n);
+std::optional<uint32_t> uniform_bits(const TileProgram& p, const TileNode& n);
 
 struct TileStore {
   int buf;
@@ -106,8 +108,30 @@ struct MxuDot {
 // The straight-line tile program for one or more chunks of 16 lanes, in program order.
 struct TileProgram {
   std::vector<TileNode> nodes;
+  // The LOAD nodes' lanes, apart from the nodes: most nodes are not leaves, and a small node is cheap to
+  // make, copy and keep.
+  std::vector<LeafLanes> leaves;
   std::vector<TileStore> stores;
   std::vector<MxuDot> mxu;
+
+  const LeafLanes& lanes(const TileNode& n) const {
+    static const LeafLanes kZero{};
+    return n.leaf < 0 ? kZero : leaves[n.leaf];
+  }
+  // A node's lanes to write, made on first use (the reference lasts until the next leaf is made).
+  LeafLanes& lanes(TileNode& n) {
+    if (n.leaf < 0) {
+      n.leaf = int(leaves.size());
+      leaves.emplace_back();
+    }
+    return leaves[n.leaf];
+  }
+  void clear() {
+    nodes.clear();
+    leaves.clear();
+    stores.clear();
+    mxu.clear();
+  }
 };
 
 // How often each node is read (by nodes and stores), and in which lanes its value is needed: a store's
