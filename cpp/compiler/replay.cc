@@ -32,18 +32,19 @@ class ShapeWriter {
 std::optional<BatchShape> batch_shape(const TileProgram& p) {
   if (!p.mxu.empty()) return std::nullopt;
   BatchShape s;
-  s.code.reserve(p.nodes.size() * 12);
+  s.code.reserve(p.nodes.size() * 6 + p.leaves.size() * 3 * kLanes);
   ShapeWriter w(s);
-  for (const TileNode& n : p.nodes) {  // every field of TileNode
+  for (const TileNode& n : p.nodes) {  // every field of TileNode; the small ones in one word
     if (n.dynamic || n.mxu >= 0) return std::nullopt;
-    for (int64_t v : {int64_t(n.op), int64_t(n.dtype), int64_t(n.from), int64_t(n.a), int64_t(n.b),
-                      int64_t(n.c), int64_t(n.gated), int64_t(n.pinned), int64_t(n.reduce), int64_t(n.axis)})
-      w.put(v);
+    static_assert(int(Op::kCount) <= 64 && int(DType::kOther) < 16, "the packed word's field widths");
+    w.put(int64_t(n.op) | int64_t(n.dtype) << 6 | int64_t(n.from) << 10 | int64_t(n.gated) << 14 |
+          int64_t(n.reduce) << 15 | int64_t(n.axis) << 21);
+    for (int64_t v : {int64_t(n.a), int64_t(n.b), int64_t(n.c), int64_t(n.pinned)}) w.put(v);
     if (n.op != Op::LOAD) continue;
     for (const LeafLane& l : p.lanes(n)) {
       w.put(l.buf);
       w.put(int32_t(l.bits));
-      if (!w.index(l.buf, l.index)) return std::nullopt;
+      if (l.buf >= 0 && !w.index(l.buf, l.index)) return std::nullopt;  // a constant lane has no index
     }
   }
   for (const TileStore& st : p.stores) {  // every field of TileStore
