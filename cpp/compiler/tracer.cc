@@ -14,6 +14,14 @@ using Value = TraceValue;
 
 bool is_int_like(DType d) { return !is_float(d) && d != DType::kVoid; }
 
+TraceValue uniform(DType d, int64_t x) {  // the same known value in every lane
+  TraceValue v;
+  v.kind = TraceValue::kConst;
+  v.dtype = d;
+  v.v.fill(x);
+  return v;
+}
+
 // Index arithmetic on known lane values: the op table's fold.
 int64_t fold(Op op, DType d, int64_t a, int64_t b, int64_t c) {
   auto f = op_info(op).fold;
@@ -251,102 +259,271 @@ void Tracer::resume(TileProgram& out) {
   st_.pin_dtypes.clear();
 }
 
-bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
-  const auto& nodes = k_.nodes;
-  const bool resuming = st_.chunk == chunk && st_.cut >= 0;
-  if (resuming)
-    resume(out);
-  else
-    start_chunk(chunk);
-  ChunkState& state = st_;
-  auto& val = state.val;
-  auto& iter = state.iter;
-  auto& bound = state.bound;
-  auto& regs = state.regs;
-  auto& stored = state.stored;
-  auto& stored_bufs = state.stored_bufs;
-  auto& scattered_bufs = state.scattered_bufs;
-  auto& masks = state.masks;
-  auto& data_gates = state.data_gates;
-  const auto& lane_range = state.lane_range;
+TraceValue Tracer::new_tile(const TileNode& t) {
+  TileProgram& out = *out_;
+  if (out.nodes.size() - first_node_ >= limits_.max_chunk_nodes)
+    throw Unsupported(
+        "kernel " + k_.name + ": one chunk of " + std::to_string(kLanes) + " outputs unrolls to more than " +
+        std::to_string(limits_.max_chunk_nodes) +
+        " tile operations with no loop iteration ending among them, where it could be traced in parts");
+  out.nodes.push_back(t);
+  Value v;
+  v.kind = Value::kTile;
+  v.dtype = t.dtype;
+  v.tile = int(out.nodes.size()) - 1;
+  return v;
+}
 
-  auto uniform = [](DType d, int64_t x) {
-    Value v;
-    v.kind = Value::kConst;
-    v.dtype = d;
-    v.v.fill(x);
-    return v;
-  };
-  const size_t first_node = out.nodes.size();
-  auto new_tile = [&](const TileNode& t) {
-    if (out.nodes.size() - first_node >= limits_.max_chunk_nodes)
-      throw Unsupported("kernel " + k_.name + ": one chunk of " + std::to_string(kLanes) +
-                        " outputs unrolls to more than " + std::to_string(limits_.max_chunk_nodes) +
-                        " tile operations (a reduction too long to trace whole; the compiler does not split "
-                        "one across batches yet)");
-    out.nodes.push_back(t);
-    Value v;
-    v.kind = Value::kTile;
-    v.dtype = t.dtype;
-    v.tile = int(out.nodes.size()) - 1;
-    return v;
-  };
-  auto to_tile = [&](const Value& x) -> int {  // constants become leaf tiles
-    if (x.kind == Value::kTile) return x.tile;
-    if (x.kind != Value::kConst) throw Unsupported("kernel " + k_.name + ": a pointer used as a value");
-    TileNode t{Op::LOAD, x.dtype};
-    LeafLanes& lanes = out.lanes(t);
-    for (int l = 0; l < kLanes; ++l) lanes[l].bits = uint32_t(x.v[l]);
-    return new_tile(t).tile;
-  };
-  auto lane_mask = [&] { return masks.back(); };
-  // A load of elements this chunk already stored sees the stored lanes (sequential semantics within a
-  // work item): each storing tile is selected in over the loaded leaf by a constant lane mask.
-  auto forward_stores = [&](Value& res, const TileNode& t, int buf) {
-    if (scattered_bufs.count(buf) || t.dynamic)
-      throw Unsupported("kernel " + k_.name + ": load from buffer " + std::to_string(buf) +
-                        " after a store to it at indices that depend on data");
-    std::map<int, std::array<bool, kLanes>> from;  // storing tile -> lanes it provides
-    const LeafLanes& leaf = out.lanes(t);          // read before the masks below add leaves
-    for (int l = 0; l < kLanes; ++l) {
-      if (leaf[l].buf < 0) continue;
-      auto it = stored.find({buf, leaf[l].index});
-      if (it == stored.end()) continue;
-      auto [tile, lane] = it->second;
-      if (tile < 0 || lane != l)
-        throw Unsupported("kernel " + k_.name + ": element " + std::to_string(leaf[l].index) + " of buffer " +
-                          std::to_string(buf) +
-                          " is read back by another lane or after a store gated by data");
-      from[tile][l] = true;
-    }
-    for (const auto& [tile, lanes] : from) {
-      TileNode mask{Op::LOAD, DType::kBool};
-      LeafLanes& bits = out.lanes(mask);
-      for (int l = 0; l < kLanes; ++l) bits[l].bits = lanes[l];
-      int m = new_tile(mask).tile;
-      res = new_tile(TileNode{Op::WHERE, t.dtype, DType::kBool, m, tile, res.tile});
-    }
-  };
+int Tracer::to_tile(const TraceValue& x) {  // constants become leaf tiles
+  if (x.kind == Value::kTile) return x.tile;
+  if (x.kind != Value::kConst) throw Unsupported("kernel " + k_.name + ": a pointer used as a value");
+  TileNode t{Op::LOAD, x.dtype};
+  LeafLanes& lanes = out_->lanes(t);
+  for (int l = 0; l < kLanes; ++l) lanes[l].bits = uint32_t(x.v[l]);
+  return new_tile(t).tile;
+}
 
-  size_t start = 0;
-  if (resuming) {
-    start = state.ip;
-    state.cut = -1;
-  } else if (prefix_ready_) {  // later chunks: the prefix's values, pinned tiles as leaves
-    for (int s : prefix_uses_) {
-      val[s] = prefix_vals_[s];
-      if (val[s].kind != Value::kTile) continue;
-      TileNode leaf{Op::LOAD, val[s].dtype};
-      leaf.pinned = prefix_vals_[s].tile;
-      val[s].tile = new_tile(leaf).tile;
-    }
-    start = size_t(prefix_end_);
+// A load of elements this chunk already stored sees the stored lanes (sequential semantics within a work
+// item): each storing tile is selected in over the loaded leaf by a constant lane mask.
+void Tracer::forward_stores(TraceValue& res, const TileNode& t, int buf) {
+  if (st_.scattered_bufs.count(buf) || t.dynamic)
+    throw Unsupported("kernel " + k_.name + ": load from buffer " + std::to_string(buf) +
+                      " after a store to it at indices that depend on data");
+  std::map<int, std::array<bool, kLanes>> from;  // storing tile -> lanes it provides
+  const LeafLanes& leaf = out_->lanes(t);        // read before the masks below add leaves
+  for (int l = 0; l < kLanes; ++l) {
+    if (leaf[l].buf < 0) continue;
+    auto it = st_.stored.find({buf, leaf[l].index});
+    if (it == st_.stored.end()) continue;
+    auto [tile, lane] = it->second;
+    if (tile < 0 || lane != l)
+      throw Unsupported("kernel " + k_.name + ": element " + std::to_string(leaf[l].index) + " of buffer " +
+                        std::to_string(buf) + " is read back by another lane or after a store gated by data");
+    from[tile][l] = true;
   }
-  for (size_t ip = start; ip < nodes.size(); ++ip) {
-    if (int(ip) == prefix_end_ && !prefix_ready_) pin_prefix(val, out);
-    const Node& n = nodes[ip];
-    auto src = [&](int i) -> Value& { return val[n.src.at(i)]; };  // malformed IR: an error, not a wild read
-    Value& res = val[ip];
+  for (const auto& [tile, lanes] : from) {
+    TileNode mask{Op::LOAD, DType::kBool};
+    LeafLanes& bits = out_->lanes(mask);
+    for (int l = 0; l < kLanes; ++l) bits[l].bits = lanes[l];
+    int m = new_tile(mask).tile;
+    res = new_tile(TileNode{Op::WHERE, t.dtype, DType::kBool, m, tile, res.tile});
+  }
+}
+
+// A RANGE: a lane-parallel one is the chunk's lane coordinates; a loop starts at 0, or is skipped
+// (ip moves to its END) when it runs no iteration.
+void Tracer::trace_range(size_t& ip) {
+  const Node& n = k_.nodes[ip];
+  Value& res = st_.val[ip];
+  auto p = std::find(parallel_.begin(), parallel_.end(), int(ip));
+  if (p != parallel_.end()) {
+    res.kind = Value::kConst;
+    res.dtype = n.dtype;
+    res.v = st_.lane_range[p - parallel_.begin()];
+    return;
+  }
+  st_.bound[ip] = uniform_value(n.src[0], vals_);
+  st_.iter[ip] = 0;
+  if (st_.bound[ip] <= 0) {  // skip to after the matching END
+    size_t e = ip + 1;
+    while (!(k_.nodes[e].op == Op::END && k_.nodes[e].src[1] == int(ip))) ++e;
+    ip = e;
+    return;
+  }
+  res = uniform(n.dtype, 0);
+}
+
+// The END of a loop: the next iteration (ip moves back to its RANGE), or the loop is done. False: the
+// part is long enough, and the chunk stops here to be resumed.
+bool Tracer::trace_end(size_t& ip) {
+  int r = k_.nodes[ip].src[1];
+  if (std::find(parallel_.begin(), parallel_.end(), r) != parallel_.end()) return true;
+  if (++st_.iter[r] >= st_.bound[r]) return true;
+  st_.val[r] = uniform(k_.nodes[r].dtype, st_.iter[r]);
+  ip = size_t(r);  // the loop resumes at r + 1
+  if (out_->nodes.size() - first_node_ < limits_.cut_nodes) return true;
+  st_.ip = size_t(r) + 1;
+  st_.cut = r;
+  cut(*out_);
+  return false;
+}
+
+// An IF narrows the lane mask where its condition is known per lane, else adds a data gate.
+void Tracer::trace_if(const Node& n) {
+  Value c = src(n, 0);
+  int gate = st_.data_gates.back();
+  auto m = st_.masks.back();
+  if (c.kind == Value::kConst) {
+    for (int l = 0; l < kLanes; ++l) m[l] = m[l] && c.v[l];
+  } else {
+    c.dtype = DType::kBool;
+    gate = gate < 0 ? to_tile(c)
+                    : new_tile(TileNode{Op::AND, DType::kBool, DType::kBool, gate, to_tile(c)}).tile;
+  }
+  st_.masks.push_back(m);
+  st_.data_gates.push_back(gate);
+}
+
+void Tracer::trace_index(size_t ip) {
+  const Node& n = k_.nodes[ip];
+  const Value& b = src(n, 0);
+  const Value& i = src(n, 1);
+  if (b.kind != Value::kBuf) throw Unsupported("kernel " + k_.name + ": INDEX into a value");
+  Value& res = st_.val[ip];
+  res = b;
+  res.kind = Value::kPtr;
+  res.dtype = n.dtype;
+  if (i.kind == Value::kTile) {
+    if (b.reg) throw Unsupported("kernel " + k_.name + ": register index depends on loaded data");
+    res.dyn = i.tile;
+  } else {
+    res.v = i.v;
+  }
+}
+
+// A LOAD: a register's value, or a leaf gathering the active lanes' elements (with a gate's fallback,
+// and the lanes this chunk stored before).
+void Tracer::trace_load(size_t ip) {
+  const Node& n = k_.nodes[ip];
+  const Value& p = src(n, 0);
+  Value& res = st_.val[ip];
+  if (p.kind != Value::kPtr) throw Unsupported("kernel " + k_.name + ": LOAD from a value, not an INDEX");
+  if (p.reg) {
+    res = st_.regs[p.buf][p.v[0]];
+    if (res.kind == Value::kNone) res = uniform(n.dtype, 0);
+    return;
+  }
+  const Value* gate = n.src.size() == 3 ? &src(n, 2) : nullptr;
+  const Value* alt = n.src.size() == 3 ? &src(n, 1) : nullptr;
+  bool data_gate = gate && gate->kind == Value::kTile;
+  TileNode t{Op::LOAD, n.dtype};
+  const auto& m = st_.masks.back();
+  t.dynamic = p.dyn >= 0;
+  t.gated = data_gate || st_.data_gates.back() >= 0;
+  t.a = p.dyn;
+  LeafLanes& leaf = out_->lanes(t);
+  for (int l = 0; l < kLanes; ++l) {
+    if (!m[l]) continue;
+    if (gate && !data_gate && !gate->v[l]) {
+      if (alt->kind == Value::kConst) leaf[l].bits = uint32_t(alt->v[l]);
+    } else if (t.dynamic) {
+      leaf[l].buf = p.buf;  // element index known only when the index tile has run
+    } else {
+      if (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)) {
+        if (t.gated) continue;  // discarded by the gate's select, or stored nowhere
+        throw Unsupported("kernel " + k_.name + ": load of element " + std::to_string(p.v[l]) +
+                          " outside buffer " + std::to_string(p.buf));
+      }
+      leaf[l].buf = p.buf;
+      leaf[l].index = p.v[l];
+    }
+  }
+  res = new_tile(t);
+  if (st_.stored_bufs.count(p.buf)) forward_stores(res, t, p.buf);
+  if (data_gate) {
+    TileNode w{Op::WHERE, n.dtype, DType::kBool, gate->tile, res.tile, to_tile(*alt)};
+    res = new_tile(w);
+  } else if (alt && alt->kind != Value::kConst) {  // a computed fallback: select it where the gate is off
+    Value g = *gate;
+    g.dtype = DType::kBool;
+    TileNode w{Op::WHERE, n.dtype, DType::kBool, to_tile(g), res.tile, to_tile(*alt)};
+    res = new_tile(w);
+  }
+}
+
+// A STORE: to a register (kept under a data gate's select), or to a buffer's elements at the active
+// lanes.
+void Tracer::trace_store(const Node& n) {
+  const Value& p = src(n, 0);
+  const Value& x = src(n, 1);
+  if (p.kind != Value::kPtr) throw Unsupported("kernel " + k_.name + ": STORE to a value, not an INDEX");
+  int gate = st_.data_gates.back();
+  if (p.reg) {
+    Value& r = st_.regs[p.buf][p.v[0]];
+    if (gate >= 0) {  // a register written under a data gate keeps its old value where the gate is off
+      Value old = r.kind == Value::kNone ? uniform(x.dtype, 0) : r;
+      r = new_tile(TileNode{Op::WHERE, x.dtype, DType::kBool, gate, to_tile(x), to_tile(old)});
+    } else {
+      r = x;
+    }
+    return;
+  }
+  TileStore s{p.buf, p.v, st_.masks.back(), 0, gate, p.dyn};
+  for (int l = 0; l < kLanes; ++l)
+    if (p.dyn < 0 && s.active[l] && (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)))
+      throw Unsupported("kernel " + k_.name + ": store outside buffer " + std::to_string(p.buf));
+  s.value = to_tile(x);
+  st_.stored_bufs.insert(p.buf);
+  if (p.dyn >= 0) st_.scattered_bufs.insert(p.buf);
+  for (int l = 0; l < kLanes; ++l)
+    if (p.dyn < 0 && s.active[l]) st_.stored[{p.buf, p.v[l]}] = {gate >= 0 ? -1 : s.value, l};
+  out_->stores.push_back(s);
+}
+
+// CAST and BITCAST: folded for integers known per lane, a tile node otherwise.
+void Tracer::trace_cast(size_t ip) {
+  const Node& n = k_.nodes[ip];
+  const Value& x = src(n, 0);
+  Value& res = st_.val[ip];
+  bool foldable = x.kind == Value::kConst && !is_float(x.dtype) && !is_float(n.dtype);
+  if (foldable) {
+    res = x;
+    res.dtype = n.dtype;
+    for (auto& e : res.v) e = wrap(n.dtype, e);
+  } else if (x.kind == Value::kConst && n.op == Op::BITCAST) {
+    res = x;
+    res.dtype = n.dtype;
+  } else {
+    res = new_tile(TileNode{n.op, n.dtype, x.dtype, to_tile(x)});
+  }
+}
+
+// An ALU op: folded (the op table) when every source is an integer known per lane, a tile node otherwise.
+void Tracer::trace_alu(size_t ip) {
+  const Node& n = k_.nodes[ip];
+  Value& res = st_.val[ip];
+  bool all_const = !is_float(n.dtype);
+  for (int s : n.src)
+    all_const = all_const && st_.val[s].kind == Value::kConst && !is_float(st_.val[s].dtype);
+  if (all_const) {
+    res = uniform(n.dtype, 0);
+    for (int l = 0; l < kLanes; ++l)
+      res.v[l] = fold(n.op, n.dtype, src(n, 0).v[l], n.src.size() > 1 ? src(n, 1).v[l] : 0,
+                      n.src.size() > 2 ? src(n, 2).v[l] : 0);
+    return;
+  }
+  TileNode t{n.op, n.dtype, src(n, 0).dtype};
+  t.a = to_tile(src(n, 0));
+  if (n.src.size() > 1) t.b = to_tile(src(n, 1));
+  if (n.src.size() > 2) t.c = to_tile(src(n, 2));
+  res = new_tile(t);
+}
+
+bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
+  out_ = &out;
+  first_node_ = out.nodes.size();
+  size_t start = 0;
+  if (st_.chunk == chunk && st_.cut >= 0) {  // the rest of a chunk cut at a loop iteration's end
+    resume(out);
+    start = st_.ip;
+    st_.cut = -1;
+  } else {
+    start_chunk(chunk);
+    if (prefix_ready_) {  // later chunks: the prefix's values, pinned tiles as leaves
+      for (int s : prefix_uses_) {
+        Value& v = st_.val[s] = prefix_vals_[s];
+        if (v.kind != Value::kTile) continue;
+        TileNode leaf{Op::LOAD, v.dtype};
+        leaf.pinned = prefix_vals_[s].tile;
+        v.tile = new_tile(leaf).tile;
+      }
+      start = size_t(prefix_end_);
+    }
+  }
+  for (size_t ip = start; ip < k_.nodes.size(); ++ip) {
+    if (int(ip) == prefix_end_ && !prefix_ready_) pin_prefix(st_.val, out);
+    const Node& n = k_.nodes[ip];
+    Value& res = st_.val[ip];
     switch (n.op) {
       case Op::SINK:
       case Op::GROUP:
@@ -366,191 +543,42 @@ bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
         res.kind = Value::kBuf;
         res.buf = int(ip);
         res.reg = true;
-        regs[int(ip)].clear();
+        st_.regs[int(ip)].clear();
         break;
       case Op::CONST:
         res = uniform(n.dtype, is_float(n.dtype) ? n.fbits : n.ivalue);
         break;
       case Op::AFTER:
-        res = src(0);
+        res = src(n, 0);
         break;
-      case Op::RANGE: {
-        auto p = std::find(parallel_.begin(), parallel_.end(), int(ip));
-        if (p != parallel_.end()) {
-          res.kind = Value::kConst;
-          res.dtype = n.dtype;
-          res.v = lane_range[p - parallel_.begin()];
-          break;
-        }
-        bound[ip] = uniform_value(n.src[0], vals_);
-        iter[ip] = 0;
-        if (bound[ip] <= 0) {  // skip to after the matching END
-          size_t e = ip + 1;
-          while (!(nodes[e].op == Op::END && nodes[e].src[1] == int(ip))) ++e;
-          ip = e;
-          break;
-        }
-        res = uniform(n.dtype, 0);
+      case Op::RANGE:
+        trace_range(ip);
         break;
-      }
-      case Op::END: {
-        int r = n.src[1];
-        if (std::find(parallel_.begin(), parallel_.end(), r) != parallel_.end()) break;
-        if (++iter[r] < bound[r]) {
-          val[r] = uniform(nodes[r].dtype, iter[r]);
-          ip = size_t(r);  // the loop resumes at r + 1
-          if (out.nodes.size() - first_node >= limits_.cut_nodes) {
-            state.ip = size_t(r) + 1;
-            state.cut = r;
-            cut(out);
-            return false;
-          }
-        }
+      case Op::END:
+        if (!trace_end(ip)) return false;
         break;
-      }
-      case Op::IF: {
-        Value c = src(0);
-        int gate = data_gates.back();
-        auto m = lane_mask();
-        if (c.kind == Value::kConst) {
-          for (int l = 0; l < kLanes; ++l) m[l] = m[l] && c.v[l];
-        } else {
-          c.dtype = DType::kBool;
-          gate = gate < 0 ? to_tile(c)
-                          : new_tile(TileNode{Op::AND, DType::kBool, DType::kBool, gate, to_tile(c)}).tile;
-        }
-        masks.push_back(m);
-        data_gates.push_back(gate);
+      case Op::IF:
+        trace_if(n);
         break;
-      }
       case Op::ENDIF:
-        masks.pop_back();
-        data_gates.pop_back();
+        st_.masks.pop_back();
+        st_.data_gates.pop_back();
         break;
-      case Op::INDEX: {
-        const Value& b = src(0);
-        const Value& i = src(1);
-        if (b.kind != Value::kBuf) throw Unsupported("kernel " + k_.name + ": INDEX into a value");
-        res = b;
-        res.kind = Value::kPtr;
-        res.dtype = n.dtype;
-        if (i.kind == Value::kTile) {
-          if (b.reg) throw Unsupported("kernel " + k_.name + ": register index depends on loaded data");
-          res.dyn = i.tile;
-        } else {
-          res.v = i.v;
-        }
+      case Op::INDEX:
+        trace_index(ip);
         break;
-      }
-      case Op::LOAD: {
-        const Value& p = src(0);
-        if (p.kind != Value::kPtr)
-          throw Unsupported("kernel " + k_.name + ": LOAD from a value, not an INDEX");
-        if (p.reg) {
-          res = regs[p.buf][p.v[0]];
-          if (res.kind == Value::kNone) res = uniform(n.dtype, 0);
-          break;
-        }
-        const Value* gate = n.src.size() == 3 ? &src(2) : nullptr;
-        const Value* alt = n.src.size() == 3 ? &src(1) : nullptr;
-        bool data_gate = gate && gate->kind == Value::kTile;
-        TileNode t{Op::LOAD, n.dtype};
-        auto m = lane_mask();
-        t.dynamic = p.dyn >= 0;
-        t.gated = data_gate || data_gates.back() >= 0;
-        t.a = p.dyn;
-        LeafLanes& leaf = out.lanes(t);
-        for (int l = 0; l < kLanes; ++l) {
-          if (!m[l]) continue;
-          if (gate && !data_gate && !gate->v[l]) {
-            if (alt->kind == Value::kConst) leaf[l].bits = uint32_t(alt->v[l]);
-          } else if (t.dynamic) {
-            leaf[l].buf = p.buf;  // element index known only when the index tile has run
-          } else {
-            if (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)) {
-              if (t.gated) continue;  // discarded by the gate's select, or stored nowhere
-              throw Unsupported("kernel " + k_.name + ": load of element " + std::to_string(p.v[l]) +
-                                " outside buffer " + std::to_string(p.buf));
-            }
-            leaf[l].buf = p.buf;
-            leaf[l].index = p.v[l];
-          }
-        }
-        res = new_tile(t);
-        if (stored_bufs.count(p.buf)) forward_stores(res, t, p.buf);
-        if (data_gate) {
-          TileNode w{Op::WHERE, n.dtype, DType::kBool, gate->tile, res.tile, to_tile(*alt)};
-          res = new_tile(w);
-        } else if (alt &&
-                   alt->kind != Value::kConst) {  // a computed fallback: select it where the gate is off
-          Value g = *gate;
-          g.dtype = DType::kBool;
-          TileNode w{Op::WHERE, n.dtype, DType::kBool, to_tile(g), res.tile, to_tile(*alt)};
-          res = new_tile(w);
-        }
+      case Op::LOAD:
+        trace_load(ip);
         break;
-      }
-      case Op::STORE: {
-        const Value& p = src(0);
-        const Value& x = src(1);
-        if (p.kind != Value::kPtr)
-          throw Unsupported("kernel " + k_.name + ": STORE to a value, not an INDEX");
-        int gate = data_gates.back();
-        if (p.reg) {
-          Value& r = regs[p.buf][p.v[0]];
-          if (gate >= 0) {  // a register written under a data gate keeps its old value where the gate is off
-            Value old = r.kind == Value::kNone ? uniform(x.dtype, 0) : r;
-            r = new_tile(TileNode{Op::WHERE, x.dtype, DType::kBool, gate, to_tile(x), to_tile(old)});
-          } else {
-            r = x;
-          }
-          break;
-        }
-        TileStore s{p.buf, p.v, lane_mask(), 0, gate, p.dyn};
-        for (int l = 0; l < kLanes; ++l)
-          if (p.dyn < 0 && s.active[l] && (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)))
-            throw Unsupported("kernel " + k_.name + ": store outside buffer " + std::to_string(p.buf));
-        s.value = to_tile(x);
-        stored_bufs.insert(p.buf);
-        if (p.dyn >= 0) scattered_bufs.insert(p.buf);
-        for (int l = 0; l < kLanes; ++l)
-          if (p.dyn < 0 && s.active[l]) stored[{p.buf, p.v[l]}] = {gate >= 0 ? -1 : s.value, l};
-        out.stores.push_back(s);
+      case Op::STORE:
+        trace_store(n);
         break;
-      }
       case Op::CAST:
-      case Op::BITCAST: {
-        const Value& x = src(0);
-        bool foldable = x.kind == Value::kConst && !is_float(x.dtype) && !is_float(n.dtype);
-        if (foldable) {
-          res = x;
-          res.dtype = n.dtype;
-          for (auto& e : res.v) e = wrap(n.dtype, e);
-        } else if (x.kind == Value::kConst && n.op == Op::BITCAST) {
-          res = x;
-          res.dtype = n.dtype;
-        } else {
-          TileNode t{n.op, n.dtype, x.dtype, to_tile(x)};
-          res = new_tile(t);
-        }
+      case Op::BITCAST:
+        trace_cast(ip);
         break;
-      }
-      default: {  // ALU
-        bool all_const = !is_float(n.dtype);
-        for (int s : n.src) all_const = all_const && val[s].kind == Value::kConst && !is_float(val[s].dtype);
-        if (all_const) {
-          res = uniform(n.dtype, 0);
-          for (int l = 0; l < kLanes; ++l)
-            res.v[l] = fold(n.op, n.dtype, src(0).v[l], n.src.size() > 1 ? src(1).v[l] : 0,
-                            n.src.size() > 2 ? src(2).v[l] : 0);
-          break;
-        }
-        TileNode t{n.op, n.dtype, src(0).dtype};
-        t.a = to_tile(src(0));
-        if (n.src.size() > 1) t.b = to_tile(src(1));
-        if (n.src.size() > 2) t.c = to_tile(src(2));
-        res = new_tile(t);
-      }
+      default:
+        trace_alu(ip);
     }
   }
   return true;

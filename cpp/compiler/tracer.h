@@ -203,7 +203,24 @@ class Tracer {
     std::map<int, DType> pin_dtypes;  // the cut's pinned tiles
   };
   ChunkState st_;
+  TileProgram* out_ = nullptr;  // what trace_chunk appends to
+  size_t first_node_ = 0;       // its size when this part of the chunk began
   void start_chunk(int64_t chunk);
+  // Tracing one IR node, by kind; each writes the node's value in st_.val.
+  TraceValue& src(const Node& n, int i) {
+    return st_.val[n.src.at(i)];
+  }  // malformed IR: an error, not a wild read
+  TraceValue new_tile(const TileNode& t);
+  int to_tile(const TraceValue& x);
+  void forward_stores(TraceValue& res, const TileNode& t, int buf);
+  void trace_range(size_t& ip);
+  [[nodiscard]] bool trace_end(size_t& ip);
+  void trace_if(const Node& n);
+  void trace_index(size_t ip);
+  void trace_load(size_t ip);
+  void trace_store(const Node& n);
+  void trace_cast(size_t ip);
+  void trace_alu(size_t ip);
   // Calls fn(tile reference) for every tile the chunk's state refers to that the rest of the chunk may
   // read, after a cut at the end of an iteration of RANGE `cut`.
   template <class Fn>
