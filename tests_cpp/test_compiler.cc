@@ -270,3 +270,36 @@ TEST_CASE("tracing: a chunk past the node limit is Unsupported, not an exhausted
   CHECK_THROWS_WITH(Tracer(k, {}, {16, 16, 16}, TraceLimits{64, 2}).trace_chunk(0, q),
                     Contains("kernel muladd") && Contains("more than 2 tile operations"));
 }
+
+TEST_CASE(
+    "tracing in parts: a long reduction stops at a loop iteration's end and resumes from pinned tiles") {
+  // r_16 as the renderer serialises it: one output, an accumulator register over a 16-term REDUCE range
+  Kernel k = parse_kernel(
+      "KERNEL r_16\nCONST idx 0 1\nCAST i32 1 0\nPARAM i32 1 1 0 GLOBAL 0 0\nCONST idx 0 16\nCAST i32 1 3\n"
+      "PARAM i32 1 4 1 GLOBAL 0 0\nBUFFER i32 1 1 REG\nCONST idx 0 0\nCAST i32 1 7\nINDEX i32 2 6 8\n"
+      "STORE void 2 9 8\nRANGE i32 1 4 0 REDUCE\nINDEX i32 2 5 11\nLOAD i32 1 12\nAFTER i32 3 6 10 11\n"
+      "INDEX i32 2 14 8\nLOAD i32 1 15\nADD i32 2 16 13\nSTORE void 2 15 17\nEND void 2 18 11\n"
+      "AFTER i32 2 6 19\nINDEX i32 2 20 8\nLOAD i32 1 21\nINDEX i32 2 2 8\nSTORE void 2 23 22\nSINK void 1 "
+      "24\n");
+  Tracer t(k, {}, {1, 16}, TraceLimits{5, 64});
+  TileProgram p;
+  int parts = 1, pins = 0;
+  while (!t.trace_chunk(0, p)) {
+    // a part ends in keeps of its live values: here the accumulator (and its register's first value)
+    REQUIRE(!p.stores.empty());
+    CHECK(p.stores.back().pin >= pins);
+    pins = p.stores.back().pin + 1;
+    CHECK(p.nodes.size() <= 5 + 4);  // past the limit only by the iteration that reached it
+    p.clear();
+    ++parts;
+    REQUIRE(parts < 16);
+  }
+  CHECK(parts > 2);
+  // the last part reads the last kept accumulator as a pinned leaf and stores the sum to buffer 0
+  bool reads_pin = false;
+  for (const TileNode& n : p.nodes) reads_pin = reads_pin || n.pinned == pins - 1;
+  CHECK(reads_pin);
+  REQUIRE(!p.stores.empty());
+  CHECK(p.stores.back().buf == 0);
+  CHECK(p.stores.back().pin < 0);
+}
