@@ -360,6 +360,11 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
     if (replays.hits > 0)
       decision_log().info("  {} of {} batches replayed: an earlier batch's code with their indices shifted",
                           replays.hits, why.batches);
+    if (tracer.parts_cut() > 0)
+      decision_log().info(
+          "  long chunks traced in parts: {} cuts at a loop iteration's end, live values kept as pinned "
+          "tiles",
+          tracer.parts_cut());
     if (!why.cuts.empty()) decision_log().info("  launches ended by a full limit: {}", why.cut_summary());
     if (chains > 0)
       decision_log().info(

@@ -345,6 +345,7 @@ bool Tracer::trace_end(size_t& ip) {
   st_.ip = size_t(r) + 1;
   st_.cut = r;
   cut(*out_);
+  ++parts_cut_;
   return false;
 }
 

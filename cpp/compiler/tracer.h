@@ -175,6 +175,7 @@ class Tracer {
   // the same chunk once `out` is compiled and emptied.
   [[nodiscard]] bool trace_chunk(int64_t chunk, TileProgram& out);
   int64_t num_chunks() const { return chunks_; }
+  int64_t parts_cut() const { return parts_cut_; }  // times a chunk stopped at a cut (the decision log)
   // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
   bool pinned_prefix() const { return prefix_ready_; }
 
@@ -184,6 +185,7 @@ class Tracer {
   TraceLimits limits_;
   std::vector<int> last_reader_;  // per IR node: the last node that reads it (-1: none)
   int next_pin_ = 0;              // pinned tiles numbered so far: the prefix's, then each cut's
+  int64_t parts_cut_ = 0;
   // The chunk being traced: the interpreter's state, kept across a cut.
   struct ChunkState {
     int64_t chunk = -1;
