@@ -500,10 +500,9 @@ class Emitter {
     bool row0_only =
         std::all_of(m.dispatches.begin(), m.dispatches.end(), [](auto& ds) { return ds.row == 0; });
     bool direct = row0_only && m.dispatches.size() == 1;  // the column sums themselves: no PSUM
-    if (m.epilogue_op >= 0) {  // synchronous: the result is in d when the SXU moves on
+    if (m.epilogue_op) {  // synchronous: the result is in d when the SXU moves on
       const auto& ds = m.dispatches[0];
-      emit(instr::mxu_vpu_epilogue(d, w[ds.weight], a[ds.act], /*tiles*/ 1, epilogue_src,
-                                   VpuOpcode(m.epilogue_op)));
+      emit(instr::mxu_vpu_epilogue(d, w[ds.weight], a[ds.act], /*tiles*/ 1, epilogue_src, *m.epilogue_op));
       return;
     }
     for (const auto& ds : m.dispatches) {

@@ -188,7 +188,7 @@ class Fuser {
       if (!op.mxu_epilogue || n.dtype != node(root).dtype || n.c >= 0 || other == root ||
           (n.op == Op::SUB && !first))
         return;
-      dot.epilogue_op = int(*op.int_op);
+      dot.epilogue_op = op.int_op;
       TileNode fused = node(root);
       fused.a = other;
       p_.nodes[u] = fused;  // the root is left without readers

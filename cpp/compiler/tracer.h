@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/ir.h"
+#include "isa/vpu_ops.h"
 #include "sim/tile.h"
 
 namespace tinytpu::compiler {
@@ -101,8 +102,8 @@ struct MxuDot {
   bool os = false;
   std::array<bool, kRows> live_rows{};  // OS: matrix rows with live lanes
   // A single row-0 dispatch may fold the following lane-wise int32 op into DISPATCH_MXU_VPU_EPILOGUE
-  // (46): result row 0 = op(column sums, operand a's row 0). The VPU opcode, or -1.
-  int epilogue_op = -1;
+  // (46): result row 0 = op(column sums, operand a's row 0).
+  std::optional<VpuOpcode> epilogue_op;
 };
 
 // The straight-line tile program for one or more chunks of 16 lanes, in program order.
