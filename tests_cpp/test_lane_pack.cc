@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "compiler/lane_pack.h"
+#include "helpers.h"
 #include "runtime/executor.h"
 
 using namespace tinytpu;
@@ -99,14 +100,7 @@ TEST_CASE("lane_pack: terms of different shapes and stores at one element stay a
 }
 
 TEST_CASE("lane_pack: a 16-element sum runs as LOAD, SUM_REDUCE_TILE, STORE, HALT") {
-  // r_16 as the renderer serialises it: an accumulator register over a REDUCE range
-  CompiledKernel k(
-      "KERNEL r_16\nCONST idx 0 1\nCAST i32 1 0\nPARAM i32 1 1 0 GLOBAL 0 0\nCONST idx 0 16\nCAST i32 1 3\n"
-      "PARAM i32 1 4 1 GLOBAL 0 0\nBUFFER i32 1 1 REG\nCONST idx 0 0\nCAST i32 1 7\nINDEX i32 2 6 8\n"
-      "STORE void 2 9 8\nRANGE i32 1 4 0 REDUCE\nINDEX i32 2 5 11\nLOAD i32 1 12\nAFTER i32 3 6 10 11\n"
-      "INDEX i32 2 14 8\nLOAD i32 1 15\nADD i32 2 16 13\nSTORE void 2 15 17\nEND void 2 18 11\n"
-      "AFTER i32 2 6 19\nINDEX i32 2 20 8\nLOAD i32 1 21\nINDEX i32 2 2 8\nSTORE void 2 23 22\nSINK void 1 "
-      "24\n");
+  CompiledKernel k(test::kSum16Ir);
   std::vector<DeviceBuffer> bufs{DeviceBuffer(4), DeviceBuffer(16 * 4)};
   for (int i = 0; i < 16; ++i) {
     int32_t v = 1000 * i - 7;

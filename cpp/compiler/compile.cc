@@ -124,9 +124,7 @@ class PlanBuilder {
     if (strided) {
       StridedGather g{lanes[0].buf, n, lanes[0].index, n > 1 ? lanes[1].index - lanes[0].index : 0,
                       n > kRows ? lanes[kRows].index - lanes[0].index : 0};
-      for (int l = 0; l < n && strided; ++l)
-        strided =
-            lanes[l].buf == g.buf && lanes[l].index == g.base + (l % kRows) * g.col + (l / kRows) * g.row;
+      for (int l = 0; l < n && strided; ++l) strided = lanes[l].buf == g.buf && lanes[l].index == g.index(l);
       if (strided) {
         plan_.strided.push_back(g);
         return {TileSource::Kind::kStrided, int(plan_.strided.size()) - 1, -1, gated, negate};

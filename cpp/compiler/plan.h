@@ -18,6 +18,7 @@ struct StridedGather {
   int buf;
   int lanes;
   int64_t base, col, row;
+  int64_t index(int l) const { return base + (l % kRows) * col + (l / kRows) * row; }  // lane l's element
 };
 
 // A gather of an element that is not in its buffer: when the plan is compiled for a static index, when

@@ -153,6 +153,14 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
   prefix_end_ = end;
 }
 
+int Tracer::pin(TileProgram& out, int tile) {
+  TileStore keep{-1, {}, {}, tile};
+  keep.active.fill(true);
+  keep.pin = next_pin_++;
+  out.stores.push_back(keep);
+  return keep.pin;
+}
+
 void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
   std::vector<Value> kept(prefix_end_);
   for (int s : prefix_uses_) {
@@ -163,14 +171,8 @@ void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
     }
     kept[s] = v;
   }
-  for (int s : prefix_uses_) {
-    if (kept[s].kind != Value::kTile) continue;
-    TileStore st{-1, {}, {}, kept[s].tile};
-    st.active.fill(true);
-    st.pin = next_pin_;
-    out.stores.push_back(st);
-    kept[s].tile = next_pin_++;
-  }
+  for (int s : prefix_uses_)
+    if (kept[s].kind == Value::kTile) kept[s].tile = pin(out, kept[s].tile);
   prefix_vals_ = std::move(kept);
   prefix_ready_ = true;
 }
@@ -233,13 +235,11 @@ void Tracer::for_live_tiles(Fn fn) {
 void Tracer::cut(TileProgram& out) {
   std::map<int, int> pin_of;  // tile -> its pinned tile
   for_live_tiles([&](int& tile) {
-    auto [it, fresh] = pin_of.emplace(tile, next_pin_);
-    if (fresh) {
-      TileStore keep{-1, {}, {}, tile};
-      keep.active.fill(true);
-      keep.pin = next_pin_++;
-      out.stores.push_back(keep);
-      st_.pin_dtypes[keep.pin] = out.nodes[tile].dtype;
+    auto it = pin_of.find(tile);
+    if (it == pin_of.end()) {
+      int p = pin(out, tile);
+      st_.pin_dtypes[p] = out.nodes[tile].dtype;
+      it = pin_of.emplace(tile, p).first;
     }
     tile = it->second;
   });

@@ -248,6 +248,7 @@ class Tracer {
   std::vector<TraceValue> prefix_vals_;  // their values (pinned tiles by pin number in .tile)
   bool prefix_ready_ = false;
   void pin_prefix(std::vector<TraceValue>& val, TileProgram& out);
+  int pin(TileProgram& out, int tile);  // a store keeping `tile` for later batches: its pinned tile number
 };
 
 }  // namespace tinytpu::compiler

@@ -105,9 +105,9 @@ class DataPlan {
       case TileSource::Kind::kStrided: {
         const StridedGather& g = p_.strided[s.id];
         const Slot& b = slots_[g.buf];
-        const int64_t base = g.base + shift(g.buf);
+        const int64_t moved = shift(g.buf);
         for (int l = 0; l < g.lanes; ++l) {
-          const int64_t at = base + (l % 4) * g.col + (l / 4) * g.row;
+          const int64_t at = g.index(l) + moved;
           if (!s.gated || (at >= 0 && at < b.size)) out[l] = read_lane(b.read + at * b.bytes, b.dtype);
         }
         break;
