@@ -1,6 +1,7 @@
 // Lane packing (compiler/lane_pack.h): small stores side by side, reductions across lanes.
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <set>
 
 #include "compiler/lane_pack.h"
 #include "helpers.h"
@@ -143,4 +144,110 @@ TEST_CASE("lane_pack: a constant term packed with leaf terms leaves the identity
     std::memcpy(&out, bufs[0].data() + 4 * r, 4);
     CHECK(out == 64 * r + 28 + 1);  // sum of 8r .. 8r + 7, plus 1
   }
+}
+
+namespace {
+// A leaf whose lane l reads element at(l) of buffer 1.
+template <class At>
+int leaf_at(TileProgram& p, At at) {
+  TileNode t{Op::LOAD, DType::kI32};
+  for (int l = 0; l < kLanes; ++l) p.lanes(t)[l] = {1, at(l), 0};
+  p.nodes.push_back(t);
+  return int(p.nodes.size()) - 1;
+}
+// The broadcasts the store's value reads, through its chain of ADDs and MULs.
+std::vector<const TileNode*> broadcasts(const TileProgram& p, int value) {
+  std::vector<const TileNode*> found;
+  std::vector<int> walk{value};
+  while (!walk.empty()) {
+    const TileNode& n = p.nodes[walk.back()];
+    walk.pop_back();
+    if (n.op == Op::LANE_BROADCAST) {
+      found.push_back(&n);
+      continue;
+    }
+    for (int o : {n.a, n.b})
+      if (o >= 0) walk.push_back(o);
+  }
+  return found;
+}
+}  // namespace
+
+TEST_CASE("lane_pack: row-replicated trees are computed four to a tile and copied back by column") {
+  // sum over k < 4 of (x[r][k] * x[r][k] + 3) * w[k][lane]: x[r][k] is the same in each row's four lanes
+  TileProgram p;
+  int acc = -1, three = -1;
+  {
+    TileNode c{Op::LOAD, DType::kI32};
+    for (int l = 0; l < kLanes; ++l) p.lanes(c)[l].bits = 3;
+    p.nodes.push_back(c);
+    three = int(p.nodes.size()) - 1;
+  }
+  for (int k = 0; k < 4; ++k) {
+    int x = leaf_at(p, [&](int l) { return 100 + 4 * (l / 4) + k; });
+    int tree = node(p, Op::ADD, node(p, Op::MUL, x, x), three);
+    int w = leaf_at(p, [&](int l) { return 16 * k + l; });
+    int term = node(p, Op::MUL, tree, w);
+    acc = acc < 0 ? term : node(p, Op::ADD, acc, term);
+  }
+  store(p, acc, kLanes, 0);
+  pack_lanes(p);
+  auto found = broadcasts(p, p.stores[0].value);
+  REQUIRE(found.size() == 4);
+  std::set<int> lanes;
+  for (const TileNode* b : found) {
+    CHECK(b->axis == LaneAxis::kRow);
+    CHECK(b->a == found[0]->a);  // one packed tile
+    lanes.insert(b->lane);
+  }
+  CHECK(lanes == std::set<int>{0, 1, 2, 3});
+  // the packed tree: (x * x) + 3 with x's lane (r, j) = element 100 + 4r + j, tree j's row r
+  const TileNode& packed = p.nodes[found[0]->a];
+  REQUIRE(packed.op == Op::ADD);
+  const TileNode& square = p.nodes[packed.a];
+  REQUIRE(square.op == Op::MUL);
+  REQUIRE(square.a == square.b);
+  for (int l = 0; l < kLanes; ++l) CHECK(p.lanes(p.nodes[square.a])[l].index == 100 + 4 * (l / 4) + l % 4);
+  CHECK(uniform_bits(p, p.nodes[packed.b]) == 3u);
+}
+
+TEST_CASE("lane_pack: sixteen tile-replicated trees share one tile, one lane each") {
+  TileProgram p;
+  for (int j = 0; j < kLanes; ++j) {
+    int x = leaf_at(p, [&](int) { return 500 + j; });
+    int tree = node(p, Op::SUB, node(p, Op::MUL, x, x), x);
+    store(p, node(p, Op::MUL, tree, leaf_at(p, [&](int l) { return 16 * j + l; })), kLanes, 16 * j);
+  }
+  pack_lanes(p);
+  REQUIRE(p.stores.size() == kLanes);
+  int tile = -1;
+  for (int j = 0; j < kLanes; ++j) {
+    auto found = broadcasts(p, p.stores[j].value);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0]->axis == LaneAxis::kTile);
+    CHECK(found[0]->lane == j);
+    tile = tile < 0 ? found[0]->a : tile;
+    CHECK(found[0]->a == tile);
+  }
+  const TileNode& x = p.nodes[p.nodes[p.nodes[tile].a].a];
+  for (int l = 0; l < kLanes; ++l) CHECK(p.lanes(x)[l].index == 500 + l);
+}
+
+TEST_CASE("lane_pack: replicated leaves alone, lone trees and unreplicated trees are not packed") {
+  TileProgram p;
+  int acc = -1;
+  for (int k = 0; k < 4; ++k) {  // bare row-replicated leaves times per-lane leaves: the loader refills them
+    int x = leaf_at(p, [&](int l) { return 4 * (l / 4) + k; });
+    int term = node(p, Op::MUL, x, leaf_at(p, [&](int l) { return 16 * k + l; }));
+    acc = acc < 0 ? term : node(p, Op::ADD, acc, term);
+  }
+  store(p, acc, kLanes, 0);
+  int lone = leaf_at(p, [](int) { return 7; });  // one replicated tree: nothing to share a tile with
+  store(p, node(p, Op::MUL, node(p, Op::MUL, lone, lone), leaf_at(p, [](int l) { return l; })), kLanes, 16);
+  int spread = leaf_at(p, [](int l) { return l; });  // a different value in every lane
+  store(p, node(p, Op::MUL, spread, spread), kLanes, 32);
+  size_t nodes = p.nodes.size();
+  pack_lanes(p);
+  CHECK(p.nodes.size() == nodes);
+  for (const TileStore& s : p.stores) CHECK(broadcasts(p, s.value).empty());
 }

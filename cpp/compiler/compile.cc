@@ -220,7 +220,8 @@ class PlanBuilder {
 
 // What the passes decided, for the decision log.
 struct Decisions {
-  int64_t batches = 0, launches = 0, spills = 0, stores = 0, packed_stores = 0, lane_reduces = 0;
+  int64_t batches = 0, launches = 0, spills = 0, stores = 0, packed_stores = 0, lane_reduces = 0,
+          broadcasts = 0;
   int64_t ws_blocks = 0, os_blocks = 0;
   int chains = 0, mxu_chains = 0;
   std::map<std::string, int64_t> cuts;  // launches ended early, by the limit reached
@@ -244,6 +245,7 @@ struct Decisions {
     stores += b.stores;
     packed_stores += b.packed_stores;
     lane_reduces += b.lane_reduces;
+    broadcasts += b.broadcasts;
     spills += b.spills;
     for (const auto& [why, n] : b.cuts) cuts[why] += n;
   }
@@ -332,7 +334,10 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
     why.passed(5);
     batch.stores = stores;
     batch.packed_stores = stores - int64_t(prog.stores.size());
-    for (const TileNode& n : prog.nodes) batch.lane_reduces += n.op == Op::LANE_REDUCE;
+    for (const TileNode& n : prog.nodes) {
+      batch.lane_reduces += n.op == Op::LANE_REDUCE;
+      batch.broadcasts += n.op == Op::LANE_BROADCAST;
+    }
     for (const Launch& l : launches)
       if (l.cut) ++batch.cuts[l.cut];
     why.counted(batch);
@@ -371,9 +376,11 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
           "(equal values)",
           why.mxu_chains, chains, why.os_blocks, why.ws_blocks, choices.veto.size(),
           choices.same_values.size());
-    if (why.packed_stores + why.lane_reduces > 0)
-      decision_log().info("  lane packing: {} of {} stores packed into others, {} cross-lane reduces",
-                          why.packed_stores, why.stores, why.lane_reduces);
+    if (why.packed_stores + why.lane_reduces + why.broadcasts > 0)
+      decision_log().info(
+          "  lane packing: {} of {} stores packed into others, {} cross-lane reduces, {} replicated values "
+          "computed side by side and broadcast back",
+          why.packed_stores, why.stores, why.lane_reduces, why.broadcasts);
     std::string passes;
     for (int i = 0; i < int(Decisions::kPasses.size()); ++i)
       passes += fmt::format(" {} {:.1f} ms", Decisions::kPasses[i], why.pass_ms[i]);

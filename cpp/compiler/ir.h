@@ -74,8 +74,10 @@ enum class Op : uint8_t {
   LOG2,
   SIN,
   FDIV,
-  MXU_DOT,      // compiler-internal: an int8 dot-product block on the MXU (compiler/mxu_dot.h)
-  LANE_REDUCE,  // compiler-internal: a cross-lane reduce of one tile (compiler/lane_pack.h)
+  MXU_DOT,         // compiler-internal: an int8 dot-product block on the MXU (compiler/mxu_dot.h)
+  LANE_REDUCE,     // compiler-internal: a cross-lane reduce of one tile (compiler/lane_pack.h)
+  LANE_BROADCAST,  // compiler-internal: one lane (row, column) of a tile copied to others
+                   // (compiler/lane_pack.h)
   kCount
 };
 const char* op_name(Op op);

@@ -52,7 +52,7 @@ class Builder {
   // Whether a node may be computed in other lanes than its own: a lane-wise op or a plain gather.
   bool movable(int i) const {
     const TileNode& n = in_.nodes[i];
-    return n.op != Op::MXU_DOT && n.op != Op::LANE_REDUCE &&
+    return n.op != Op::MXU_DOT && n.op != Op::LANE_REDUCE && n.op != Op::LANE_BROADCAST &&
            !(n.op == Op::LOAD && (n.dynamic || n.pinned >= 0));
   }
   // Same ops on the same operand positions down to the leaves, within `budget` nodes.
@@ -63,6 +63,26 @@ class Builder {
     if (a.op == Op::LOAD) return true;
     for (auto [p, q] : {std::pair{a.a, b.a}, {a.b, b.b}, {a.c, b.c}})
       if ((p < 0) != (q < 0) || (p >= 0 && !isomorphic(p, q, budget))) return false;
+    return true;
+  }
+  // The same, for graphs that share nodes: each pair of positions is compared once, and `budget` bounds
+  // the distinct pairs.
+  bool isomorphic_dag(int x, int y, int budget) const {
+    std::set<std::pair<int, int>> seen;
+    std::vector<std::pair<int, int>> todo{{x, y}};
+    while (!todo.empty()) {
+      auto [p, q] = todo.back();
+      todo.pop_back();
+      if (!seen.insert({p, q}).second) continue;
+      if (int(seen.size()) > budget || !movable(p) || !movable(q)) return false;
+      const TileNode &a = in_.nodes[p], &b = in_.nodes[q];
+      if (a.op != b.op || a.dtype != b.dtype || a.from != b.from) return false;
+      if (a.op == Op::LOAD) continue;
+      for (auto [u, v] : {std::pair{a.a, b.a}, {a.b, b.b}, {a.c, b.c}}) {
+        if ((u < 0) != (v < 0)) return false;
+        if (u >= 0) todo.push_back({u, v});
+      }
+    }
     return true;
   }
   // Nodes of the tree under x counted with repeats, or kMaxTree + 1 when it is larger or not movable.
@@ -348,11 +368,194 @@ class ReductionPacker {
   }
 };
 
+// A value replicated across lanes: the same in every live lane of the tile, of each row, or of each
+// column (a matmul's row operand in a 4x4 output block, a broadcast scalar). nullopt: none of these.
+using Replication = std::optional<LaneAxis>;
+
+Replication leaf_replication(const LeafLanes& lanes, const LaneSet& live) {
+  bool tile = true, row = true, col = true;
+  std::array<int, kLanes> first;  // per row / column / tile: its first live lane
+  first.fill(-1);
+  for (int l = 0; l < kLanes; ++l) {
+    if (!live[l]) continue;
+    int r = l / kRows, c = l % kRows;
+    auto same = [&](int& f) { return f < 0 ? (f = l, true) : lanes[f] == lanes[l]; };
+    row = same(first[r]) && row;
+    col = same(first[kRows + c]) && col;
+    tile = same(first[2 * kRows]) && tile;
+  }
+  if (tile) return LaneAxis::kTile;
+  if (row) return LaneAxis::kRow;
+  if (col) return LaneAxis::kCol;
+  return std::nullopt;
+}
+
+// A lane-wise op's replication: what all its operands share.
+Replication meet(Replication x, Replication y) {
+  if (!x || !y) return std::nullopt;
+  if (*x == LaneAxis::kTile) return y;
+  if (*y == LaneAxis::kTile || *x == *y) return x;
+  return std::nullopt;
+}
+
+// Replicated values computed once for several: a tree whose live lanes repeat one value per tile (row,
+// column) does the same work as the VPU's sixteen lanes on one (four) distinct values. Up to sixteen
+// (four) isomorphic such trees are computed side by side in one tile, lane (column, row) j holding tree
+// j's value, and each tree's value is copied back to its lanes by one XLU broadcast (2 cycles). Every
+// lane computes the same ops on the same values, so results are bit-identical. Taken when the trees'
+// estimated cycles saved exceed the broadcasts'.
+class ReplicaPacker {
+ public:
+  explicit ReplicaPacker(const TileProgram& p) : p_(p), b_(p), uses_(node_uses(p)), rep_(p.nodes.size()) {}
+
+  TileProgram run() {
+    classify();
+    std::vector<int> group_of(p_.nodes.size(), -1);  // root -> its group
+    for (size_t g = 0; g < groups_.size(); ++g)
+      for (int r : groups_[g].roots) group_of[r] = int(g);
+    std::vector<int> packed(groups_.size(), -1);
+    for (int i = 0; i < int(p_.nodes.size()); ++i) {
+      int g = group_of[i];
+      if (g < 0) {
+        b_.copy(i);
+        continue;
+      }
+      const Group& group = groups_[g];
+      int j = int(std::find(group.roots.begin(), group.roots.end(), i) - group.roots.begin());
+      if (packed[g] < 0) packed[g] = b_.pack(group.roots, lane_map(group), std::nullopt);
+      TileNode copy{Op::LANE_BROADCAST, p_.nodes[i].dtype, p_.nodes[i].dtype, packed[g]};
+      copy.axis = group.axis;
+      copy.lane = uint8_t(j);
+      b_.set(i, b_.add(copy));
+    }
+    for (const auto& s : p_.stores) b_.out.stores.push_back(b_.copy_store(s));
+    return std::move(b_.out);
+  }
+
+ private:
+  static constexpr int kMaxReplicaTree = 1024;  // distinct nodes of a packed tree
+  // Estimated cycles, with each instruction's record: an op, a gathered leaf (its fill and LOAD), a
+  // broadcast.
+  static constexpr int kOpCycles = 5, kLeafCycles = 7, kBroadcastCycles = 4;
+  struct Group {
+    LaneAxis axis;
+    std::vector<int> roots;
+    int cost = 0;  // one tree's estimated cycles
+  };
+  const TileProgram& p_;
+  Builder b_;
+  const NodeUses uses_;
+  std::vector<Replication> rep_;
+  std::vector<Group> groups_;
+
+  static int capacity(LaneAxis a) { return a == LaneAxis::kTile ? kLanes : kRows; }
+
+  // Packed lane l holds tree map[l].src's value from a live lane of its: lane j (kTile), column j of
+  // each row (kRow), row j of each column (kCol). Lanes past the group, or whose row (column) has no
+  // live lane, repeat the first tree's first live lane.
+  LaneMap lane_map(const Group& g) const {
+    LaneMap map;
+    const LaneSet& live = uses_.live[g.roots[0]];
+    int any = int(std::find(live.begin(), live.end(), true) - live.begin());
+    map.fill({0, any});
+    for (int j = 0; j < int(g.roots.size()); ++j) {
+      const LaneSet& lv = uses_.live[g.roots[j]];
+      for (int l = 0; l < kLanes; ++l) {
+        if (!lv[l]) continue;
+        int r = l / kRows, c = l % kRows;
+        int at = g.axis == LaneAxis::kTile ? j : g.axis == LaneAxis::kRow ? r * kRows + j : j * kRows + c;
+        map[at] = {j, l};
+      }
+    }
+    return map;
+  }
+
+  // Replication of every node, the roots (replicated values read by something that is not), and their
+  // groups: consecutive isomorphic roots of one replication, a few groups open at a time.
+  void classify() {
+    std::vector<bool> root(p_.nodes.size(), false);
+    for (int i = 0; i < int(p_.nodes.size()); ++i) {
+      const TileNode& n = p_.nodes[i];
+      if (!b_.movable(i)) {
+        for (int o : {n.a, n.b, n.c})
+          if (o >= 0) root[o] = true;
+        continue;
+      }
+      if (n.op == Op::LOAD) {
+        rep_[i] = leaf_replication(p_.lanes(n), uses_.live[i]);
+        continue;
+      }
+      Replication r = LaneAxis::kTile;
+      for (int o : {n.a, n.b, n.c})
+        if (o >= 0) r = meet(r, rep_[o]);
+      rep_[i] = r;
+      for (int o : {n.a, n.b, n.c})
+        if (o >= 0 && !r) root[o] = true;
+    }
+    for (const auto& s : p_.stores)
+      for (int o : {s.value, s.gate, s.index_node})
+        if (o >= 0) root[o] = true;
+    std::vector<Group> open;
+    auto close = [&](size_t k) {
+      Group g = std::move(open[k]);
+      open.erase(open.begin() + long(k));
+      int n = int(g.roots.size());
+      if (n > 1 && (n - 1) * g.cost > n * kBroadcastCycles) groups_.push_back(std::move(g));
+    };
+    for (int i = 0; i < int(p_.nodes.size()); ++i) {
+      const LaneSet& live = uses_.live[i];
+      // A bare leaf is left alone: the loader refills it in each launch that reads it, holding no
+      // register meanwhile, where a packed tile would be held (or spilled) until its last broadcast.
+      if (!root[i] || !rep_[i] || std::find(live.begin(), live.end(), true) == live.end() ||
+          p_.nodes[i].op == Op::LOAD)
+        continue;
+      size_t k = 0;
+      for (; k < open.size(); ++k)
+        if (open[k].axis == *rep_[i] && b_.isomorphic_dag(open[k].roots[0], i, kMaxReplicaTree)) break;
+      if (k == open.size()) {
+        int cost = tree_cost(i);
+        if (cost < 0) continue;  // too large to pack
+        if (open.size() == kOpenGroups) close(0);
+        open.push_back({*rep_[i], {}, cost});
+        k = open.size() - 1;
+      }
+      open[k].roots.push_back(i);
+      if (int(open[k].roots.size()) == capacity(open[k].axis)) close(k);
+    }
+    while (!open.empty()) close(0);
+  }
+  static constexpr size_t kOpenGroups = 8;
+
+  // One tree's estimated cycles (its distinct nodes; constants are shared when packed), or -1 when it
+  // is larger than kMaxReplicaTree.
+  int tree_cost(int root) const {
+    if (!b_.isomorphic_dag(root, root, kMaxReplicaTree)) return -1;
+    std::set<int> seen;
+    std::vector<int> walk{root};
+    int cost = 0;
+    while (!walk.empty()) {
+      int i = walk.back();
+      walk.pop_back();
+      if (!seen.insert(i).second) continue;
+      const TileNode& n = p_.nodes[i];
+      if (n.op == Op::LOAD) {
+        cost += uniform_bits(p_, n) ? 0 : kLeafCycles;
+        continue;
+      }
+      cost += kOpCycles;
+      for (int o : {n.a, n.b, n.c})
+        if (o >= 0) walk.push_back(o);
+    }
+    return cost;
+  }
+};
+
 }  // namespace
 
 void pack_lanes(TileProgram& prog) {
   prog = pack_stores(prog);
   prog = ReductionPacker(prog).run();
+  prog = ReplicaPacker(prog).run();
 }
 
 }  // namespace tinytpu::compiler

@@ -16,8 +16,12 @@ namespace tinytpu::compiler {
 //   Integer ADD/MUL wrap and MAX are associative, so integer results are unchanged; a float32 sum of
 //   more than two terms is reassociated (added in another order, as any device's own split of a reduce
 //   does); padding lanes hold -0.0, so a two-term float add stays bit-exact.
+// - Replicated values: a tree whose live lanes repeat one value across the tile (each row, each column),
+//   such as a matmul's row operand under an elementwise prologue, is computed for up to sixteen (four)
+//   such isomorphic trees side by side, and each tree's value is copied back to its lanes by one XLU
+//   broadcast. The same ops on the same values in every lane: results are bit-identical.
 //
-// Each packing is taken only when a node count says it saves instructions. MXU_DOT, pinned and
+// Each packing is taken only when a node (or cycle) count says it saves instructions. MXU_DOT, pinned and
 // data-indexed leaves are never moved.
 void pack_lanes(TileProgram& prog);
 

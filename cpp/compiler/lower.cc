@@ -746,6 +746,11 @@ class Emitter {
       case Op::LANE_REDUCE:
         vpu(lane_reduce_opcode(n), d, a);
         break;
+      case Op::LANE_BROADCAST:
+        emit(n.axis == LaneAxis::kTile  ? instr::broadcast_scalar(d, a, n.lane / kRows, n.lane % kRows)
+             : n.axis == LaneAxis::kRow ? instr::broadcast_col(d, a, n.lane)
+                                        : instr::broadcast_row(d, a, n.lane));
+        break;
       case Op::FDIV:
         if (fast_math_) {
           vpu(VpuOpcode::kFrecip, d, b);
@@ -788,7 +793,9 @@ class Emitter {
       default:  // ADD, SUB, MUL, AND, OR, XOR, SHL, and the TranscUnit's EXP2, LOG2, SIN (fast math)
         one_instruction(info, f, d, a, b);
     }
-    if (n.op != Op::CMPLT && n.op != Op::CMPNE && n.op != Op::CMPEQ && !is_float(n.dtype)) wrap(n.dtype, d);
+    if (n.op != Op::CMPLT && n.op != Op::CMPNE && n.op != Op::CMPEQ && n.op != Op::LANE_BROADCAST &&
+        !is_float(n.dtype))  // a broadcast copies lanes already wrapped
+      wrap(n.dtype, d);
     set_vreg(i, d);
     if (last_use_[i] < 0) {  // computed only for a store that a later store overwrote
       release(d);

@@ -145,6 +145,7 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     alu(Op::FDIV, "FDIV", 2, A::kF32, nullptr),
     plain(Op::MXU_DOT, "MXU_DOT", 0, A::kNever),
     plain(Op::LANE_REDUCE, "LANE_REDUCE", 0, A::kNever),
+    plain(Op::LANE_BROADCAST, "LANE_BROADCAST", 0, A::kNever),
 }};
 static_assert(
     [] {

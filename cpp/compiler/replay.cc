@@ -38,7 +38,7 @@ std::optional<BatchShape> batch_shape(const TileProgram& p) {
     if (n.dynamic || n.mxu >= 0) return std::nullopt;
     static_assert(int(Op::kCount) <= 64 && int(DType::kOther) < 16, "the packed word's field widths");
     w.put(int64_t(n.op) | int64_t(n.dtype) << 6 | int64_t(n.from) << 10 | int64_t(n.gated) << 14 |
-          int64_t(n.reduce) << 15 | int64_t(n.axis) << 21);
+          int64_t(n.reduce) << 15 | int64_t(n.axis) << 21 | int64_t(n.lane) << 23);
     for (int64_t v : {int64_t(n.a), int64_t(n.b), int64_t(n.c), int64_t(n.pinned)}) w.put(v);
     if (n.op != Op::LOAD) continue;
     for (const LeafLane& l : p.lanes(n)) {

@@ -35,7 +35,7 @@ struct CompiledBatch {
   // Per buffer slot, the least and greatest element a static gather reads (lanes not gated); empty when
   // none. A replayed batch's gathers are checked by them, as compiling would check its own.
   std::vector<std::pair<int64_t, int64_t>> bounds;
-  int64_t stores = 0, packed_stores = 0, lane_reduces = 0, spills = 0;
+  int64_t stores = 0, packed_stores = 0, lane_reduces = 0, broadcasts = 0, spills = 0;
   std::map<std::string, int64_t> cuts;  // launches ended early, by the limit reached
 };
 

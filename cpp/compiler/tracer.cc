@@ -52,10 +52,11 @@ NodeUses node_uses(const TileProgram& p) {
       }
   for (int i = n - 1; i >= 0; --i) {  // operands come before their readers
     const TileNode& t = p.nodes[i];
+    bool crosses = t.op == Op::LANE_REDUCE || t.op == Op::LANE_BROADCAST;  // reads lanes it does not write
     for (int o : {t.a, t.b, t.c}) {
       if (o < 0) continue;
       ++u.count[o];
-      for (int l = 0; l < kLanes; ++l) u.live[o][l] = u.live[o][l] || u.live[i][l] || t.op == Op::LANE_REDUCE;
+      for (int l = 0; l < kLanes; ++l) u.live[o][l] = u.live[o][l] || u.live[i][l] || crosses;
     }
   }
   return u;
@@ -467,11 +468,16 @@ void Tracer::trace_cast(size_t ip) {
   const Value& x = src(n, 0);
   Value& res = st_.val[ip];
   bool foldable = x.kind == Value::kConst && !is_float(x.dtype) && !is_float(n.dtype);
+  // Lanes keep their bits: a bitcast, a float to float cast (float32 lanes; a weak float constant is
+  // float32 bits), an integer to a 32-bit integer (narrow lanes are held sign- or zero-extended). The
+  // value is the source's, constant or tile, without an instruction.
+  bool same_bits = n.op == Op::BITCAST || (is_float(x.dtype) && is_float(n.dtype)) ||
+                   (is_lane_int(x.dtype) && (n.dtype == DType::kI32 || n.dtype == DType::kU32));
   if (foldable) {
     res = x;
     res.dtype = n.dtype;
     for (auto& e : res.v) e = wrap(n.dtype, e);
-  } else if (x.kind == Value::kConst && n.op == Op::BITCAST) {
+  } else if ((x.kind == Value::kConst || x.kind == Value::kTile) && same_bits) {
     res = x;
     res.dtype = n.dtype;
   } else {

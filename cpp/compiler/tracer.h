@@ -41,7 +41,9 @@ using MxuTile = std::array<MxuLane, kLanes>;
 using LeafLanes = std::array<LeafLane, kLanes>;
 
 // Which lanes a LANE_REDUCE combines (the 4x4 tile is row-major: lane 4r+c is row r, column c): all
-// sixteen, the four of each row, or the four of each column; every combined lane gets the result.
+// sixteen, the four of each row, or the four of each column; every combined lane gets the result. For
+// a LANE_BROADCAST, which lanes get one value: all sixteen take lane `lane` of the operand, each row its
+// column `lane`, or each column its row `lane`.
 enum class LaneAxis : uint8_t { kTile, kRow, kCol };
 
 // A node of the tile-level dataflow graph: 16 lanes computed by the same operation.
@@ -60,7 +62,8 @@ struct TileNode {
   int mxu = -1;         // MXU_DOT: index into TileProgram::mxu (operand a: its epilogue's other input)
   int pinned = -1;      // a leaf whose lanes are pinned tile #pinned (the uniform prefix's values)
   Op reduce = Op::ADD;  // LANE_REDUCE: ADD, MUL or MAX
-  LaneAxis axis = LaneAxis::kTile;  // LANE_REDUCE
+  LaneAxis axis = LaneAxis::kTile;  // LANE_REDUCE, LANE_BROADCAST
+  uint8_t lane = 0;                 // LANE_BROADCAST: the operand's lane (kTile), column (kRow) or row (kCol)
 };
 
 struct TileProgram;

@@ -56,6 +56,33 @@ inline Instr select(int dst, int cond, int if_true, int if_false) {
   return i;
 }
 
+// BROADCAST_SCALAR dst = src[row, col]: every lane takes one lane's value (XLU, written back at T+1).
+inline Instr broadcast_scalar(int dst, int src, int row, int col) {
+  Instr i = make(SxuOpcode::kBroadcastScalar);
+  i.vregDst = uint8_t(dst);
+  i.vregSrc = uint8_t(src);
+  i.vregSrc2 = uint8_t(row << 2 | col);
+  return i;
+}
+
+// BROADCAST_ROW dst = ROW(src, row): every row takes row `row`.
+inline Instr broadcast_row(int dst, int src, int row) {
+  Instr i = make(SxuOpcode::kBroadcastRow);
+  i.vregDst = uint8_t(dst);
+  i.vregSrc = uint8_t(src);
+  i.vregSrc2 = uint8_t(row);
+  return i;
+}
+
+// BROADCAST_COL dst = COL(src, col): every column takes column `col`.
+inline Instr broadcast_col(int dst, int src, int col) {
+  Instr i = make(SxuOpcode::kBroadcastCol);
+  i.vregDst = uint8_t(dst);
+  i.vregSrc = uint8_t(src);
+  i.vregSrc2 = uint8_t(col);
+  return i;
+}
+
 // VZERO dst
 inline Instr vzero(int dst) {
   Instr i = make(SxuOpcode::kVzero);

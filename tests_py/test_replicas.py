@@ -1,0 +1,37 @@
+"""Values replicated across lanes (a row operand broadcast along a tile, a scalar per output row) are computed once
+per lane group and copied back with XLU broadcasts (compiler/lane_pack.h). Every lane does the same ops on the
+same values, so results are bit for bit those of the unfused computation, and integers equal tinygrad's CPU."""
+import numpy as np
+import pytest
+from tinygrad import Tensor
+
+r = np.random.default_rng(11)
+INT_CASES = {
+  # lanes along n share x[m]: a tile-replicated tree per output row
+  "row_scalar_tree": (lambda x, y: ((x[:, None] * x[:, None] - 7) >> 1) * y[None, :],
+                      (r.integers(-3000, 3000, (9,)).astype(np.int32), r.integers(-3000, 3000, (37,)).astype(np.int32))),
+  # a matmul's row operand under a prologue, values past int8 (VPU): rows of 4x4 output blocks share it
+  "prologue_matmul": (lambda a, b: (a * 3 + 1) @ b, (r.integers(-900, 900, (12, 40)).astype(np.int32),
+                                                     r.integers(-900, 900, (40, 10)).astype(np.int32))),
+  "prologue_dot": (lambda a, b: ((a * a + 1)[:, None, :] * b[None]).sum(-1),
+                   (r.integers(-50, 50, (6, 33)).astype(np.int32), r.integers(-50, 50, (5, 33)).astype(np.int32))),
+}
+
+@pytest.mark.parametrize("name", INT_CASES)
+def test_replicated_integer_trees_equal_cpu(name):
+  fn, arrays = INT_CASES[name]
+  got = fn(*[Tensor(a, device="TINYTPU") for a in arrays]).numpy()
+  np.testing.assert_array_equal(got, fn(*[Tensor(a, device="CPU") for a in arrays]).numpy())
+
+def test_replicated_float_tree_is_bit_identical_to_computing_it_first():
+  x, y = r.uniform(-3, 3, (7,)).astype(np.float32), r.uniform(-2, 2, (50,)).astype(np.float32)
+  tx, ty = Tensor(x, device="TINYTPU"), Tensor(y, device="TINYTPU")
+  fused = (tx.gelu()[:, None] * ty[None, :]).numpy()
+  first = (tx.gelu().realize()[:, None] * ty[None, :]).numpy()
+  np.testing.assert_array_equal(fused.view(np.uint32), first.view(np.uint32))
+  np.testing.assert_allclose(fused, (Tensor(x).gelu()[:, None] * Tensor(y)[None, :]).numpy(), rtol=1e-5, atol=1e-6)
+
+def test_gelu_matmul_matches_cpu():
+  x, w = r.uniform(-1, 1, (8, 96)).astype(np.float32), r.uniform(-1, 1, (96, 24)).astype(np.float32)
+  got = (Tensor(x, device="TINYTPU").gelu() @ Tensor(w, device="TINYTPU")).numpy()
+  np.testing.assert_allclose(got, (Tensor(x, device="CPU").gelu() @ Tensor(w, device="CPU")).numpy(), rtol=1e-4, atol=1e-5)
