@@ -136,24 +136,40 @@ class Emitter {
   std::vector<Launch> launches_;
   Launch cur_;
   std::bitset<TensorCoreConfig::kMaxVregs> busy_;
+  std::bitset<TensorCoreConfig::kMaxVregs> leaf_regs_;  // busy vregs holding a leaf
   // VMEM slots; those past the configuration's depth stay kAbsent. A fixed array: a transaction saves it.
   enum SlotState : uint8_t { kFree, kFilled, kUsed, kOut, kAbsent };
   std::array<SlotState, TensorCoreConfig::kMaxDepth> slot_{};
+  // What a consumed (kUsed) slot still holds: a constant, or a leaf node's lanes. A later read in the
+  // launch LOADs it again instead of filling another slot, so a leaf's vreg can be given up under
+  // pressure (evict_leaf) and the launch goes on.
+  static constexpr int64_t kNothing = INT64_MIN, kConstTag = int64_t(1) << 40;
+  static int64_t const_content(int32_t value) { return kConstTag + int64_t(uint32_t(value)); }
+  std::array<int64_t, TensorCoreConfig::kMaxDepth> slot_content_{};
+  std::bitset<TensorCoreConfig::kMaxVregs> event_regs_;  // operands of the current event: never evicted
   int pos_ = 0;  // current emission position
 
   void begin_launch() {
     cur_ = Launch{};
     busy_.reset();
+    leaf_regs_.reset();
     slot_.fill(kAbsent);
     std::fill_n(slot_.begin(), lim_.slots, kFree);
+    slot_content_.fill(kNothing);
     for (int n : bound_) vreg_[n] = -1;
     bound_.clear();
   }
   void set_vreg(int node, int r) {
     undo_.push_back({node, vreg_[node]});
+    if (is_leaf(node)) {
+      if (vreg_[node] >= 0) leaf_regs_.reset(vreg_[node]);
+      if (r >= 0) leaf_regs_.set(r);
+    }
     vreg_[node] = r;
     if (r >= 0) bound_.push_back(node);
   }
+  // Vregs a cut would save: busy ones not holding a leaf (the loader refills leaves).
+  int spillable() const { return int(busy_.count() - leaf_regs_.count()); }
   void finish_launch() {
     if (cur_.program.empty() && cur_.drains.empty()) return;
     cur_.program.push_back(instr::halt());
@@ -190,8 +206,10 @@ class Emitter {
     const Launch& l = cur_;
     const size_t program = l.program.size(), fills = l.fills.size(), drains = l.drains.size(),
                  mxu_fills = l.mxu_fills.size(), consts = consts_.size();
-    auto saved_busy = busy_;
+    auto saved_busy = busy_, saved_leaf_regs = leaf_regs_;
     auto saved_slots = slot_;
+    auto saved_content = slot_content_;
+    event_regs_.reset();
     undo_.clear();
     try {
       body();
@@ -205,7 +223,10 @@ class Emitter {
     cur_.mxu_fills.resize(mxu_fills);
     consts_.resize(consts);
     busy_ = saved_busy;
+    leaf_regs_ = saved_leaf_regs;
     slot_ = saved_slots;
+    slot_content_ = saved_content;
+    event_regs_.reset();
     for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) vreg_[it->first] = it->second;
     cut();
     try {
@@ -220,18 +241,19 @@ class Emitter {
   // An output slot; `unfilled` when the loader fills it (a slot an earlier fill used would be refilled
   // before the program reads it).
   int take_out_slot(bool unfilled = false) {
-    if (out_slots() + 1 + int(busy_.count()) > lim_.slots) throw NoRoom{kNoSlots};
-    if (int(cur_.drains.size()) + 1 + int(busy_.count()) > lim_.drains) throw NoRoom{kNoOutputs};
+    if (out_slots() + 1 + spillable() > lim_.slots) throw NoRoom{kNoSlots};
+    if (int(cur_.drains.size()) + 1 + spillable() > lim_.drains) throw NoRoom{kNoOutputs};
     for (int s = 0; s < lim_.slots; ++s)
       if ((slot_[s] == kUsed && !unfilled) || slot_[s] == kFree) {
         slot_[s] = kOut;
+        slot_content_[s] = kNothing;
         return s;
       }
     throw NoRoom{kNoSlots};
   }
   int alloc_vreg() {
-    // Every busy vreg may need a STORE and an output tile if the launch is cut: keep room for them.
-    int busy = int(busy_.count()) + 1;
+    // Every busy vreg but a leaf's may need a STORE and an output tile if the launch is cut: keep room.
+    int busy = spillable() + 1;
     if (int(cur_.program.size()) + busy > lim_.instrs) throw NoRoom{kNoInstrs};
     if (out_slots() + busy > lim_.slots) throw NoRoom{kNoSlots};
     if (int(cur_.drains.size()) + busy > lim_.drains) throw NoRoom{kNoOutputs};
@@ -240,11 +262,33 @@ class Emitter {
         busy_.set(r);
         return r;
       }
+    if (int r = evict_leaf(); r >= 0) return r;
     throw NoRoom{kNoVregs};
   }
-  void release(int r) { busy_.reset(r); }
+  int slot_holding(int64_t content) const {
+    auto s = std::find(slot_content_.begin(), slot_content_.end(), content);
+    return s == slot_content_.end() ? -1 : int(s - slot_content_.begin());
+  }
+  // Takes the vreg of a leaf that the current event does not read, the one whose last read is furthest
+  // (its slot still holds it: a later read LOADs it again), or -1.
+  int evict_leaf() {
+    int victim = -1;
+    for (int n : bound_) {
+      int r = vreg_[n];
+      if (r < 0 || !is_leaf(n) || event_regs_[r] || slot_holding(n) < 0) continue;
+      if (victim < 0 || last_use_[n] > last_use_[victim]) victim = n;
+    }
+    if (victim < 0) return -1;
+    int r = vreg_[victim];
+    set_vreg(victim, -1);
+    return r;  // stays busy: it changes hands
+  }
+  void release(int r) {
+    busy_.reset(r);
+    leaf_regs_.reset(r);
+  }
   void emit(Instr in) {
-    if (int(cur_.program.size()) + 1 + int(busy_.count()) > lim_.instrs) throw NoRoom{kNoInstrs};
+    if (int(cur_.program.size()) + 1 + spillable() > lim_.instrs) throw NoRoom{kNoInstrs};
     cur_.program.push_back(in);
   }
   void vpu(VpuOpcode op, int d, int a, int b = 0) { emit(instr::vpu(op, d, a, b)); }
@@ -268,9 +312,13 @@ class Emitter {
     } else if (value == int8_t(value)) {  // VFILL's immediate is one sign-extended byte
       r = alloc_vreg();
       emit(instr::vfill(r, int8_t(value)));
+    } else if (int s = slot_holding(const_content(value)); s >= 0) {
+      r = alloc_vreg();  // filled earlier in this launch: LOAD it again
+      emit(instr::load(r, s));
     } else {
       consts_.push_back(value);
       r = load_fill(-int(consts_.size()), dtype);  // negative node ids name constants
+      slot_content_[cur_.fills.back().slot] = const_content(value);
     }
     return r;
   }
@@ -287,12 +335,22 @@ class Emitter {
     // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
     if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a)) throw NoRoom{"gather indices computed in this launch"};
     auto bits = uniform_bits(p_, n);
-    return bits ? constant(int32_t(*bits), n.dtype) : load_fill(node);
+    if (bits) return constant(int32_t(*bits), n.dtype);
+    if (int s = slot_holding(node); s >= 0) {  // filled earlier in this launch, its vreg given up
+      int r = alloc_vreg();
+      emit(instr::load(r, s));
+      return r;
+    }
+    int r = load_fill(node);
+    slot_content_[cur_.fills.back().slot] = node;
+    return r;
   }
   int operand(int node) {
-    if (vreg_[node] >= 0) return vreg_[node];
-    if (!is_leaf(node) && !spilled_[node]) throw Unsupported("internal: operand not computed");
-    set_vreg(node, is_leaf(node) ? fill_leaf(node) : load_fill(node));
+    if (vreg_[node] < 0) {
+      if (!is_leaf(node) && !spilled_[node]) throw Unsupported("internal: operand not computed");
+      set_vreg(node, is_leaf(node) ? fill_leaf(node) : load_fill(node));
+    }
+    event_regs_.set(vreg_[node]);
     return vreg_[node];
   }
   void drop_dead(int node) {
