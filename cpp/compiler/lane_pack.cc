@@ -11,7 +11,8 @@ namespace tinytpu::compiler {
 
 namespace {
 
-constexpr int kMaxTree = 48;  // nodes of a packed tree, repeats counted: bounds what packing recomputes
+constexpr int kMaxTree = 48;   // nodes of a packed tree, repeats counted: bounds what packing recomputes
+constexpr int kMaxDag = 1024;  // distinct nodes of a tree packed whole (stores, replicated values)
 
 using LaneSet = std::array<bool, kLanes>;
 struct LaneSrc {
@@ -163,14 +164,14 @@ TileProgram pack_stores(const TileProgram& p) {
     const TileStore& head = p.stores[s];
     std::vector<int> lanes = lanes_of(head.active);
     size_t e = s + 1;
-    if (plain(head) && !lanes.empty() && 2 * lanes.size() <= kLanes && b.tree_size(head.value) <= kMaxTree) {
+    if (plain(head) && !lanes.empty() && 2 * lanes.size() <= kLanes &&
+        b.isomorphic_dag(head.value, head.value, kMaxDag)) {
       std::set<int64_t> elements;
       for (int l : lanes) elements.insert(head.index[l]);
       for (; e < p.stores.size() && (e - s + 1) * lanes.size() <= kLanes; ++e) {
         const TileStore& st = p.stores[e];
-        int budget = kMaxTree;
         if (!plain(st) || st.buf != head.buf || st.active != head.active ||
-            !b.isomorphic(head.value, st.value, budget))
+            !b.isomorphic_dag(head.value, st.value, kMaxDag))
           break;
         bool distinct = true;
         for (int l : lanes) distinct = elements.insert(st.index[l]).second && distinct;
@@ -433,7 +434,6 @@ class ReplicaPacker {
   }
 
  private:
-  static constexpr int kMaxReplicaTree = 1024;  // distinct nodes of a packed tree
   // Estimated cycles, with each instruction's record: an op, a gathered leaf (its fill and LOAD), a
   // broadcast.
   static constexpr int kOpCycles = 5, kLeafCycles = 7, kBroadcastCycles = 4;
@@ -511,7 +511,7 @@ class ReplicaPacker {
         continue;
       size_t k = 0;
       for (; k < open.size(); ++k)
-        if (open[k].axis == *rep_[i] && b_.isomorphic_dag(open[k].roots[0], i, kMaxReplicaTree)) break;
+        if (open[k].axis == *rep_[i] && b_.isomorphic_dag(open[k].roots[0], i, kMaxDag)) break;
       if (k == open.size()) {
         int cost = tree_cost(i);
         if (cost < 0) continue;  // too large to pack
@@ -527,9 +527,9 @@ class ReplicaPacker {
   static constexpr size_t kOpenGroups = 8;
 
   // One tree's estimated cycles (its distinct nodes; constants are shared when packed), or -1 when it
-  // is larger than kMaxReplicaTree.
+  // is larger than kMaxDag.
   int tree_cost(int root) const {
-    if (!b_.isomorphic_dag(root, root, kMaxReplicaTree)) return -1;
+    if (!b_.isomorphic_dag(root, root, kMaxDag)) return -1;
     std::set<int> seen;
     std::vector<int> walk{root};
     int cost = 0;

@@ -6,6 +6,7 @@
 
 #include "compiler/op_table.h"
 #include "isa/instr_builders.h"
+#include "sim/fp32.h"
 
 namespace tinytpu::compiler {
 
@@ -147,7 +148,7 @@ class Emitter {
   static int64_t const_content(int32_t value) { return kConstTag + int64_t(uint32_t(value)); }
   std::array<int64_t, TensorCoreConfig::kMaxDepth> slot_content_{};
   std::bitset<TensorCoreConfig::kMaxVregs> event_regs_;  // operands of the current event: never evicted
-  int pos_ = 0;  // current emission position
+  int pos_ = 0;                                          // current emission position
 
   void begin_launch() {
     cur_ = Launch{};
@@ -383,29 +384,42 @@ class Emitter {
     release(m);
     release(inf);
   }
-  void float_ne(int d, int a, int b) {
+  // a != b on float32 lanes: ordered less either way, or a NaN operand. x != x is isnan(x); an operand
+  // known not to be a NaN (a constant) needs no NaN test.
+  void float_ne(int d, const TileNode& n, int a, int b) {
+    if (n.a == n.b) {
+      isnan(d, a);
+      return;
+    }
     int t = alloc_vreg();
     vpu(VpuOpcode::kFcmplt, d, a, b);
     vpu(VpuOpcode::kFcmplt, t, b, a);
     vpu(VpuOpcode::kOr, d, d, t);
-    isnan(t, a);
-    vpu(VpuOpcode::kOr, d, d, t);
-    isnan(t, b);
-    vpu(VpuOpcode::kOr, d, d, t);
+    for (auto [node, r] : {std::pair{n.a, a}, {n.b, b}}) {
+      auto bits = uniform_bits(p_, p_.nodes[node]);
+      if (bits && !fp32::is_nan(*bits)) continue;
+      isnan(t, r);
+      vpu(VpuOpcode::kOr, d, d, t);
+    }
     release(t);
   }
-  // Arithmetic shift right of 32-bit lanes: the VPU's SHR is logical.
+  // Arithmetic shift right of 32-bit lanes: the VPU's SHR is logical, so shift a with its sign bits
+  // flipped (s = a < 0 ? ~0 : 0) and flip them back: ((a ^ s) >> n) ^ s.
   void sar(int d, int a, int n) {
-    int ones = constant(-1), t = alloc_vreg(), neg = alloc_vreg();
-    vpu(VpuOpcode::kShr, t, ones, n);
-    vpu(VpuOpcode::kNot, t, t);  // the bits a logical shift cleared
-    int zero = constant(0);
-    vpu(VpuOpcode::kCmplt, neg, a, zero);
-    emit(instr::vneg(neg, neg));  // 0 or all ones
-    vpu(VpuOpcode::kAnd, t, t, neg);
-    vpu(VpuOpcode::kShr, d, a, n);
-    vpu(VpuOpcode::kOr, d, d, t);
-    for (int r : {ones, t, neg, zero}) release(r);
+    int zero = constant(0), s = alloc_vreg();
+    vpu(VpuOpcode::kCmplt, s, a, zero);
+    emit(instr::vneg(s, s));  // 0 or all ones
+    vpu(VpuOpcode::kXor, d, a, s);
+    vpu(VpuOpcode::kShr, d, d, n);
+    vpu(VpuOpcode::kXor, d, d, s);
+    release(zero);
+    release(s);
+  }
+  // An int32 node that is F2I of a float32 one: a value with at most 24 significant bits (F2I
+  // truncates, and its overflow keeps at most 24 of the mantissa's bits), which I2F converts exactly.
+  bool from_float_to_i32(int node) const {
+    const TileNode& t = p_.nodes[node];
+    return t.op == Op::CAST && t.dtype == DType::kI32 && is_float(t.from);
   }
   // int32/uint32 -> float32 with round-to-nearest-even: I2F truncates above 2^24, so convert the
   // 16-bit halves exactly and let one FADD round.
@@ -761,7 +775,7 @@ class Emitter {
       case Op::CMPNE:
       case Op::CMPEQ:
         if (f) {
-          float_ne(d, a, b);
+          float_ne(d, n, a, b);
           if (n.op == Op::CMPEQ) {
             int one = constant(1);
             vpu(VpuOpcode::kXor, d, d, one);
@@ -838,10 +852,10 @@ class Emitter {
           vpu(VpuOpcode::kCmpne, d, a, zero);
           release(zero);
         } else if (is_float(n.dtype) && !is_float(from)) {
-          if (from == DType::kI32 || from == DType::kU32)
+          if ((from == DType::kI32 || from == DType::kU32) && !from_float_to_i32(n.a))
             int_to_float(d, a, from == DType::kI32);
           else
-            vpu(VpuOpcode::kI2f, d, a);  // exact below 2^24
+            vpu(VpuOpcode::kI2f, d, a);  // exact below 2^24, and on F2I's results
         } else if (!is_float(n.dtype) && is_float(from)) {
           vpu(VpuOpcode::kF2i, d, a);
         } else {
