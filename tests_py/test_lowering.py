@@ -1,0 +1,28 @@
+"""Lowerings that take shortcuts on what the compiler knows of an operand, at their edge values, equal tinygrad's
+CPU device: arithmetic shift right, a float truncated to int32 and converted back, float != against itself and
+against constants."""
+import numpy as np
+from tinygrad import Tensor, dtypes
+
+INT_EDGES = np.array([-2**31, -2**31 + 1, -65537, -2, -1, 0, 1, 2, 65535, 2**30, 2**31 - 1], dtype=np.int32)
+FLOAT_EDGES = np.array([0.0, -0.0, 0.49, -0.5, 1.5, -2.5, 16777217.0, -16777219.0, 1e9, -2.1e9, 2147483520.0,
+                        -2147483648.0, 1e-40, -7.0], dtype=np.float32)
+SPECIAL = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, 3.4e38, 1e-45], dtype=np.float32)
+
+def both(fn, *arrays):
+  return [fn(*[Tensor(a, device=d) for a in arrays]).numpy() for d in ("TINYTPU", "CPU")]
+
+def test_arithmetic_shift_right_of_edges():
+  for k in (0, 1, 5, 16, 31):
+    got, want = both(lambda x: x >> k, INT_EDGES)
+    np.testing.assert_array_equal(got, want)
+
+def test_float_to_int_and_back():
+  got, want = both(lambda x: x.cast(dtypes.int32).cast(dtypes.float32), FLOAT_EDGES)
+  np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+def test_float_not_equal_with_nans_and_constants():
+  for fn in (lambda x: x != x, lambda x: x != 1.0, lambda x: x != float("inf"), lambda x: (x == x).where(x, 2.0),
+             lambda x: x != x.flip(0)):
+    got, want = both(fn, SPECIAL)
+    np.testing.assert_array_equal(got, want)
