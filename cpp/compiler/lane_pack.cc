@@ -36,7 +36,8 @@ class Builder {
     out.nodes.push_back(t);
     return int(out.nodes.size()) - 1;
   }
-  void copy(int i) {  // operands come earlier in program order, so they are already copied
+  void copy(int i) {             // operands come earlier in program order, so they are already copied
+    if (remap_[i] >= 0) return;  // a constant leaf a packed tree made first
     TileNode t = in_.nodes[i];
     for (int* o : {&t.a, &t.b, &t.c})
       if (*o >= 0) *o = remap_[*o];
@@ -119,8 +120,10 @@ class Builder {
       bool shared = std::all_of(ids.begin(), ids.end(), [&](int i) { return i == ids[0]; });
       auto bits = uniform_bits(in_, in_.nodes[ids[0]]);
       bool padded = std::any_of(map.begin(), map.end(), [](const LaneSrc& s) { return s.src < 0; });
-      if (shared && bits && (!pad || !padded || *bits == *pad))
-        return memo[ids] = remap_[ids[0]];  // the same in every lane, padding included
+      if (shared && bits && (!pad || !padded || *bits == *pad)) {  // the same in every lane, padding included
+        copy(ids[0]);
+        return memo[ids] = remap_[ids[0]];
+      }
       TileNode t{Op::LOAD, first.dtype};
       LeafLanes& leaf = out.lanes(t);
       for (int l = 0; l < kLanes; ++l) {
@@ -414,7 +417,11 @@ class ReplicaPacker {
     std::vector<int> group_of(p_.nodes.size(), -1);  // root -> its group
     for (size_t g = 0; g < groups_.size(); ++g)
       for (int r : groups_[g].roots) group_of[r] = int(g);
+    // The packed trees read only leaves: they come first, so that program order computes them ahead
+    // of the chains that read them (their tiles then wait in scratch, not in vregs).
     std::vector<int> packed(groups_.size(), -1);
+    for (size_t g = 0; g < groups_.size(); ++g)
+      packed[g] = b_.pack(groups_[g].roots, lane_map(groups_[g]), std::nullopt);
     for (int i = 0; i < int(p_.nodes.size()); ++i) {
       int g = group_of[i];
       if (g < 0) {
@@ -423,7 +430,6 @@ class ReplicaPacker {
       }
       const Group& group = groups_[g];
       int j = int(std::find(group.roots.begin(), group.roots.end(), i) - group.roots.begin());
-      if (packed[g] < 0) packed[g] = b_.pack(group.roots, lane_map(group), std::nullopt);
       TileNode copy{Op::LANE_BROADCAST, p_.nodes[i].dtype, p_.nodes[i].dtype, packed[g]};
       copy.axis = group.axis;
       copy.lane = uint8_t(j);
