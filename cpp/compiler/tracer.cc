@@ -123,8 +123,10 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
   size_t np = parallel_.size();
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
                              [](const Node& n) { return n.op == Op::RANGE && n.reduce; });
+  bool int_data = std::any_of(k.nodes.begin(), k.nodes.end(),
+                              [](const Node& n) { return n.op == Op::PARAM && n.global && is_lane_int(n.dtype); });
   chunks_ = (points_ + kLanes - 1) / kLanes;
-  if (reduces && np >= 2 && bounds_[np - 1] >= kRows && bounds_[np - 2] >= kRows) {
+  if (reduces && int_data && np >= 2 && bounds_[np - 1] >= kRows && bounds_[np - 2] >= kRows) {
     int64_t blocks = (bounds_[np - 1] + kRows - 1) / kRows * ((bounds_[np - 2] + kRows - 1) / kRows);
     for (size_t r = 0; r + 2 < np; ++r) blocks *= std::max<int64_t>(bounds_[r], 0);
     blocked_ = 4 * blocks <= 5 * chunks_;  // ragged edges may cost at most a quarter more chunks

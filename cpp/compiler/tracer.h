@@ -237,10 +237,12 @@ class Tracer {
   std::vector<int64_t> bounds_;   // their trip counts
   int64_t points_ = 1;
   int64_t chunks_ = 0;
-  // Kernels that reduce and have two inner parallel dimensions of at least 4 take their chunks as 4x4
-  // blocks of those dimensions (lane 4r+c = block row r, column c), the shape of an MXU output tile:
-  // rows then share one operand of a matmul and columns the other (when ragged edges cost at most a
-  // quarter more chunks). Other kernels take 16 consecutive points of the flattened space.
+  // Kernels that reduce integer data (which the MXU may take) and have two inner parallel dimensions of
+  // at least 4 take their chunks as 4x4 blocks of those dimensions (lane 4r+c = block row r, column c),
+  // the shape of an MXU output tile: rows then share one operand of a matmul and columns the other
+  // (when ragged edges cost at most a quarter more chunks). Other kernels take 16 consecutive points of
+  // the flattened space: on the VPU a float matmul fills as many tiles either way, and an elementwise
+  // prologue on the row operand is computed once for 16 lanes, not for 4.
   bool blocked_ = false;
   int64_t uniform_value(int node, const std::vector<int64_t>& known) const;
   // The uniform prefix: nodes before the first lane-parallel RANGE compute the same lanes in every
