@@ -251,3 +251,24 @@ TEST_CASE("lane_pack: replicated leaves alone, lone trees and unreplicated trees
   CHECK(p.nodes.size() == nodes);
   for (const TileStore& s : p.stores) CHECK(broadcasts(p, s.value).empty());
 }
+
+TEST_CASE("lane_pack: a sum of terms the same in every lane packs sixteen terms a tile, one result for all") {
+  // a whole-tensor sum broadcast to the tile: term k reads element k in all sixteen lanes
+  TileProgram p;
+  int acc = -1;
+  for (int k = 0; k < 32; ++k) {
+    int term = leaf_at(p, [&](int) { return k; });
+    acc = acc < 0 ? term : node(p, Op::ADD, acc, term);
+  }
+  store(p, acc, kLanes, 0);
+  pack_lanes(p);
+  const TileNode& r = p.nodes[p.stores[0].value];
+  REQUIRE(r.op == Op::LANE_REDUCE);
+  CHECK(r.axis == LaneAxis::kTile);  // every lane gets the sum
+  const TileNode& sum = p.nodes[r.a];
+  REQUIRE(sum.op == Op::ADD);
+  for (int l = 0; l < kLanes; ++l) {
+    CHECK(p.lanes(p.nodes[sum.a])[l].index == l);
+    CHECK(p.lanes(p.nodes[sum.b])[l].index == 16 + l);
+  }
+}

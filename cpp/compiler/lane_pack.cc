@@ -21,6 +21,12 @@ struct LaneSrc {
 };
 using LaneMap = std::array<LaneSrc, kLanes>;
 
+// Whether a node may be computed in other lanes than its own: a lane-wise op or a plain gather.
+bool movable(const TileNode& n) {
+  return n.op != Op::MXU_DOT && n.op != Op::LANE_REDUCE && n.op != Op::LANE_BROADCAST &&
+         !(n.op == Op::LOAD && (n.dynamic || n.pinned >= 0));
+}
+
 // Rebuilds a program into `out`: nodes copied one by one in program order (operands remapped), plus
 // packed trees made from the input's nodes.
 class Builder {
@@ -51,12 +57,7 @@ class Builder {
     return s;
   }
 
-  // Whether a node may be computed in other lanes than its own: a lane-wise op or a plain gather.
-  bool movable(int i) const {
-    const TileNode& n = in_.nodes[i];
-    return n.op != Op::MXU_DOT && n.op != Op::LANE_REDUCE && n.op != Op::LANE_BROADCAST &&
-           !(n.op == Op::LOAD && (n.dynamic || n.pinned >= 0));
-  }
+  bool movable(int i) const { return compiler::movable(in_.nodes[i]); }
   // Same ops on the same operand positions down to the leaves, within `budget` nodes.
   bool isomorphic(int x, int y, int& budget) const {
     if (--budget < 0 || !movable(x) || !movable(y)) return false;
@@ -205,6 +206,55 @@ TileProgram pack_stores(const TileProgram& p) {
   return std::move(b.out);
 }
 
+// A value replicated across lanes: the same in every live lane of the tile, of each row, or of each
+// column (a matmul's row operand in a 4x4 output block, a broadcast scalar). nullopt: none of these.
+using Replication = std::optional<LaneAxis>;
+
+Replication leaf_replication(const LeafLanes& lanes, const LaneSet& live) {
+  bool tile = true, row = true, col = true;
+  std::array<int, kLanes> first;  // per row / column / tile: its first live lane
+  first.fill(-1);
+  for (int l = 0; l < kLanes; ++l) {
+    if (!live[l]) continue;
+    int r = l / kRows, c = l % kRows;
+    auto same = [&](int& f) { return f < 0 ? (f = l, true) : lanes[f] == lanes[l]; };
+    row = same(first[r]) && row;
+    col = same(first[kRows + c]) && col;
+    tile = same(first[2 * kRows]) && tile;
+  }
+  if (tile) return LaneAxis::kTile;
+  if (row) return LaneAxis::kRow;
+  if (col) return LaneAxis::kCol;
+  return std::nullopt;
+}
+
+// A lane-wise op's replication: what all its operands share.
+Replication meet(Replication x, Replication y) {
+  if (!x || !y) return std::nullopt;
+  if (*x == LaneAxis::kTile) return y;
+  if (*y == LaneAxis::kTile || *x == *y) return x;
+  return std::nullopt;
+}
+
+// Every node's replication: a leaf's from its lanes, a lane-wise op's from its operands; none for what
+// cannot move between lanes.
+std::vector<Replication> replication(const TileProgram& p, const NodeUses& uses) {
+  std::vector<Replication> rep(p.nodes.size());
+  for (int i = 0; i < int(p.nodes.size()); ++i) {
+    const TileNode& n = p.nodes[i];
+    if (!movable(n)) continue;
+    if (n.op == Op::LOAD) {
+      rep[i] = leaf_replication(p.lanes(n), uses.live[i]);
+      continue;
+    }
+    Replication r = LaneAxis::kTile;
+    for (int o : {n.a, n.b, n.c})
+      if (o >= 0) r = meet(r, rep[o]);
+    rep[i] = r;
+  }
+  return rep;
+}
+
 // Reductions the VPU's cross-lane ops do exactly (the op table's reduce columns).
 bool reducible(Op op, DType d) {
   const OpInfo& o = op_info(op);
@@ -222,7 +272,8 @@ struct Reduction {
 
 class ReductionPacker {
  public:
-  explicit ReductionPacker(const TileProgram& p) : p_(p), b_(p), uses_(node_uses(p)) {}
+  explicit ReductionPacker(const TileProgram& p)
+      : p_(p), b_(p), uses_(node_uses(p)), rep_(replication(p, uses_)) {}
 
   TileProgram run() {
     std::map<int, Reduction> plans;
@@ -245,6 +296,7 @@ class ReductionPacker {
   const TileProgram& p_;
   Builder b_;
   const NodeUses uses_;
+  const std::vector<Replication> rep_;
 
   std::optional<Reduction> plan(int root, std::vector<bool>& absorbed) const {
     const TileNode& r = p_.nodes[root];
@@ -283,11 +335,17 @@ class ReductionPacker {
     red.rest.assign(odd, red.terms.end());
     red.terms.erase(odd, red.terms.end());
     if (red.terms.size() < 2) return std::nullopt;
+    // Terms the same in every live lane (a whole-tensor reduce broadcast to the tile) make one output:
+    // the whole-tile reduce gives every lane the result.
+    bool fsum = is_float(r.dtype);
+    bool replicated =
+        std::all_of(red.terms.begin(), red.terms.end(), [&](int t) { return rep_[t] == LaneAxis::kTile; }) &&
+        (!fsum || red.terms.size() > kLanes);
+    if (replicated) out.resize(1);
     // Layout: one output takes all sixteen lanes; several take a column (row) each, grouped by the
     // row (column) they occupy, whichever makes fewer groups. A float sum never uses the column reduce,
     // which starts from +0.0 (so -0.0 + -0.0 would give +0.0), and takes the whole-tile one (17 cycles
     // on the FpReducer) only for more than 16 terms.
-    bool fsum = is_float(r.dtype);
     if (out.size() == 1 && (!fsum || red.terms.size() > kLanes)) {
       red.axis = LaneAxis::kTile;
       red.groups = {out};
@@ -372,36 +430,6 @@ class ReductionPacker {
   }
 };
 
-// A value replicated across lanes: the same in every live lane of the tile, of each row, or of each
-// column (a matmul's row operand in a 4x4 output block, a broadcast scalar). nullopt: none of these.
-using Replication = std::optional<LaneAxis>;
-
-Replication leaf_replication(const LeafLanes& lanes, const LaneSet& live) {
-  bool tile = true, row = true, col = true;
-  std::array<int, kLanes> first;  // per row / column / tile: its first live lane
-  first.fill(-1);
-  for (int l = 0; l < kLanes; ++l) {
-    if (!live[l]) continue;
-    int r = l / kRows, c = l % kRows;
-    auto same = [&](int& f) { return f < 0 ? (f = l, true) : lanes[f] == lanes[l]; };
-    row = same(first[r]) && row;
-    col = same(first[kRows + c]) && col;
-    tile = same(first[2 * kRows]) && tile;
-  }
-  if (tile) return LaneAxis::kTile;
-  if (row) return LaneAxis::kRow;
-  if (col) return LaneAxis::kCol;
-  return std::nullopt;
-}
-
-// A lane-wise op's replication: what all its operands share.
-Replication meet(Replication x, Replication y) {
-  if (!x || !y) return std::nullopt;
-  if (*x == LaneAxis::kTile) return y;
-  if (*y == LaneAxis::kTile || *x == *y) return x;
-  return std::nullopt;
-}
-
 // Replicated values computed once for several: a tree whose live lanes repeat one value per tile (row,
 // column) does the same work as the VPU's sixteen lanes on one (four) distinct values. Up to sixteen
 // (four) isomorphic such trees are computed side by side in one tile, lane (column, row) j holding tree
@@ -410,7 +438,8 @@ Replication meet(Replication x, Replication y) {
 // estimated cycles saved exceed the broadcasts'.
 class ReplicaPacker {
  public:
-  explicit ReplicaPacker(const TileProgram& p) : p_(p), b_(p), uses_(node_uses(p)), rep_(p.nodes.size()) {}
+  explicit ReplicaPacker(const TileProgram& p)
+      : p_(p), b_(p), uses_(node_uses(p)), rep_(replication(p, uses_)) {}
 
   TileProgram run() {
     classify();
@@ -480,24 +509,9 @@ class ReplicaPacker {
   // groups: consecutive isomorphic roots of one replication, a few groups open at a time.
   void classify() {
     std::vector<bool> root(p_.nodes.size(), false);
-    for (int i = 0; i < int(p_.nodes.size()); ++i) {
-      const TileNode& n = p_.nodes[i];
-      if (!b_.movable(i)) {
-        for (int o : {n.a, n.b, n.c})
-          if (o >= 0) root[o] = true;
-        continue;
-      }
-      if (n.op == Op::LOAD) {
-        rep_[i] = leaf_replication(p_.lanes(n), uses_.live[i]);
-        continue;
-      }
-      Replication r = LaneAxis::kTile;
+    for (const TileNode& n : p_.nodes)
       for (int o : {n.a, n.b, n.c})
-        if (o >= 0) r = meet(r, rep_[o]);
-      rep_[i] = r;
-      for (int o : {n.a, n.b, n.c})
-        if (o >= 0 && !r) root[o] = true;
-    }
+        if (o >= 0 && (!movable(n) || !rep_[&n - p_.nodes.data()])) root[o] = true;
     for (const auto& s : p_.stores)
       for (int o : {s.value, s.gate, s.index_node})
         if (o >= 0) root[o] = true;
