@@ -291,6 +291,27 @@ void replay(const ReplayCache::Hit& hit, const std::vector<int64_t>& sizes, Plan
   plan.runs.push_back({b.first, b.count, int(plan.shifts.size()) - 1});
 }
 
+// A float reduction's chunk layout, by compiling its first chunk both ways: the one whose estimated
+// cycles over all its chunks are fewer. A first chunk too long to trace whole keeps the default.
+ChunkLayout choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
+                          const std::vector<int64_t>& sizes, const Choices& choices,
+                          const TraceLimits& limits) {
+  if (!Tracer(k, vals, sizes, limits).layout_open()) return ChunkLayout::kAuto;
+  std::array<int64_t, 2> cost{};
+  const std::array<ChunkLayout, 2> layouts{ChunkLayout::kLinear, ChunkLayout::kBlocked};
+  for (int i = 0; i < 2; ++i) {
+    Tracer t(k, vals, sizes, limits, layouts[i]);
+    TileProgram prog;
+    if (!t.trace_chunk(0, prog)) return ChunkLayout::kAuto;
+    pack_lanes(prog);
+    std::vector<int32_t> consts;
+    cost[i] = estimated_cycles(lower(prog, cfg, consts, k.fast_math, choices)) * t.num_chunks();
+  }
+  decision_log().debug("kernel {}: chunks of 16 consecutive points (~{} cycles) or 4x4 blocks (~{})", k.name,
+                       cost[0], cost[1]);
+  return cost[1] < cost[0] ? ChunkLayout::kBlocked : ChunkLayout::kLinear;
+}
+
 }  // namespace
 
 Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
@@ -298,7 +319,7 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
              const std::function<void(int64_t, int64_t)>& traced, const TraceLimits& limits) {
   const auto start = std::chrono::steady_clock::now();
   cfg.check();
-  Tracer tracer(k, vals, sizes, limits);
+  Tracer tracer(k, vals, sizes, limits, choose_layout(k, cfg, vals, sizes, choices, limits));
   Plan plan;
   plan.config = cfg;
   PlanBuilder builder(plan, sizes);
@@ -357,9 +378,10 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     decision_log().info(
-        "kernel {}: {} chunks of {} lanes in {} batches -> {} launches ({} distinct programs), "
+        "kernel {}: {} chunks of {} lanes{} in {} batches -> {} launches ({} distinct programs), "
         "{} values spilled between launches; compiled in {:.1f} ms",
-        k.name, chunks, kLanes, why.batches, why.launches, builder.images(), why.spills, ms);
+        k.name, chunks, kLanes, tracer.blocked() ? " (4x4 blocks)" : "", why.batches, why.launches,
+        builder.images(), why.spills, ms);
     if (replays.hits > 0)
       decision_log().info("  {} of {} batches replayed: an earlier batch's code with their indices shifted",
                           replays.hits, why.batches);

@@ -936,12 +936,7 @@ class Emitter {
 
 }  // namespace
 
-namespace {
-
-// What the testbench takes to run launches, as far as the emission order changes it: two cycles per
-// record, and each instruction's cycles with its FETCH (hardware.md §2.7; the VPU's from its table,
-// the few multi-cycle others counted as two: both orders have the same ones).
-int64_t estimated_cycles(const std::vector<Launch>& launches) {
+int64_t estimated_cycles(const std::vector<Launch>& launches) {  // hardware.md §2.7, §4.4
   int64_t cycles = 0;
   for (const Launch& l : launches) {
     cycles += 2 * int64_t(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
@@ -953,8 +948,6 @@ int64_t estimated_cycles(const std::vector<Launch>& launches) {
   }
   return cycles;
 }
-
-}  // namespace
 
 std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg,
                           std::vector<int32_t>& constants, bool fast_math, const Choices& choices) {

@@ -43,6 +43,11 @@ struct Launch {
 // Instruction selection, register and VMEM allocation, and splitting into launches.
 // Constant tiles the code needs are returned in `constants` (uniform values). An MXU operand with the
 // values of one already loaded in the launch (`choices`) reuses it.
+// What the testbench takes to run launches, as far as code generation changes it: two cycles per
+// record, and each instruction's cycles with its FETCH (VPU ops from their table; the few other
+// multi-cycle instructions counted as two).
+int64_t estimated_cycles(const std::vector<Launch>& launches);
+
 std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg,
                           std::vector<int32_t>& constants, bool fast_math = false,
                           const Choices& choices = {});

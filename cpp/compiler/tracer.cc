@@ -81,7 +81,7 @@ int64_t Tracer::uniform_value(int node, const std::vector<int64_t>& known) const
 }
 
 Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes,
-               const TraceLimits& limits)
+               const TraceLimits& limits, ChunkLayout layout)
     : k_(k), sizes_(buffer_sizes), limits_(limits) {
   last_reader_.assign(k.nodes.size(), -1);
   for (int i = 0; i < int(k.nodes.size()); ++i)
@@ -123,14 +123,17 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
   size_t np = parallel_.size();
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
                              [](const Node& n) { return n.op == Op::RANGE && n.reduce; });
-  bool int_data = std::any_of(k.nodes.begin(), k.nodes.end(),
-                              [](const Node& n) { return n.op == Op::PARAM && n.global && is_lane_int(n.dtype); });
+  bool int_data = std::any_of(k.nodes.begin(), k.nodes.end(), [](const Node& n) {
+    return n.op == Op::PARAM && n.global && is_lane_int(n.dtype);
+  });
   chunks_ = (points_ + kLanes - 1) / kLanes;
-  if (reduces && int_data && np >= 2 && bounds_[np - 1] >= kRows && bounds_[np - 2] >= kRows) {
+  if (reduces && np >= 2 && bounds_[np - 1] >= kRows && bounds_[np - 2] >= kRows) {
     int64_t blocks = (bounds_[np - 1] + kRows - 1) / kRows * ((bounds_[np - 2] + kRows - 1) / kRows);
     for (size_t r = 0; r + 2 < np; ++r) blocks *= std::max<int64_t>(bounds_[r], 0);
-    blocked_ = 4 * blocks <= 5 * chunks_;  // ragged edges may cost at most a quarter more chunks
+    blockable_ = 4 * blocks <= 5 * chunks_;  // ragged edges may cost at most a quarter more chunks
+    blocked_ = blockable_ && (layout == ChunkLayout::kBlocked || (layout == ChunkLayout::kAuto && int_data));
     if (blocked_) chunks_ = blocks;
+    blockable_ = blockable_ && !int_data;  // the layout of a float reduction is the caller's to choose
   }
   // A prefix is pinned when it loops (the work worth sharing), writes no global memory and opens no IF.
   if (parallel_.empty() || num_chunks() < 2) return;

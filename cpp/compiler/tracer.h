@@ -171,14 +171,20 @@ struct TraceLimits {
   size_t cut_nodes = size_t(1) << 20;        // about 300 MB of tile nodes
   size_t max_chunk_nodes = size_t(1) << 23;  // about 2.5 GB
 };
+// How a reducing kernel's chunks take their 16 points (see Tracer::blocked_): kAuto blocks integer
+// reductions (the MXU's output tile) and not float ones.
+enum class ChunkLayout : uint8_t { kAuto, kBlocked, kLinear };
 class Tracer {
  public:
   Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes,
-         const TraceLimits& limits = {});
+         const TraceLimits& limits = {}, ChunkLayout layout = ChunkLayout::kAuto);
   // Traces chunk `chunk` (or the rest of it) into `out`. False: it stopped at a cut; call again with
   // the same chunk once `out` is compiled and emptied.
   [[nodiscard]] bool trace_chunk(int64_t chunk, TileProgram& out);
   int64_t num_chunks() const { return chunks_; }
+  // A float reduction that could take its chunks either way: compile() tries both on its first chunk.
+  bool layout_open() const { return blockable_; }
+  bool blocked() const { return blocked_; }
   int64_t parts_cut() const { return parts_cut_; }  // times a chunk stopped at a cut (the decision log)
   // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
   bool pinned_prefix() const { return prefix_ready_; }
@@ -237,13 +243,15 @@ class Tracer {
   std::vector<int64_t> bounds_;   // their trip counts
   int64_t points_ = 1;
   int64_t chunks_ = 0;
-  // Kernels that reduce integer data (which the MXU may take) and have two inner parallel dimensions of
-  // at least 4 take their chunks as 4x4 blocks of those dimensions (lane 4r+c = block row r, column c),
-  // the shape of an MXU output tile: rows then share one operand of a matmul and columns the other
-  // (when ragged edges cost at most a quarter more chunks). Other kernels take 16 consecutive points of
-  // the flattened space: on the VPU a float matmul fills as many tiles either way, and an elementwise
-  // prologue on the row operand is computed once for 16 lanes, not for 4.
+  // Kernels that reduce and have two inner parallel dimensions of at least 4 may take their chunks as
+  // 4x4 blocks of those dimensions (lane 4r+c = block row r, column c), the shape of an MXU output tile:
+  // rows then share one operand of a matmul and columns the other (when ragged edges cost at most a
+  // quarter more chunks). Integer reductions do (the MXU's). Other kernels take 16 consecutive points of
+  // the flattened space. A float matmul fills as many tiles either way; an elementwise prologue on one
+  // operand is computed for fewer lanes when those lanes share it: the row operand in 16 consecutive
+  // points, the column operand in blocks. compile() picks by trying both.
   bool blocked_ = false;
+  bool blockable_ = false;
   int64_t uniform_value(int node, const std::vector<int64_t>& known) const;
   // The uniform prefix: nodes before the first lane-parallel RANGE compute the same lanes in every
   // chunk (a whole-tensor reduce before a broadcast, say). The first chunk traces it and pins the tiles
