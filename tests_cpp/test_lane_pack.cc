@@ -57,8 +57,10 @@ TEST_CASE("lane_pack: one output's sum becomes one tile and a whole-tile reduce"
   for (int l = 0; l < kLanes; ++l) CHECK(p.lanes(in)[l].index == l);  // term k in lane k
 }
 
-TEST_CASE("lane_pack: eight outputs reduce by columns in two row groups joined by a select") {
+TEST_CASE("lane_pack: eight outputs read by two stores reduce by columns in two row groups joined by a select") {
   TileProgram p = row_sums(8, 8);
+  p.stores.push_back(p.stores[0]);  // a second reader: the result's lanes stay where they are
+  p.stores[1].buf = 2;
   pack_lanes(p);
   const TileNode& join = p.nodes[p.stores[0].value];
   REQUIRE(join.op == Op::WHERE);
@@ -70,6 +72,30 @@ TEST_CASE("lane_pack: eight outputs reduce by columns in two row groups joined b
   const TileNode& sum = p.nodes[p.nodes[join.c].a];
   REQUIRE(sum.op == Op::ADD);
   for (int l = 0; l < kLanes; ++l) CHECK(p.lanes(p.nodes[sum.a])[l].index == (l % 4) * 8 + l / 4);
+}
+
+TEST_CASE("lane_pack: eight outputs of one store take two lanes each, finished by a rotate and an add") {
+  TileProgram p = row_sums(8, 8);
+  pack_lanes(p);
+  const TileStore& st = p.stores[0];
+  const TileNode& r = p.nodes[st.value];
+  REQUIRE(r.op == Op::LANE_REDUCE);
+  CHECK(r.axis == LaneAxis::kPair);
+  for (int l = 0; l < kLanes; ++l) {  // output j now in lane 2j
+    CHECK(st.active[l] == (l % 2 == 0));
+    if (l % 2 == 0) CHECK(st.index[l] == l / 2);
+  }
+  // four tiles summed: lanes 2j, 2j+1 of tile t hold terms 2t, 2t+1 of output j (in[8j + k])
+  const TileNode* n = &p.nodes[r.a];
+  int tiles = 1;
+  while (n->op == Op::ADD) {
+    const TileNode& last = p.nodes[n->b];
+    REQUIRE(last.op == Op::LOAD);
+    for (int l = 0; l < kLanes; ++l) CHECK(p.lanes(last)[l].index == 8 * (l / 2) + 2 * (4 - tiles) + l % 2);
+    n = &p.nodes[n->a];
+    ++tiles;
+  }
+  CHECK(tiles == 4);
 }
 
 TEST_CASE("lane_pack: four isomorphic 4-lane stores become one 16-lane store") {

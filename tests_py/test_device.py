@@ -323,9 +323,12 @@ def test_packed_reductions_bit_exact(name):
 
 def test_small_reductions_reduce_across_lanes():
   # a 16-element sum to a scalar: one tile and one whole-tile reduce instead of a chain of 15 adds; an
-  # 8x8 row sum: column reduces; a copy: the gathered tiles go out as they came in
+  # 8x8 row sum: two lanes an output, finished by a rotate and an add; 4 rows: a row reduce; a copy: the
+  # gathered tiles go out as they came in
   assert "SUM_REDUCE_TILE" in tasm_of("Tensor(np.arange(16, dtype=np.int32), device='TINYTPU').sum()")
-  assert "SUM_REDUCE_COL" in tasm_of("Tensor(np.arange(64, dtype=np.int32).reshape(8, 8), device='TINYTPU').sum(axis=1)")
+  rows8 = tasm_of("Tensor(np.arange(64, dtype=np.int32).reshape(8, 8), device='TINYTPU').sum(axis=1)")
+  assert "ROTATE" in rows8 and "SELECT" not in rows8
+  assert "SUM_REDUCE" in tasm_of("Tensor(np.arange(32, dtype=np.int32).reshape(4, 8), device='TINYTPU').sum(axis=1)")
   copy = tasm_of("Tensor(np.arange(64, dtype=np.int32), device='TINYTPU').reshape(8, 8)")
   copy = copy[copy.index("launch 0"):]
   assert "OUTPUT_VMEM" in copy and "LOAD v" not in copy and "STORE VMEM" not in copy

@@ -268,6 +268,8 @@ struct Reduction {
   std::vector<int> rest;   // the others (a bias added to a sum, say): combined after the reduce
   LaneAxis axis;
   std::vector<std::vector<int>> groups;  // output lanes, one group per cross-lane reduce
+  // kPair: the one store of the result, whose j-th output lane moves to lane 2j (two lanes an output)
+  int store = -1;
 };
 
 class ReductionPacker {
@@ -289,6 +291,17 @@ class ReductionPacker {
         b_.set(i, emit(p_.nodes[i], it->second));
     }
     for (const auto& s : p_.stores) b_.out.stores.push_back(b_.copy_store(s));
+    for (const auto& [root, red] : plans) {
+      if (red.store < 0) continue;
+      TileStore& st = b_.out.stores[red.store];
+      const TileStore was = st;
+      st.active.fill(false);
+      const std::vector<int>& out = red.groups[0];
+      for (size_t j = 0; j < out.size(); ++j) {
+        st.index[2 * j] = was.index[out[j]];
+        st.active[2 * j] = true;
+      }
+    }
     return std::move(b_.out);
   }
 
@@ -297,6 +310,16 @@ class ReductionPacker {
   Builder b_;
   const NodeUses uses_;
   const std::vector<Replication> rep_;
+
+  // The store that alone reads `root`, as its plain value (its lanes can be moved), or -1.
+  int sole_store(int root) const {
+    if (uses_.count[root] != 1) return -1;
+    for (int s = 0; s < int(p_.stores.size()); ++s) {
+      const TileStore& st = p_.stores[s];
+      if (st.value == root && st.gate < 0 && st.index_node < 0 && st.pin < 0 && st.buf >= 0) return s;
+    }
+    return -1;
+  }
 
   std::optional<Reduction> plan(int root, std::vector<bool>& absorbed) const {
     const TileNode& r = p_.nodes[root];
@@ -373,18 +396,35 @@ class ReductionPacker {
     }
     size_t n = red.terms.size(), per = red.axis == LaneAxis::kTile ? kLanes : kRows,
            tiles = (n + per - 1) / per;
-    size_t pad = n % per && p_.nodes[red.terms[0]].op != Op::LOAD ? 2 : 0;
+    bool leaf_terms = p_.nodes[red.terms[0]].op == Op::LOAD;
+    size_t pad = n % per && !leaf_terms ? 2 : 0;
     size_t unpacked = distinct.size() + n - 1;
     size_t packed =
         red.groups.size() * (tiles * (size + 1) + pad) + 2 * (red.groups.size() - 1) + red.rest.size();
+    // Up to eight outputs read by one store alone can instead take two lanes each: lanes 2j, 2j+1 hold
+    // terms of output j, and a rotate and one op finish all of them at once in lane 2j, which the store
+    // then reads (one group: no selects between groups).
+    if (int st = sole_store(root);
+        st >= 0 && red.rest.empty() && red.groups.size() > 1 && out.size() * 2 <= kLanes) {
+      size_t pairs = (n + 1) / 2, pair_cost = pairs * (size + 1) + (n % 2 && !leaf_terms ? 2 : 0) + 1;
+      if (pair_cost < packed) {
+        red.axis = LaneAxis::kPair;
+        red.groups = {out};
+        red.store = st;
+        packed = pair_cost;
+      }
+    }
     if (packed >= unpacked) return std::nullopt;
     return red;
   }
 
   // Lane l of packed tile t holds term k of the output in lane `o`: kTile l = k - 16t; kCol (output
-  // in column o%4) row l/4 = k - 4t; kRow (output in row o/4) column l%4 = k - 4t.
+  // in column o%4) row l/4 = k - 4t; kRow (output in row o/4) column l%4 = k - 4t; kPair (the group's
+  // j-th output) l = 2j + k - 2t.
   int emit(const TileNode& root, const Reduction& red) {
-    size_t n = red.terms.size(), per = red.axis == LaneAxis::kTile ? kLanes : kRows;
+    size_t n = red.terms.size(), per = red.axis == LaneAxis::kTile   ? kLanes
+                                       : red.axis == LaneAxis::kPair ? 2
+                                                                     : kRows;
     bool leaf_terms = p_.nodes[red.terms[0]].op == Op::LOAD;
     uint32_t id = identity(root.op, root.dtype);
     int result = -1;
@@ -394,14 +434,17 @@ class ReductionPacker {
         std::vector<int> roots(red.terms.begin() + first, red.terms.begin() + std::min(n, first + per));
         LaneMap map;
         LaneSet real{};
-        for (int o : group)
+        for (size_t j = 0; j < group.size(); ++j) {
+          int o = group[j];
           for (size_t k = 0; k < roots.size(); ++k) {
-            int l = red.axis == LaneAxis::kTile  ? int(k)
-                    : red.axis == LaneAxis::kCol ? int(kRows * k) + o % kRows
-                                                 : o / kRows * kRows + int(k);
+            int l = red.axis == LaneAxis::kTile   ? int(k)
+                    : red.axis == LaneAxis::kPair ? int(2 * j + k)
+                    : red.axis == LaneAxis::kCol  ? int(kRows * k) + o % kRows
+                                                  : o / kRows * kRows + int(k);
             map[l] = {int(k), o};
             real[l] = true;
           }
+        }
         // padding lanes of leaf terms hold the identity; other terms are padded by a select below
         int tile = b_.pack(roots, map, leaf_terms ? std::optional(id) : std::nullopt);
         if (!leaf_terms && roots.size() < per) {  // padding lanes must hold the identity

@@ -47,6 +47,8 @@ VpuOpcode lane_reduce_opcode(const TileNode& n) {
       return ops->row;
     case LaneAxis::kCol:
       return ops->col;
+    case LaneAxis::kPair:  // a rotate, then the op itself
+      return is_float(n.dtype) ? *o.f32_op : *o.int_op;
   }
   throw Unsupported("internal: LANE_REDUCE axis");
 }
@@ -841,7 +843,14 @@ class Emitter {
         mxu_dot(d, p_.mxu[n.mxu], a);
         break;
       case Op::LANE_REDUCE:
-        vpu(lane_reduce_opcode(n), d, a);
+        if (n.axis == LaneAxis::kPair) {  // lane 2j combines with lane 2j+1 of its row
+          int t = alloc_vreg();
+          emit(instr::rotate(t, a, 1));
+          vpu(lane_reduce_opcode(n), d, a, t);
+          release(t);
+        } else {
+          vpu(lane_reduce_opcode(n), d, a);
+        }
         break;
       case Op::LANE_BROADCAST:
         emit(n.axis == LaneAxis::kTile  ? instr::broadcast_scalar(d, a, n.lane / kRows, n.lane % kRows)

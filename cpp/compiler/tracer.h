@@ -43,8 +43,9 @@ using LeafLanes = std::array<LeafLane, kLanes>;
 // Which lanes a LANE_REDUCE combines (the 4x4 tile is row-major: lane 4r+c is row r, column c): all
 // sixteen, the four of each row, or the four of each column; every combined lane gets the result. For
 // a LANE_BROADCAST, which lanes get one value: all sixteen take lane `lane` of the operand, each row its
-// column `lane`, or each column its row `lane`.
-enum class LaneAxis : uint8_t { kTile, kRow, kCol };
+// column `lane`, or each column its row `lane`. kPair (LANE_REDUCE only): lanes 2j and 2j+1, combined
+// into lane 2j.
+enum class LaneAxis : uint8_t { kTile, kRow, kCol, kPair };
 
 // A node of the tile-level dataflow graph: 16 lanes computed by the same operation.
 struct TileNode {

@@ -83,6 +83,15 @@ inline Instr broadcast_col(int dst, int src, int col) {
   return i;
 }
 
+// ROTATE dst, src, amount: lane (r, c) takes src's lane (r, (c + amount) mod 4).
+inline Instr rotate(int dst, int src, int amount) {
+  Instr i = make(SxuOpcode::kDispatchXluRotate);
+  i.vregDst = uint8_t(dst);
+  i.vregSrc = uint8_t(src);
+  i.vregSrc2 = uint8_t(amount);
+  return i;
+}
+
 // VZERO dst
 inline Instr vzero(int dst) {
   Instr i = make(SxuOpcode::kVzero);
