@@ -332,3 +332,13 @@ def test_small_reductions_reduce_across_lanes():
   copy = tasm_of("Tensor(np.arange(64, dtype=np.int32), device='TINYTPU').reshape(8, 8)")
   copy = copy[copy.index("launch 0"):]
   assert "OUTPUT_VMEM" in copy and "LOAD v" not in copy and "STORE VMEM" not in copy
+
+def test_single_mxu_dispatch_result_goes_straight_to_its_output_slot():
+  # a 1x4 @ 4x4 int8-range matmul: one weight-stationary MXU_VPU_EPILOGUE writes the column sums into the
+  # output tile (no LOAD_MXU_RESULT, no STORE), and the result is right
+  src = "(Tensor([[1, 2, 3, 4]], dtype=dtypes.int32, device='TINYTPU') @ Tensor(np.eye(4, dtype=np.int32), device='TINYTPU'))"
+  tasm = tasm_of(src)
+  tasm = tasm[tasm.index("launch 0"):]
+  assert "MXU_VPU_EPILOGUE" in tasm and "DST_VMEM" in tasm
+  assert "STORE VMEM" not in tasm and "LOAD_MXU_RESULT" not in tasm
+  assert "[1, 2, 3, 4]" in tasm

@@ -76,6 +76,7 @@ class Emitter {
     // not events: each is filled right before its first read in a launch, so it costs no register
     // while it waits and a cut never spills it (the loader fills it again). Positions in this order
     // give every read a last-use time.
+    find_stored_mxu_results();
     std::vector<bool> done(p.nodes.size(), false);
     for (size_t s = 0; s < p.stores.size(); ++s) {
       for (int root : store_reads(p.stores[s])) {
@@ -91,7 +92,7 @@ class Emitter {
             if (next >= 0 && !done[next]) stack.push_back({next, 0});
           } else {
             done[n] = true;
-            if (!is_leaf(n)) events_.push_back({true, n});
+            if (!is_leaf(n) && !to_vmem_[n]) events_.push_back({true, n});
             stack.pop_back();
           }
         }
@@ -118,17 +119,37 @@ class Emitter {
     begin_launch();
   }
 
+  // MXU results that one store alone reads as they are, from a single weight-stationary dispatch: the
+  // MXU_VPU_EPILOGUE writes them straight into the store's output slot (no vreg, no STORE). They are
+  // not events of their own; the store emits them.
+  std::vector<bool> to_vmem_;
+  void find_stored_mxu_results() {
+    to_vmem_.assign(p_.nodes.size(), false);
+    std::vector<int> reads(p_.nodes.size(), 0);
+    for (const TileNode& n : p_.nodes)
+      for (int o : {n.a, n.b, n.c})
+        if (o >= 0) ++reads[o];
+    for (const TileStore& st : p_.stores)
+      for (int o : store_reads(st)) ++reads[o];
+    for (const TileStore& st : p_.stores) {
+      const TileNode& n = p_.nodes[st.value];
+      if (n.op != Op::MXU_DOT || reads[st.value] != 1 || n.a >= 0) continue;
+      const MxuDot& m = p_.mxu[n.mxu];
+      to_vmem_[st.value] = !m.os && !m.epilogue_op && m.dispatches.size() == 1 && m.dispatches[0].row == 0;
+    }
+  }
+
   void program_order(const std::vector<bool>& needed) {
     events_.clear();
     std::vector<bool> made(p_.nodes.size(), false);
     size_t s = 0;
     auto ready = [&](size_t st) {
       for (int r : store_reads(p_.stores[st]))
-        if (!is_leaf(r) && !made[r]) return false;
+        if (!is_leaf(r) && !to_vmem_[r] && !made[r]) return false;
       return true;
     };
     for (int i = 0; i < int(p_.nodes.size()); ++i) {
-      if (needed[i] && !is_leaf(i)) {
+      if (needed[i] && !is_leaf(i) && !to_vmem_[i]) {
         events_.push_back({true, i});
         made[i] = true;
       }
@@ -588,9 +609,11 @@ class Emitter {
     emit(instr::psum_read(d, /*bucket*/ 0));
   }
   // WS dispatches of one activation row each, their column sums written or accumulated into PSUM rows,
-  // then the whole bucket read once the MXU is done (bucket 0 is free again after the read). Results
-  // that live in row 0 alone are read with one 2-cycle instruction: LOAD_MXU_RESULT for a single
-  // dispatch (no PSUM at all), PSUM_READ_ROW otherwise.
+  // then the whole bucket read once the MXU is done (bucket 0 is free again after the read); results
+  // that live in row 0 alone with one PSUM_READ_ROW. A single dispatch is one MXU_VPU_EPILOGUE: its
+  // column sums land in d (row 0) when it finishes, combined with the epilogue's operand or, by an op
+  // the Controller does not wire (hardware.md §2.3), unchanged.
+  static constexpr VpuOpcode kEpiloguePassThrough = VpuOpcode::kOr;
   void mxu_dot(int d, const MxuDot& m, int epilogue_src) {
     std::vector<int> w, a;
     for (const auto& t : m.weights) w.push_back(weight_fill(t, m.chain));
@@ -599,18 +622,15 @@ class Emitter {
     bool row0_only =
         std::all_of(m.dispatches.begin(), m.dispatches.end(), [](auto& ds) { return ds.row == 0; });
     bool direct = row0_only && m.dispatches.size() == 1;  // the column sums themselves: no PSUM
-    if (m.epilogue_op) {  // synchronous: the result is in d when the SXU moves on
+    if (direct) {  // synchronous: the result is in d when the SXU moves on, in one instruction
       const auto& ds = m.dispatches[0];
-      emit(instr::mxu_vpu_epilogue(d, w[ds.weight], a[ds.act], /*tiles*/ 1, epilogue_src, *m.epilogue_op));
+      emit(instr::mxu_vpu_epilogue(d, w[ds.weight], a[ds.act], /*tiles*/ 1, m.epilogue_op ? epilogue_src : d,
+                                   m.epilogue_op.value_or(kEpiloguePassThrough)));
       return;
     }
     for (const auto& ds : m.dispatches) {
       PsumMode psum = direct ? PsumMode::kOff : ds.accumulate ? PsumMode::kAccumulate : PsumMode::kWrite;
       emit(instr::mxu(w[ds.weight], a[ds.act], /*tiles*/ 1, psum, /*bucket*/ 0, ds.row));
-    }
-    if (direct) {
-      emit(instr::load_mxu_result(d));  // blocks until Done: no WAIT_MXU needed
-      return;
     }
     emit(instr::wait_mxu());
     if (row0_only)
@@ -923,6 +943,15 @@ class Emitter {
         {st.value, SlotDrain::kValue}, {st.gate, SlotDrain::kGate}, {st.index_node, SlotDrain::kIndex}};
     for (auto [node, role] : parts) {
       if (node < 0) continue;
+      if (to_vmem_[node]) {
+        const MxuDot& m = p_.mxu[p_.nodes[node].mxu];
+        int w = weight_fill(m.weights[m.dispatches[0].weight], m.chain);
+        int a = act_fill(m.acts[m.dispatches[0].act], 1, m.chain);
+        int slot = take_out_slot();
+        emit(instr::mxu_vpu_epilogue_to_vmem(slot, w, a, /*tiles*/ 1, kEpiloguePassThrough));
+        cur_.drains.push_back({slot, s, -1, role});
+        continue;
+      }
       if (is_leaf(node) && vreg_[node] < 0 && !p_.nodes[node].dynamic) {
         // a gathered tile stored as it is: the loader fills an output slot, no LOAD and STORE
         int slot = take_out_slot(true);

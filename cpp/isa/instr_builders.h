@@ -158,6 +158,14 @@ inline Instr mxu_vpu_epilogue(int dst, int w, int a, int tiles, int src2, VpuOpc
   return i;
 }
 
+// MXU_VPU_EPILOGUE ... DST_VMEM[addr]: the result written to VMEM instead of a vreg (src2 v0).
+inline Instr mxu_vpu_epilogue_to_vmem(int addr, int w, int a, int tiles, VpuOpcode op) {
+  Instr i = mxu_vpu_epilogue(0, w, a, tiles, 0, op);
+  i.vregSrc2 = 1;
+  i.vmemAddr = uint8_t(addr);
+  return i;
+}
+
 inline Instr wait_mxu() { return make(SxuOpcode::kWaitMxu); }
 
 // LOAD_MXU_RESULT dst
