@@ -56,40 +56,25 @@ inline Instr select(int dst, int cond, int if_true, int if_false) {
   return i;
 }
 
-// BROADCAST_SCALAR dst = src[row, col]: every lane takes one lane's value (XLU, written back at T+1).
+// The XLU's dispatches: dst = f(src, sel), written back at T+1; sel goes in vregSrc2.
+inline Instr xlu(SxuOpcode op, int dst, int src, int sel) {
+  Instr i = make(op);
+  i.vregDst = uint8_t(dst);
+  i.vregSrc = uint8_t(src);
+  i.vregSrc2 = uint8_t(sel);
+  return i;
+}
+// BROADCAST_SCALAR dst = src[row, col]: every lane takes one lane's value.
 inline Instr broadcast_scalar(int dst, int src, int row, int col) {
-  Instr i = make(SxuOpcode::kBroadcastScalar);
-  i.vregDst = uint8_t(dst);
-  i.vregSrc = uint8_t(src);
-  i.vregSrc2 = uint8_t(row << 2 | col);
-  return i;
+  return xlu(SxuOpcode::kBroadcastScalar, dst, src, row << 2 | col);
 }
-
 // BROADCAST_ROW dst = ROW(src, row): every row takes row `row`.
-inline Instr broadcast_row(int dst, int src, int row) {
-  Instr i = make(SxuOpcode::kBroadcastRow);
-  i.vregDst = uint8_t(dst);
-  i.vregSrc = uint8_t(src);
-  i.vregSrc2 = uint8_t(row);
-  return i;
-}
-
+inline Instr broadcast_row(int dst, int src, int row) { return xlu(SxuOpcode::kBroadcastRow, dst, src, row); }
 // BROADCAST_COL dst = COL(src, col): every column takes column `col`.
-inline Instr broadcast_col(int dst, int src, int col) {
-  Instr i = make(SxuOpcode::kBroadcastCol);
-  i.vregDst = uint8_t(dst);
-  i.vregSrc = uint8_t(src);
-  i.vregSrc2 = uint8_t(col);
-  return i;
-}
-
+inline Instr broadcast_col(int dst, int src, int col) { return xlu(SxuOpcode::kBroadcastCol, dst, src, col); }
 // ROTATE dst, src, amount: lane (r, c) takes src's lane (r, (c + amount) mod 4).
 inline Instr rotate(int dst, int src, int amount) {
-  Instr i = make(SxuOpcode::kDispatchXluRotate);
-  i.vregDst = uint8_t(dst);
-  i.vregSrc = uint8_t(src);
-  i.vregSrc2 = uint8_t(amount);
-  return i;
+  return xlu(SxuOpcode::kDispatchXluRotate, dst, src, amount);
 }
 
 // VZERO dst
