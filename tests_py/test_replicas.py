@@ -44,3 +44,22 @@ def test_prologue_on_either_operand_is_bit_identical_to_computing_it_first():
   for fused, first in (((ta * 2 - 1) @ tb, (ta * 2 - 1).realize() @ tb), (ta @ (tb * 2 - 1), ta @ (tb * 2 - 1).realize()),
                        (ta.gelu() @ tb, ta.gelu().realize() @ tb)):
     np.testing.assert_array_equal(fused.numpy().view(np.uint32), first.numpy().view(np.uint32))
+
+from hypothesis import given, settings, strategies as st, HealthCheck
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 9), st.integers(2, 40), st.sampled_from(["sum", "max", "prod"]), st.integers(0, 2**31 - 1))
+def test_few_output_reductions_equal_cpu(outputs, terms, op, seed):
+  # up to eight outputs of one store take two lanes each (a rotate finishes them); more take row groups
+  x = np.random.default_rng(seed).integers(-9, 9, (outputs, terms)).astype(np.int32)
+  got, want = (getattr(Tensor(x, device=d), op)(axis=1).numpy() for d in ("TINYTPU", "CPU"))
+  np.testing.assert_array_equal(got, want)
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 20), st.integers(1, 30), st.integers(1, 20), st.booleans(), st.integers(0, 2**31 - 1))
+def test_float_matmul_with_a_prologue_is_bit_identical_to_the_unfused_one(m, k, n, on_rows, seed):
+  rng = np.random.default_rng(seed)
+  a, b = Tensor(rng.uniform(-2, 2, (m, k)).astype(np.float32), device="TINYTPU"), Tensor(rng.uniform(-2, 2, (k, n)).astype(np.float32), device="TINYTPU")
+  pro = lambda t: (t * 3 + 0.5).relu()
+  fused, first = ((pro(a) @ b, pro(a).realize() @ b) if on_rows else (a @ pro(b), a @ pro(b).realize()))
+  np.testing.assert_array_equal(fused.numpy().view(np.uint32), first.numpy().view(np.uint32))
