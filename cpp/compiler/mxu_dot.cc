@@ -300,13 +300,18 @@ class Fuser {
   }
 
   // Estimated cycles of a block, counted the testbench's way: every data record and instruction is a
-  // 2-cycle record, plus the SXU's time. WS dispatches (tLen 1) run back to back, then WAIT +
-  // PSUM_READ; OS dispatches likewise, then 2 instructions per live row and a PSUM_READ. The MXU's
+  // 2-cycle record, plus the SXU's time. A single WS dispatch into row 0 is one synchronous
+  // MXU_VPU_EPILOGUE; more run back to back (tLen 1), then WAIT + PSUM_READ; OS dispatches likewise,
+  // then 2 instructions per live row and a PSUM_READ. The MXU's
   // share comes from the controller's timing. A single K-slice favours WS (fewer instructions), two or
   // more OS.
   static int cost(const MxuDot& m) {
     int records = int(m.weights.size()), sxu = 0, instrs = 0;
-    if (!m.os) {
+    if (!m.os && m.dispatches.size() == 1 && m.dispatches[0].row == 0) {  // one MXU_VPU_EPILOGUE
+      records += int(m.acts.size());
+      instrs = 1;
+      sxu = epilogue_dispatch_cycles(1);
+    } else if (!m.os) {
       records += int(m.acts.size());
       instrs = int(m.dispatches.size()) + 2;
       sxu = ws_dispatch_interval(1) * int(m.dispatches.size()) + 5;

@@ -40,6 +40,8 @@ constexpr int ws_dispatch_interval(int t_len) { return t_len + kRows + 4; }
 constexpr int os_dispatch_interval(int k) {
   return (k > 1 ? k : 1) + k + kRows + kRows + 3;
 }  // K' + k + rows + cols + 3
+// A synchronous epilogue dispatch (42, 46) with its FETCH: tLen + rows + 7 (hardware.md §2.7).
+constexpr int epilogue_dispatch_cycles(int t_len) { return ws_dispatch_interval(t_len) + 3; }
 
 struct EpilogueConfig {
   bool bias = false, relu = false, reduce = false, sumsq = false;
