@@ -104,6 +104,8 @@ demo: install
 
 bench: install
 	$(PYTHON) bench/benchmark.py
+	@$(PYTHON) -c "import matplotlib" 2>/dev/null || $(PYTHON) -m pip install -q matplotlib
+	$(PYTHON) bench/plot.py
 
 format:
 	clang-format -i cpp/*/*.h cpp/*/*.cc tests_cpp/*.cc
