@@ -57,7 +57,8 @@ TEST_CASE("lane_pack: one output's sum becomes one tile and a whole-tile reduce"
   for (int l = 0; l < kLanes; ++l) CHECK(p.lanes(in)[l].index == l);  // term k in lane k
 }
 
-TEST_CASE("lane_pack: eight outputs read by two stores reduce by columns in two row groups joined by a select") {
+TEST_CASE(
+    "lane_pack: eight outputs read by two stores reduce by columns in two row groups joined by a select") {
   TileProgram p = row_sums(8, 8);
   p.stores.push_back(p.stores[0]);  // a second reader: the result's lanes stay where they are
   p.stores[1].buf = 2;
