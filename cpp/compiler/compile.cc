@@ -296,11 +296,11 @@ void replay(const ReplayCache::Hit& hit, const std::vector<int64_t>& sizes, Plan
 ChunkLayout choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
                           const std::vector<int64_t>& sizes, const Choices& choices,
                           const TraceLimits& limits) {
-  if (!Tracer(k, vals, sizes, limits).layout_open()) return ChunkLayout::kAuto;
   std::array<int64_t, 2> cost{};
   const std::array<ChunkLayout, 2> layouts{ChunkLayout::kLinear, ChunkLayout::kBlocked};
   for (int i = 0; i < 2; ++i) {
     Tracer t(k, vals, sizes, limits, layouts[i]);
+    if (!t.layout_open()) return ChunkLayout::kAuto;  // the same answer for either layout
     TileProgram prog;
     if (!t.trace_chunk(0, prog)) return ChunkLayout::kAuto;
     pack_lanes(prog);

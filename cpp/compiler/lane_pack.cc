@@ -515,6 +515,7 @@ class ReplicaPacker {
   // Estimated cycles, with each instruction's record: an op, a gathered leaf (its fill and LOAD), a
   // broadcast.
   static constexpr int kOpCycles = 5, kLeafCycles = 7, kBroadcastCycles = 4;
+  static constexpr size_t kOpenGroups = 8;  // groups taking roots at a time
   struct Group {
     LaneAxis axis;
     std::vector<int> roots;
@@ -523,7 +524,7 @@ class ReplicaPacker {
   const TileProgram& p_;
   Builder b_;
   const NodeUses uses_;
-  std::vector<Replication> rep_;
+  const std::vector<Replication> rep_;
   std::vector<Group> groups_;
 
   static int capacity(LaneAxis a) { return a == LaneAxis::kTile ? kLanes : kRows; }
@@ -548,13 +549,15 @@ class ReplicaPacker {
     return map;
   }
 
-  // Replication of every node, the roots (replicated values read by something that is not), and their
-  // groups: consecutive isomorphic roots of one replication, a few groups open at a time.
+  // The roots (replicated values read by something that is not, or by a store) and their groups:
+  // consecutive isomorphic roots of one replication, a few groups open at a time.
   void classify() {
     std::vector<bool> root(p_.nodes.size(), false);
-    for (const TileNode& n : p_.nodes)
+    for (int i = 0; i < int(p_.nodes.size()); ++i) {
+      const TileNode& n = p_.nodes[i];
       for (int o : {n.a, n.b, n.c})
-        if (o >= 0 && (!movable(n) || !rep_[&n - p_.nodes.data()])) root[o] = true;
+        if (o >= 0 && (!movable(n) || !rep_[i])) root[o] = true;
+    }
     for (const auto& s : p_.stores)
       for (int o : {s.value, s.gate, s.index_node})
         if (o >= 0) root[o] = true;
@@ -587,7 +590,6 @@ class ReplicaPacker {
     }
     while (!open.empty()) close(0);
   }
-  static constexpr size_t kOpenGroups = 8;
 
   // One tree's estimated cycles (its distinct nodes; constants are shared when packed), or -1 when it
   // is larger than kMaxDag.

@@ -125,17 +125,12 @@ class Emitter {
   std::vector<bool> to_vmem_;
   void find_stored_mxu_results() {
     to_vmem_.assign(p_.nodes.size(), false);
-    std::vector<int> reads(p_.nodes.size(), 0);
-    for (const TileNode& n : p_.nodes)
-      for (int o : {n.a, n.b, n.c})
-        if (o >= 0) ++reads[o];
-    for (const TileStore& st : p_.stores)
-      for (int o : store_reads(st)) ++reads[o];
+    const std::vector<int> reads = node_uses(p_).count;
     for (const TileStore& st : p_.stores) {
       const TileNode& n = p_.nodes[st.value];
       if (n.op != Op::MXU_DOT || reads[st.value] != 1 || n.a >= 0) continue;
       const MxuDot& m = p_.mxu[n.mxu];
-      to_vmem_[st.value] = !m.os && !m.epilogue_op && m.dispatches.size() == 1 && m.dispatches[0].row == 0;
+      to_vmem_[st.value] = m.single_dispatch() && !m.epilogue_op;
     }
   }
 
@@ -614,25 +609,27 @@ class Emitter {
   // column sums land in d (row 0) when it finishes, combined with the epilogue's operand or, by an op
   // the Controller does not wire (hardware.md §2.3), unchanged.
   static constexpr VpuOpcode kEpiloguePassThrough = VpuOpcode::kOr;
-  void mxu_dot(int d, const MxuDot& m, int epilogue_src) {
+  // `out_slot` >= 0 (a single dispatch with no epilogue op): written to that VMEM slot, not to d.
+  void mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot = -1) {
     std::vector<int> w, a;
     for (const auto& t : m.weights) w.push_back(weight_fill(t, m.chain));
     if (m.os) return mxu_os(d, m, w);
     for (const auto& t : m.acts) a.push_back(act_fill(t, 1, m.chain));
-    bool row0_only =
-        std::all_of(m.dispatches.begin(), m.dispatches.end(), [](auto& ds) { return ds.row == 0; });
-    bool direct = row0_only && m.dispatches.size() == 1;  // the column sums themselves: no PSUM
-    if (direct) {  // synchronous: the result is in d when the SXU moves on, in one instruction
+    if (m.single_dispatch()) {  // synchronous: the result is in place when the SXU moves on
       const auto& ds = m.dispatches[0];
-      emit(instr::mxu_vpu_epilogue(d, w[ds.weight], a[ds.act], /*tiles*/ 1, m.epilogue_op ? epilogue_src : d,
-                                   m.epilogue_op.value_or(kEpiloguePassThrough)));
+      VpuOpcode op = m.epilogue_op.value_or(kEpiloguePassThrough);
+      emit(out_slot >= 0 ? instr::mxu_vpu_epilogue_to_vmem(out_slot, w[ds.weight], a[ds.act], /*tiles*/ 1, op)
+                         : instr::mxu_vpu_epilogue(d, w[ds.weight], a[ds.act], /*tiles*/ 1,
+                                                   m.epilogue_op ? epilogue_src : d, op));
       return;
     }
     for (const auto& ds : m.dispatches) {
-      PsumMode psum = direct ? PsumMode::kOff : ds.accumulate ? PsumMode::kAccumulate : PsumMode::kWrite;
+      PsumMode psum = ds.accumulate ? PsumMode::kAccumulate : PsumMode::kWrite;
       emit(instr::mxu(w[ds.weight], a[ds.act], /*tiles*/ 1, psum, /*bucket*/ 0, ds.row));
     }
     emit(instr::wait_mxu());
+    bool row0_only =
+        std::all_of(m.dispatches.begin(), m.dispatches.end(), [](auto& ds) { return ds.row == 0; });
     if (row0_only)
       emit(instr::psum_read_row(d, /*bucket*/ 0, /*row*/ 0));
     else
@@ -944,11 +941,8 @@ class Emitter {
     for (auto [node, role] : parts) {
       if (node < 0) continue;
       if (to_vmem_[node]) {
-        const MxuDot& m = p_.mxu[p_.nodes[node].mxu];
-        int w = weight_fill(m.weights[m.dispatches[0].weight], m.chain);
-        int a = act_fill(m.acts[m.dispatches[0].act], 1, m.chain);
         int slot = take_out_slot();
-        emit(instr::mxu_vpu_epilogue_to_vmem(slot, w, a, /*tiles*/ 1, kEpiloguePassThrough));
+        mxu_dot(-1, p_.mxu[p_.nodes[node].mxu], -1, slot);
         cur_.drains.push_back({slot, s, -1, role});
         continue;
       }

@@ -307,7 +307,7 @@ class Fuser {
   // more OS.
   static int cost(const MxuDot& m) {
     int records = int(m.weights.size()), sxu = 0, instrs = 0;
-    if (!m.os && m.dispatches.size() == 1 && m.dispatches[0].row == 0) {  // one MXU_VPU_EPILOGUE
+    if (m.single_dispatch()) {  // one MXU_VPU_EPILOGUE
       records += int(m.acts.size());
       instrs = 1;
       sxu = epilogue_dispatch_cycles(1);

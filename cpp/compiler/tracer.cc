@@ -130,10 +130,10 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
   if (reduces && np >= 2 && bounds_[np - 1] >= kRows && bounds_[np - 2] >= kRows) {
     int64_t blocks = (bounds_[np - 1] + kRows - 1) / kRows * ((bounds_[np - 2] + kRows - 1) / kRows);
     for (size_t r = 0; r + 2 < np; ++r) blocks *= std::max<int64_t>(bounds_[r], 0);
-    blockable_ = 4 * blocks <= 5 * chunks_;  // ragged edges may cost at most a quarter more chunks
-    blocked_ = blockable_ && (layout == ChunkLayout::kBlocked || (layout == ChunkLayout::kAuto && int_data));
+    bool blockable = 4 * blocks <= 5 * chunks_;  // ragged edges may cost at most a quarter more chunks
+    blocked_ = blockable && (layout == ChunkLayout::kBlocked || (layout == ChunkLayout::kAuto && int_data));
     if (blocked_) chunks_ = blocks;
-    blockable_ = blockable_ && !int_data;  // the layout of a float reduction is the caller's to choose
+    layout_open_ = blockable && !int_data;  // the layout of a float reduction is the caller's to choose
   }
   // A prefix is pinned when it loops (the work worth sharing), writes no global memory and opens no IF.
   if (parallel_.empty() || num_chunks() < 2) return;

@@ -108,6 +108,8 @@ struct MxuDot {
   // A single row-0 dispatch may fold the following lane-wise int32 op into DISPATCH_MXU_VPU_EPILOGUE
   // (46): result row 0 = op(column sums, operand a's row 0).
   std::optional<VpuOpcode> epilogue_op;
+  // One weight-stationary dispatch into row 0: its column sums are the result, one MXU_VPU_EPILOGUE.
+  bool single_dispatch() const { return !os && dispatches.size() == 1 && dispatches[0].row == 0; }
 };
 
 // The straight-line tile program for one or more chunks of 16 lanes, in program order.
@@ -184,7 +186,7 @@ class Tracer {
   [[nodiscard]] bool trace_chunk(int64_t chunk, TileProgram& out);
   int64_t num_chunks() const { return chunks_; }
   // A float reduction that could take its chunks either way: compile() tries both on its first chunk.
-  bool layout_open() const { return blockable_; }
+  bool layout_open() const { return layout_open_; }
   bool blocked() const { return blocked_; }
   int64_t parts_cut() const { return parts_cut_; }  // times a chunk stopped at a cut (the decision log)
   // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
@@ -252,7 +254,7 @@ class Tracer {
   // operand is computed for fewer lanes when those lanes share it: the row operand in 16 consecutive
   // points, the column operand in blocks. compile() picks by trying both.
   bool blocked_ = false;
-  bool blockable_ = false;
+  bool layout_open_ = false;  // a float reduction that could take either layout
   int64_t uniform_value(int node, const std::vector<int64_t>& known) const;
   // The uniform prefix: nodes before the first lane-parallel RANGE compute the same lanes in every
   // chunk (a whole-tensor reduce before a broadcast, say). The first chunk traces it and pins the tiles
