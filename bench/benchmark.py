@@ -3,8 +3,11 @@ reference testbench counts (2 cycles per bundle record, SXU cycles to HALT, one 
 over a kernel's launches), each result checked against numpy. `--suite extended` runs large kernels with
 simulator speed and host time next to tinygrad's CPU and PYTHON devices.
 
-  python bench/benchmark.py [--filter SUBSTR] [--json | --csv] [--record [--note TEXT]]
+  python bench/benchmark.py [--config NAME] [--filter SUBSTR] [--json | --csv] [--record [--note TEXT]]
   python bench/benchmark.py --suite extended [--devices TINYTPU,CPU,PYTHON]
+
+--config runs TINYTPU on a TensorCore variant (`python -m tinytpu configs`; NAME,field=value,... changes
+fields); its cycles are that core's count, loading at its record_cycles per record.
 """
 from __future__ import annotations
 import argparse, csv, datetime, io, json, math, os, subprocess, sys, time
@@ -12,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 import numpy as np
 import tinytpu
+from tinytpu import configs
 from tinygrad import Tensor, dtypes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -130,6 +134,8 @@ def table(summary: dict) -> str:
   rows.append(f"geomean elems/cycle {_fmt(summary['geomean_elems_per_cycle'], '.3f')} "
               f"(compute, SXU cycles only: {_fmt(summary['geomean_compute_elems_per_cycle'], '.3f')}; "
               f"reference {REFERENCE_GEOMEAN})")
+  if summary.get("config", "reference") != "reference":
+    rows.append(f"on TensorCore config {summary['config']}: {summary['config_fields']} (floor and ref are the reference core's)")
   for name in summary["excluded"]: rows.append(f"note: {name} ran no device kernel and is left out of the geomean")
   return "\n".join(rows)
 
@@ -191,10 +197,16 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--record", action="store_true", help=f"append the geomeans to {os.path.relpath(HISTORY)}")
   ap.add_argument("--note", default="", help="the note of a --record row")
   ap.add_argument("--devices", default="TINYTPU,CPU,PYTHON", help="extended suite: devices timed")
+  ap.add_argument("--config", default=os.getenv(configs.ENV, "reference"),
+                  help="the TensorCore variant TINYTPU runs (default: TINYTPU_CONFIG, else reference)")
   args = ap.parse_args(argv)
+  try: config = configs.from_spec(args.config)
+  except ValueError as e: ap.error(str(e))
+  os.environ[configs.ENV] = args.config  # read when the device opens, before the first kernel
   kernels = [k for k in (DEFAULT if args.suite == "default" else EXTENDED) if args.filter in k.name]
   if not kernels: ap.error(f"no kernel matches {args.filter!r}")
   if args.record and (args.filter or args.suite != "default"): ap.error("--record takes the whole default suite")
+  if args.record and args.config != "reference": ap.error("--record keeps the reference core's history")
   try:
     if args.suite == "extended":
       devices = args.devices.split(",")
@@ -210,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"FAIL: {e}", file=sys.stderr)
     return 1
   summary = summarize(results)
+  summary.update(config=args.config, config_fields=repr(config))
   if args.json: print(json.dumps(summary, indent=1))
   elif args.csv: print(to_csv(summary), end="")
   else: print(table(summary))

@@ -29,8 +29,23 @@ PYBIND11_MODULE(_core, m) {
       .def_readwrite("loop_depth", &TensorCoreConfig::loop_depth)
       .def_readwrite("max_outputs", &TensorCoreConfig::max_outputs)
       .def_readwrite("max_cycles", &TensorCoreConfig::max_cycles)
+      .def_readwrite("fetch_overlap", &TensorCoreConfig::fetch_overlap)
+      .def_readwrite("record_cycles", &TensorCoreConfig::record_cycles)
       .def("check", &TensorCoreConfig::check)
       .def("__repr__", &TensorCoreConfig::describe);
+
+  py::class_<CostProxy>(m, "CostProxy")
+      .def_readonly("pes", &CostProxy::pes)
+      .def_readonly("sram_bytes", &CostProxy::sram_bytes)
+      .def_readonly("ports", &CostProxy::ports)
+      .def_readonly("area", &CostProxy::area);
+  m.def("cost_proxy", &cost_proxy);
+  py::class_<NamedConfig>(m, "NamedConfig")
+      .def_readonly("name", &NamedConfig::name)
+      .def_readonly("change", &NamedConfig::change)
+      .def_readonly("config", &NamedConfig::config);
+  m.def("named_configs", &named_configs, py::return_value_policy::reference);
+  m.def("config_from_spec", &config_from_spec, "A named configuration, optionally with fields changed");
 
   py::class_<Bundle>(m, "Bundle").def_property_readonly("num_records", [](const Bundle& b) {
     return b.records.size();

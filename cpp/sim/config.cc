@@ -1,5 +1,8 @@
 #include "sim/config.h"
 
+#include <algorithm>
+#include <array>
+#include <charconv>
 #include <stdexcept>
 
 namespace tinytpu {
@@ -34,12 +37,108 @@ void TensorCoreConfig::check() const {
        "must be from 1 to " + std::to_string(kMaxLoopDepth));
   need(max_outputs >= 1 && max_outputs <= kMaxOutputs, "max_outputs", max_outputs,
        "must be from 1 to " + std::to_string(kMaxOutputs));
+  need(record_cycles == 1 || record_cycles == 2, "record_cycles", record_cycles,
+       "must be 1 (type beside the payload) or 2 (the reference testbench)");
 }
 
+namespace {
+
+// The fields a configuration spec or describe() names, in order.
+struct Field {
+  const char* name;
+  int (*get)(const TensorCoreConfig&);
+  void (*set)(TensorCoreConfig&, int);
+};
+#define TINYTPU_FIELD(f)                                                                      \
+  Field {                                                                                     \
+#f, [](const TensorCoreConfig&                                                            \
+               c) { return int(c.f); }, [](TensorCoreConfig & c,                              \
+                                           int v) { c.f = decltype(TensorCoreConfig::f)(v); } \
+  }
+const std::array<Field, 8> kFields = {TINYTPU_FIELD(depth),         TINYTPU_FIELD(vregs),
+                                      TINYTPU_FIELD(psum_buckets),  TINYTPU_FIELD(prog_depth),
+                                      TINYTPU_FIELD(loop_depth),    TINYTPU_FIELD(max_outputs),
+                                      TINYTPU_FIELD(fetch_overlap), TINYTPU_FIELD(record_cycles)};
+#undef TINYTPU_FIELD
+
+}  // namespace
+
 std::string TensorCoreConfig::describe() const {
-  return "depth=" + std::to_string(depth) + " vregs=" + std::to_string(vregs) +
-         " psum_buckets=" + std::to_string(psum_buckets) + " prog_depth=" + std::to_string(prog_depth) +
-         " loop_depth=" + std::to_string(loop_depth) + " max_outputs=" + std::to_string(max_outputs);
+  std::string out;
+  for (const Field& f : kFields)
+    out += (out.empty() ? "" : " ") + std::string(f.name) + "=" + std::to_string(f.get(*this));
+  return out;
+}
+
+void TensorCoreConfig::set(std::string_view field, int value) {
+  for (const Field& f : kFields)
+    if (field == f.name) return f.set(*this, value);
+  std::string known;
+  for (const Field& f : kFields) known += (known.empty() ? "" : ", ") + std::string(f.name);
+  throw std::invalid_argument("TensorCoreConfig has no field '" + std::string(field) + "' (fields: " + known +
+                              ")");
+}
+
+CostProxy cost_proxy(const TensorCoreConfig& c) {
+  CostProxy p;
+  p.pes = TensorCoreConfig::kRows * TensorCoreConfig::kRows;
+  const int64_t tile_bytes = int64_t(TensorCoreConfig::kTileElems) * 4;
+  p.sram_bytes = c.depth * (tile_bytes + 2 * TensorCoreConfig::kTileElems + 2 * TensorCoreConfig::kRows) +
+                 (c.vregs + c.psum_buckets) * tile_bytes + c.prog_depth * 8;
+  // fetch overlap forwards the XLU and the VPU write-backs; a one-beat loader widens its bus by the type
+  p.ports = (c.fetch_overlap ? 2 : 0) + (c.record_cycles == 1 ? 1 : 0);
+  p.area = p.pes + double(p.sram_bytes) / 256 + p.ports;
+  return p;
+}
+
+const std::vector<NamedConfig>& named_configs() {
+  static const std::vector<NamedConfig> configs = [] {
+    auto with = [](std::initializer_list<std::pair<const char*, int>> fields) {
+      TensorCoreConfig c;
+      for (auto [field, value] : fields) c.set(field, value);
+      return c;
+    };
+    return std::vector<NamedConfig>{
+        {"reference", "TensorCore#(4,4,32) as the reference testbench runs it", {}},
+        {"overlap", "the SXU fetches the next instruction during the current one's last EXEC cycle",
+         with({{"fetch_overlap", 1}})},
+        {"beat", "the loader reads a record's type beside its payload: one cycle per record, not two",
+         with({{"record_cycles", 1}})},
+        {"overlap-beat", "both: overlapped fetch and a one-beat loader",
+         with({{"fetch_overlap", 1}, {"record_cycles", 1}})},
+        {"half", "the reference with half the SRAM depth and vector registers (16 entries, 8 vregs)",
+         with({{"depth", 16}, {"vregs", 8}})},
+    };
+  }();
+  return configs;
+}
+
+TensorCoreConfig config_from_spec(std::string_view spec) {
+  const size_t comma = spec.find(',');
+  const std::string_view name = spec.substr(0, comma);
+  const auto& all = named_configs();
+  auto it = std::find_if(all.begin(), all.end(), [&](const NamedConfig& n) { return n.name == name; });
+  if (it == all.end()) {
+    std::string known;
+    for (const NamedConfig& n : all) known += (known.empty() ? "" : ", ") + n.name;
+    throw std::invalid_argument("no TensorCore configuration named '" + std::string(name) +
+                                "' (known: " + known + ")");
+  }
+  TensorCoreConfig c = it->config;
+  for (size_t at = comma; at != std::string_view::npos;) {
+    const size_t next = spec.find(',', at + 1);
+    const std::string_view item = spec.substr(at + 1, next == std::string_view::npos ? next : next - at - 1);
+    const size_t eq = item.find('=');
+    int value = 0;
+    const char* end = item.data() + item.size();
+    if (eq == std::string_view::npos || std::from_chars(item.data() + eq + 1, end, value).ptr != end ||
+        eq + 1 == item.size())
+      throw std::invalid_argument("configuration spec item '" + std::string(item) + "' is not field=integer");
+    c.set(item.substr(0, eq), value);
+    at = next;
+  }
+  c.check();
+  return c;
 }
 
 }  // namespace tinytpu

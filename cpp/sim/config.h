@@ -1,6 +1,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace tinytpu {
 
@@ -29,6 +31,17 @@ struct TensorCoreConfig {
   int loop_depth = 4;    // nested LOOP_BEGINs kept; deeper ones are ignored, as in the reference
   int max_outputs = 31;  // OUTPUT_VMEM / OUTPUT_ASRAM records: the testbench's counters are 5 bits wide
 
+  // Micro-architecture switches: hardware changes a designer could build (named_configs() below). Their
+  // defaults are the reference; every other value changes timing only, never a result.
+  //  - fetch_overlap: the SXU fetches the next instruction in the last EXEC cycle of the current one, so
+  //    an instruction costs its EXEC cycles alone. A taken branch still refetches (one bubble). XLU
+  //    and VPU write-backs are forwarded to the instruction executing in the cycle they land.
+  //  - record_cycles: loader cycles per bundle record. The reference testbench reads a record's type in
+  //    one cycle and applies it in the next (2); a loader with the type beside the payload on its bus
+  //    takes one.
+  bool fetch_overlap = false;
+  int record_cycles = 2;
+
   // The reference testbench prints "FAIL: timeout" once its cycle counter passes 50000. Long programs
   // (the simulator-speed benchmark) raise the limit; exceeding it is a SimError, never a hang.
   uint64_t max_cycles = 50000;
@@ -37,6 +50,35 @@ struct TensorCoreConfig {
   // sizes are powers of two: the hardware drops an address's high bits.
   void check() const;
   std::string describe() const;  // "depth=32 vregs=16 ...": for messages and logs
+  // Sets one field by name ("depth", "fetch_overlap", ...); throws std::invalid_argument naming an
+  // unknown one. The value is checked by check().
+  void set(std::string_view field, int value);
 };
+
+// What the hardware costs, as a designer would weigh it (proxies, not a layout):
+//  - pes: multiply-accumulate cells of the MXU;
+//  - sram_bytes: VMEM, both banks of WeightSRAM and ActivationSRAM, the vector registers, PSUM and
+//    program memory (an instruction taken as 8 bytes);
+//  - ports: memory ports and forwarding paths beyond the reference's one read and one write per unit;
+//  - area: one number for a Pareto front, in PE equivalents: a PE, 256 bytes of SRAM and a port or
+//    forwarding path each count 1 (a chosen weighting, stated here so every figure uses the same one).
+struct CostProxy {
+  int pes = 0;
+  int64_t sram_bytes = 0;
+  int ports = 0;
+  double area = 0;
+};
+CostProxy cost_proxy(const TensorCoreConfig& cfg);
+
+// The named TensorCore variants: the reference first, then each hardware change beside it.
+struct NamedConfig {
+  std::string name;
+  std::string change;  // one line: what differs from the reference
+  TensorCoreConfig config;
+};
+const std::vector<NamedConfig>& named_configs();
+// "NAME" or "NAME,field=value,...": a named configuration with fields changed. Throws
+// std::invalid_argument naming an unknown configuration (and the known ones) or field.
+TensorCoreConfig config_from_spec(std::string_view spec);
 
 }  // namespace tinytpu

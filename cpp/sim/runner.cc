@@ -67,14 +67,15 @@ std::string record_name(const Record& r, int& pc) {
   return "END";
 }
 
-// The testbench's loading phase on the loader track: open, two cycles per record, END, start (§4.4).
-void trace_loading(TraceLog& log, const Bundle& bundle) {
+// The testbench's loading phase on the loader track: open, two cycles per record (the configuration's
+// record_cycles), END, start (§4.4).
+void trace_loading(TraceLog& log, const Bundle& bundle, int record_cycles) {
   log.slice(Track::kLoader, 0, 0, 1, log.name("open bundle"));
   int pc = 0;
   uint64_t c = 1;
   for (const Record& r : bundle.records) {
-    log.slice(Track::kLoader, 0, c, c + 2, log.intern(record_name(r, pc)));
-    c += 2;
+    log.slice(Track::kLoader, 0, c, c + record_cycles, log.intern(record_name(r, pc)));
+    c += record_cycles;
   }
   log.slice(Track::kLoader, 0, c, c + 1, log.name("END"));
   log.slice(Track::kLoader, 0, c + 1, c + 2, log.name("start"));
@@ -158,12 +159,12 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
   if (fill) fill(tc);
   if (trace) {
     trace->begin_run();
-    trace_loading(*trace, bundle);
+    trace_loading(*trace, bundle, cfg.record_cycles);
   }
 
-  // Cycle 0 opens the bundle, each record takes 2, END's type read 1, and do_start 1 (§4.4).
+  // Cycle 0 opens the bundle, each record takes 2 (record_cycles), END's type read 1, and do_start 1 (§4.4).
   const uint64_t R = bundle.records.size();
-  tc.cycle = 2 * R + 2;
+  tc.cycle = cfg.record_cycles * R + 2;
   tc.sxu.start();
   ++tc.cycle;
 

@@ -25,6 +25,7 @@ void Sxu::tick(TensorCore& tc) {
   }
   if (collecting) tc.vrf[vpu_wb_dst] = tc.vpu.result;  // first, so a main-FSM write overrides it
   Exec outcome = Exec::kFired;                         // what the cycle did, for a trace
+  bool next = false;                                   // the instruction retired: on to pc
   if (phase == Phase::kIdle || phase == Phase::kHalted) {
     if (collecting) vpu_wb_pending = false;
     return;
@@ -32,7 +33,7 @@ void Sxu::tick(TensorCore& tc) {
     ++cycles;
     if (collecting) {
       ++pc;
-      phase = Phase::kFetch;
+      next = true;
       outcome = Exec::kNext;
     } else {
       ++stall_cycles;
@@ -40,10 +41,6 @@ void Sxu::tick(TensorCore& tc) {
     }
   } else if (phase == Phase::kFetch) {
     ++cycles;
-    if constexpr (kTraced) {
-      fetch_pc = pc;
-      fetch_cycle = tc.cycle;
-    }
     fetch(tc);
     if (halted()) outcome = Exec::kNext;  // HALT retires in its FETCH cycle
   } else {
@@ -54,9 +51,9 @@ void Sxu::tick(TensorCore& tc) {
         break;
       case Exec::kNext:
         ++pc;
-        phase = Phase::kFetch;
+        next = true;
         break;
-      case Exec::kJump:
+      case Exec::kJump:  // the next pc is known only now: fetched next cycle, overlapped or not
         phase = Phase::kFetch;
         break;
       case Exec::kAwaitCollect:
@@ -68,6 +65,15 @@ void Sxu::tick(TensorCore& tc) {
     }
   }
   if constexpr (kTraced) trace_cycle(tc, outcome);
+  if (next) {
+    if (tc.cfg.fetch_overlap) {  // the next instruction's FETCH is this cycle
+      fetch(tc);
+      if constexpr (kTraced)
+        if (halted()) trace_cycle(tc, Exec::kNext);  // HALT retires in its FETCH cycle
+    } else {
+      phase = Phase::kFetch;
+    }
+  }
   if (collecting) vpu_wb_pending = false;
 }
 template void Sxu::tick<false>(TensorCore&);
@@ -83,6 +89,8 @@ void Sxu::trace_cycle(TensorCore& tc, Exec outcome) {
 }
 
 void Sxu::fetch(TensorCore& tc) {
+  fetch_pc = pc;
+  fetch_cycle = tc.cycle;
   if (!loaded[pc]) tc.fail("fetch from program memory the bundle never wrote (no HALT on this path)");
   cur = prog[pc];
   step = 0;

@@ -1,4 +1,4 @@
-"""tinytpu command line: run, asm, disasm, demo, profile. Bad input or arguments: one line on stderr naming
+"""tinytpu command line: run, asm, disasm, seeds, configs, demo, profile, explore. Bad input or arguments: one line on stderr naming
 the file or argument, exit status 1 (2 for arguments), no traceback."""
 from __future__ import annotations
 import argparse, json, os, sys, warnings
@@ -65,6 +65,15 @@ def cmd_run(args) -> None:
   else:
     print(r.output, end="")
 
+def cmd_configs(args) -> None:
+  from tinytpu import configs
+  rows = configs.named()
+  if args.json: return print(json.dumps(rows, indent=1))
+  print(f"{'name':14} {'PEs':>4} {'SRAM B':>7} {'ports':>5} {'area':>6}  change")
+  for r in rows: print(f"{r['name']:14} {r['pes']:>4} {r['sram_bytes']:>7} {r['ports']:>5} {r['area']:>6.1f}  {r['change']}")
+  print(f"\nselect one with {configs.ENV}=NAME (or NAME,field=value,...); area counts a PE, 256 SRAM bytes and a "
+        "port or forwarding path as 1 each")
+
 def cmd_demo(args) -> None:
   from tinytpu.demo import main as demo
   demo()
@@ -117,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
   dis.set_defaults(fn=lambda a: print(_on(a.file, tinytpu.disassemble, _read(a.file)), end=""))
   seed = sub.add_parser("seeds", help="list the seed programs `run` takes by name")
   seed.set_defaults(fn=lambda a: print("\n".join(seeds())))
+  cfgs = sub.add_parser("configs", help="list the TensorCore variants TINYTPU_CONFIG selects, with their cost proxies")
+  cfgs.add_argument("--json", action="store_true", help="print a JSON list of objects")
+  cfgs.set_defaults(fn=cmd_configs)
   sub.add_parser("demo", help="run the demo").set_defaults(fn=cmd_demo)
   prof = sub.add_parser("profile", help="run a script on TINYTPU and report where the cycles go")
   prof.add_argument("script")

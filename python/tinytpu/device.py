@@ -6,7 +6,7 @@ from collections import Counter
 from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
 from tinygrad.codegen.opt import search
-from tinytpu import _core, trace
+from tinytpu import _core, configs, trace
 from tinytpu.renderer import TinyTPURenderer
 
 class TinyTPUAllocator(LRUAllocator["TinyTPUDevice"]):
@@ -49,7 +49,7 @@ class _Progress:
 
 class TinyTPUDevice(Compiled):
   def __init__(self, device: str):
-    self.config = _core.TensorCoreConfig()  # the core its kernels compile for and run on: the reference
+    self.config = configs.from_spec()  # the core its kernels compile for and run on: TINYTPU_CONFIG, else the reference
     super().__init__(device, TinyTPUAllocator(self), [TinyTPURenderer], TinyTPUProgram)
 
 trace._from_env()

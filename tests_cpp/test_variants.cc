@@ -1,0 +1,156 @@
+// TensorCore variants: each micro-architecture switch's timing, derived from its definition in
+// sim/config.h, and the named configurations that combine them. A variant changes cycles, never a
+// result of a program without a timing race.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "helpers.h"
+#include "isa/sxu_ops.h"
+
+using namespace tinytpu;
+using Catch::Matchers::Contains;
+using test::sxu_cycles;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kData =
+    "VMEM[0] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n"
+    "WMEM[0] = 1 0 0 0 0 1 0 0 0 0 1 0 0 0 0 1\n"
+    "AMEM[0] = 1 2 3 4\n";
+
+TensorCoreConfig overlap() { return config_from_spec("overlap"); }
+
+}  // namespace
+
+TEST_CASE("fetch overlap: an instruction costs its EXEC cycles; HALT and sequential FETCHes are free") {
+  // Reference: P = sum(1 + EXEC) + 1 for HALT. Overlapped: the first FETCH, then each instruction's EXEC
+  // cycles, HALT fetched in the last EXEC cycle of the instruction before it.
+  struct Case {
+    const char* program;
+    uint64_t reference, overlapped;
+  } cases[] = {
+      {"", 1, 1},                                                    // HALT alone: its FETCH
+      {"LOAD v1, VMEM[0]", 3 + 1, 1 + 2},                            // REQ, RESP
+      {"VPU v1 = ADD(v0, v0)", 3 + 1, 1 + 2},                        // dispatch, collect
+      {"VPU v1 = EXP2(v0)", 116 + 1, 1 + 115},                       // TranscUnit: 16*7+3 EXEC cycles
+      {"SELECT v3 = SELECT(v0, v1, v2)", 4 + 1, 1 + 3},              //
+      {"VZERO v1\nVZERO v2\nVZERO v3\nVZERO v4", 4 * 2 + 1, 1 + 4},  // one instruction per cycle
+      {"PSUM_READ v1, PSUM[1]", 3 + 1, 1 + 2},                       //
+      // DISPATCH then WAIT: the wait ends when Done is visible, at the same time either way; only
+      // HALT's FETCH is saved.
+      {"MXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU", 11 + 1, 11},
+      {"MXU_OS WMEM[0], AMEM[0], k=4\nWAIT_MXU", 21 + 1, 21},
+      // a taken loop branch refetches: LOOP_BEGIN 1, then per iteration VZERO 1 and LOOP_END 1 plus the
+      // FETCH of the branch target (none after the last iteration, which falls through)
+      {"LOOP_BEGIN count=5\nVZERO v1\nLOOP_END", 2 + 5 * 4 + 1, 1 + 1 + 5 * 2 + 4},
+  };
+  for (const Case& c : cases) {
+    INFO(c.program);
+    const std::string program = std::string(kData) + c.program;
+    CHECK(sxu_cycles(program) == c.reference);
+    CHECK(sxu_cycles(program, overlap()) == c.overlapped);
+  }
+}
+
+TEST_CASE("fetch overlap forwards XLU results to the next instruction") {
+  const std::string p =
+      std::string(kData) +
+      "LOAD v0, VMEM[0]\nBROADCAST_SCALAR v1 = v0[2, 3]\nSTORE VMEM[2], v1\n"
+      "ROTATE v2, v0, amount=1\nSTORE VMEM[3], v2\nTRANSPOSE v3, v0\nSTORE VMEM[4], v3\nHALT\n"
+      "OUTPUT_VMEM VMEM[2]\nOUTPUT_VMEM VMEM[3]\nOUTPUT_VMEM VMEM[4]\nEND";
+  RunResult ref = test::run(p), fast = test::run(p, overlap());
+  CHECK(fast.vmem_results == ref.vmem_results);
+  CHECK(ref.sxu_cycles == 3 + 3 * (2 + 2) + 1);
+  CHECK(fast.sxu_cycles == 1 + 2 + 3 * (1 + 1));
+}
+
+TEST_CASE("a VPU_BG write-back still stalls a reader until it retires, overlapped or not") {
+  // FSUM_REDUCE_TILE dispatched at T retires at T+17 (§2.4); the STORE of its destination waits for it.
+  const std::string p =
+      "VMEM[0] = 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\nLOAD v0, VMEM[0]\nVPU_BG v1 = FSUM_REDUCE_TILE(v0)\n"
+      "STORE VMEM[1], v1\nHALT\nOUTPUT_VMEM VMEM[1]\nEND";
+  RunResult ref = test::run(p), fast = test::run(p, overlap());
+  CHECK(fast.vmem_results == ref.vmem_results);
+  CHECK(ref.vmem_results[0][0] == 16);  // 16 denormal ones
+  // The STORE of the destination waits for the write-back at T+17 either way, its FETCH hidden in the
+  // wait; overlapping saves the VPU_BG's FETCH (in the LOAD's last cycle) and HALT's.
+  CHECK(ref.sxu_cycles - fast.sxu_cycles == 2);
+}
+
+TEST_CASE("one-beat loader: cycles = R + P + M + 4") {
+  const std::string p =
+      std::string(kData) + "LOAD v1, VMEM[0]\nSTORE VMEM[5], v1\nHALT\nOUTPUT_VMEM VMEM[5]\nEND";
+  const uint64_t R = 3 + 3 + 1, P = 3 + 2 + 1, M = 1;
+  CHECK(test::run(p).cycles == 2 * R + P + M + 4);
+  CHECK(test::run(p, config_from_spec("beat")).cycles == R + P + M + 4);
+  RunResult both = test::run(p, config_from_spec("overlap-beat"));
+  CHECK(both.sxu_cycles == 1 + 2 + 1);
+  CHECK(both.cycles == R + both.sxu_cycles + M + 4);
+  CHECK(both.vmem_results == test::run(p).vmem_results);
+}
+
+TEST_CASE("named configurations: the reference first and exact; specs change fields by name") {
+  const auto& all = named_configs();
+  REQUIRE(all.size() >= 4);
+  CHECK(all[0].name == "reference");
+  CHECK(all[0].config.describe() == TensorCoreConfig{}.describe());
+  for (const NamedConfig& n : all) {
+    INFO(n.name);
+    CHECK_NOTHROW(n.config.check());
+    CHECK(!n.change.empty());
+    CHECK(config_from_spec(n.name).describe() == n.config.describe());
+  }
+  TensorCoreConfig c = config_from_spec("overlap,depth=16,vregs=8");
+  CHECK(c.fetch_overlap);
+  CHECK(c.depth == 16);
+  CHECK(c.vregs == 8);
+  CHECK_THROWS_WITH(config_from_spec("wide"),
+                    Contains("no TensorCore configuration named 'wide'") && Contains("reference"));
+  CHECK_THROWS_WITH(config_from_spec("reference,speed=3"), Contains("no field 'speed'"));
+  CHECK_THROWS_WITH(config_from_spec("reference,depth"), Contains("'depth' is not field=integer"));
+  CHECK_THROWS_WITH(config_from_spec("reference,depth=24"), Contains("depth = 24"));
+  CHECK_THROWS_WITH(config_from_spec("reference,record_cycles=3"), Contains("record_cycles = 3"));
+}
+
+TEST_CASE("cost proxy: PEs, SRAM bytes, ports and one area figure") {
+  const CostProxy ref = cost_proxy({});
+  CHECK(ref.pes == 16);
+  // VMEM 32x64, WeightSRAM 2x32x16, ActivationSRAM 2x32x4, 16 vregs and 8 PSUM tiles of 64, 256x8 program
+  CHECK(ref.sram_bytes == 32 * 64 + 2 * 32 * 16 + 2 * 32 * 4 + (16 + 8) * 64 + 256 * 8);
+  CHECK(ref.ports == 0);
+  CHECK(ref.area == Approx(16 + ref.sram_bytes / 256.0));
+  const CostProxy both = cost_proxy(config_from_spec("overlap-beat"));
+  CHECK(both.ports == 3);
+  CHECK(both.area == Approx(ref.area + 3));
+  CHECK(cost_proxy(config_from_spec("half")).sram_bytes < ref.sram_bytes);
+}
+
+TEST_CASE("every recorded reference program gives the reference's outputs on every variant") {
+  // Programs whose outputs depend on timing are left out: READ_CYCLE reads the clock, and the bg_*
+  // programs race a main-FSM write against a VPU write-back on purpose. The compiler emits neither.
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(TINYTPU_KERNELS_DIR) + "/reference")) {
+    if (entry.path().extension() != ".bundle") continue;
+    const std::string text = test::read_file(entry.path());
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("bg_", 0) == 0) continue;
+    const Bundle bundle = parse_wire(text);
+    bool reads_clock = false;
+    for (const Record& r : bundle.records)
+      reads_clock |= r.type == RecordType::kInstr && SxuOpcode(r.instr.op) == SxuOpcode::kReadCycle;
+    if (reads_clock) continue;
+    const RunResult ref = run_bundle(bundle);
+    for (const NamedConfig& n : named_configs()) {
+      if (n.config.depth < TensorCoreConfig{}.depth || n.config.vregs < TensorCoreConfig{}.vregs) continue;
+      INFO(name << " on " << n.name);
+      const RunResult v = run_bundle(bundle, n.config);
+      CHECK(v.vmem_results == ref.vmem_results);
+      CHECK(v.mxu_result == ref.mxu_result);
+      CHECK(v.asram_results == ref.asram_results);
+      CHECK(v.cycles <= ref.cycles);
+    }
+    ++checked;
+  }
+  CHECK(checked >= 25);  // of 49: 3 bg_* races, 19 read the clock
+}
