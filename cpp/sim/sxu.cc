@@ -67,7 +67,7 @@ void Sxu::tick(TensorCore& tc) {
   if constexpr (kTraced) trace_cycle(tc, outcome);
   if (next) {
     if (tc.cfg.fetch_overlap) {  // the next instruction's FETCH is this cycle
-      fetch(tc);
+      fetch(tc, true);
       if constexpr (kTraced)
         if (halted()) trace_cycle(tc, Exec::kNext);  // HALT retires in its FETCH cycle
     } else {
@@ -88,9 +88,9 @@ void Sxu::trace_cycle(TensorCore& tc, Exec outcome) {
   }
 }
 
-void Sxu::fetch(TensorCore& tc) {
+void Sxu::fetch(TensorCore& tc, bool overlapped) {
   fetch_pc = pc;
-  fetch_cycle = tc.cycle;
+  fetch_cycle = tc.cycle + overlapped;  // a trace slice starts at its first cycle of its own
   if (!loaded[pc]) tc.fail("fetch from program memory the bundle never wrote (no HALT on this path)");
   cur = prog[pc];
   step = 0;

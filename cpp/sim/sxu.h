@@ -44,7 +44,7 @@ struct Sxu {
   void tick(TensorCore& tc);
 
  private:
-  void fetch(TensorCore& tc);
+  void fetch(TensorCore& tc, bool overlapped = false);
   void trace_cycle(TensorCore& tc, Exec outcome);
 };
 

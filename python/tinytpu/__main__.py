@@ -129,6 +129,18 @@ def main(argv: list[str] | None = None) -> int:
   cfgs = sub.add_parser("configs", help="list the TensorCore variants TINYTPU_CONFIG selects, with their cost proxies")
   cfgs.add_argument("--json", action="store_true", help="print a JSON list of objects")
   cfgs.set_defaults(fn=cmd_configs)
+  exp = sub.add_parser("explore", help="run workloads on TensorCore variants: a table and the Pareto plot of "
+                       "performance against cost; --budget searches for the best core that fits")
+  exp.add_argument("--set", default="kernels,train", help="workload sets, comma-separated: kernels (the 11 "
+                   "benchmark kernels), train (an MLP's training step), extended (large kernels: slow); default "
+                   "kernels,train")
+  exp.add_argument("--grid", action="append", metavar="FIELD=V1,V2",
+                   help="values a field takes (repeatable; default: the fields and values in tinytpu.explore.SPACE)")
+  exp.add_argument("--budget", type=float, metavar="AREA", help="search mode: propose the best configuration with "
+                   "area at most AREA (coordinate ascent from the reference)")
+  exp.add_argument("--out", default="explore", help="directory for explore.png and explore.json (default ./explore)")
+  exp.add_argument("--jobs", type=_whole(1), help="configurations measured at once (default: the CPU count)")
+  exp.set_defaults(fn=lambda a: __import__("tinytpu.explore").explore.main(a))
   sub.add_parser("demo", help="run the demo").set_defaults(fn=cmd_demo)
   prof = sub.add_parser("profile", help="run a script on TINYTPU and report where the cycles go")
   prof.add_argument("script")
