@@ -2,13 +2,13 @@
 PYTHON ?= python3
 JOBS ?= 2
 DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang libclang-rt-14-dev chromium
-PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothesis cmake ninja
+PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothesis cmake ninja matplotlib pillow
 CPP_BUILD := build/cpp
 
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
 TINYGRAD_SDIST := $(UPSTREAM_CACHE)/tinygrad-0.14.0.tar.gz
 
-.PHONY: deps install cpp-build test test-cpp test-py test-upstream test-sanitize fuzz test-upstream-full random-programs demo bench clean format
+.PHONY: deps install cpp-build test test-cpp test-py test-upstream test-sanitize fuzz test-upstream-full random-programs demo bench explore clean format
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -21,7 +21,7 @@ deps:
 	  fi; \
 	fi
 	@$(PYTHON) -c "import importlib.metadata as m, sys; sys.exit(m.version('tinygrad') != '0.14.0')" 2>/dev/null \
-	  && $(PYTHON) -c "import pybind11, scikit_build_core, numpy, pytest, hypothesis" 2>/dev/null \
+	  && $(PYTHON) -c "import pybind11, scikit_build_core, numpy, pytest, hypothesis, matplotlib, PIL" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q $(PY_PACKAGES)
 
 # An explicit build directory keeps rebuilds incremental; a plain `pip install .` builds in a temporary one.
@@ -104,8 +104,11 @@ demo: install
 
 bench: install
 	$(PYTHON) bench/benchmark.py
-	@$(PYTHON) -c "import matplotlib" 2>/dev/null || $(PYTHON) -m pip install -q matplotlib
 	$(PYTHON) bench/plot.py
+
+# The design-space search over TensorCore variants: its table, and docs/explore.png with the data beside it.
+explore: install
+	$(PYTHON) -m tinytpu explore --out docs
 
 format:
 	clang-format -i cpp/*/*.h cpp/*/*.cc tests_cpp/*.cc

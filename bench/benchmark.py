@@ -111,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
   try: config = configs.from_spec(args.config)
   except ValueError as e: ap.error(str(e))
   os.environ[configs.ENV] = args.config  # read when the device opens, before the first kernel
+  from tinygrad import Device
+  if repr(Device["TINYTPU"].config) != repr(config):
+    ap.error(f"--config {args.config}: TINYTPU is already open on another core in this process")
   kernels = [k for k in (DEFAULT if args.suite == "default" else EXTENDED) if args.filter in k.name]
   if not kernels: ap.error(f"no kernel matches {args.filter!r}")
   if args.record and (args.filter or args.suite != "default"): ap.error("--record takes the whole default suite")

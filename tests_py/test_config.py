@@ -56,3 +56,29 @@ def test_smaller_core_same_results_more_launches(cores, name):
 def test_an_op_too_big_for_the_core_names_itself_and_the_core(cores):
   with pytest.raises(NotImplementedError, match=r"needs more .* than an empty launch of a TensorCore with depth=8 vregs=8"):
     Tensor(softmax_input(np.random.default_rng(0))[0], device=cores[0]).softmax().numpy()
+
+# TensorCore variants: named configurations that change timing only. Each gets a device of its own.
+VARIANTS = {f"TINYTPU:{20 + i}": n.name for i, n in enumerate(tinytpu._core.named_configs()) if n.name != "reference"}
+
+@pytest.fixture(scope="module")
+def variants():
+  for dev, name in VARIANTS.items(): Device[dev].config = tinytpu._core.config_from_spec(name)
+  return VARIANTS
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_variants_give_the_reference_cores_results(variants, name):
+  """Bit for bit the reference core's results; a variant with the reference's memories also its launches, in no
+  more cycles."""
+  fn, make, _ = WORKLOADS[name]
+  arrays = make(np.random.default_rng(len(name)))
+  runs = {}
+  for dev in ["TINYTPU", *variants]:
+    tinytpu.reset_counters()
+    out = fn(*[Tensor(a, device=dev) for a in arrays]).numpy()
+    runs[dev] = (out.tobytes(), tinytpu.counters(dev))
+  ref_out, ref = runs["TINYTPU"]
+  for dev, (out, c) in runs.items():
+    assert out == ref_out, f"{variants.get(dev)}: results differ from the reference core's"
+    cfg = Device[dev].config
+    if (cfg.depth, cfg.vregs) == (32, 16):
+      assert c["launches"] == ref["launches"] and c["cycles"] <= ref["cycles"], variants.get(dev)

@@ -106,8 +106,8 @@ const std::vector<NamedConfig>& named_configs() {
          with({{"record_cycles", 1}})},
         {"overlap-beat", "both: overlapped fetch and a one-beat loader",
          with({{"fetch_overlap", 1}, {"record_cycles", 1}})},
-        {"half", "the reference with half the SRAM depth and vector registers (16 entries, 8 vregs)",
-         with({{"depth", 16}, {"vregs", 8}})},
+        {"half", "the reference with half the SRAM depth: VMEM, WeightSRAM and ActivationSRAM of 16 entries",
+         with({{"depth", 16}})},
     };
   }();
   return configs;

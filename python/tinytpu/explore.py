@@ -99,7 +99,8 @@ def table(rows: list[dict], front: list[dict]) -> str:
   return "\n".join(out)
 
 def plot(rows: list[dict], front: list[dict], sets: list[str], path: str) -> None:
-  import matplotlib
+  try: import matplotlib
+  except ImportError: raise ValueError("explore draws its plot with matplotlib: pip install matplotlib") from None
   matplotlib.use("Agg")  # files only, no display
   import matplotlib.pyplot as plt
   ok = [r for r in rows if "perf" in r]
