@@ -11,8 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from tinytpu import _core, configs
 from tinytpu.workloads import SETS
 
-# The fields a search may change, and the values it tries. Tile geometry is fixed in this model (config.h).
-SPACE = {"fetch_overlap": [0, 1], "record_cycles": [2, 1], "depth": [8, 16, 32], "vregs": [8, 16], "psum_buckets": [4, 8]}
+# The fields a search may change, and the values it tries by default (--grid FIELD=... tries others). Tile
+# geometry is fixed in this model (config.h). Exact float division needs more than 8 vregs or 8 VMEM tiles in
+# one launch, so smaller cores fail the training step: try them with --grid depth=8 or vregs=8.
+SPACE = {"fetch_overlap": [0, 1], "record_cycles": [2, 1], "depth": [16, 32], "vregs": [16], "psum_buckets": [4, 8]}
 REFERENCE = _core.TensorCoreConfig()
 
 def fields(config) -> dict[str, int]: return {k: int(v) for k, v in (item.split("=") for item in repr(config).split())}
@@ -32,7 +34,8 @@ def measure(spec: str, sets: list[str]) -> dict:
   env = {**os.environ, configs.ENV: spec}
   p = subprocess.run([sys.executable, "-m", "tinytpu.workloads", ",".join(sets)], capture_output=True, text=True, env=env)
   if p.returncode != 0:
-    return {**row, "error": (p.stderr.strip().splitlines() or ["exit status %d" % p.returncode])[-1]}
+    last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+    return {**row, "error": last.removeprefix("tinytpu._core.").split(" than an empty launch")[0]}
   runs = json.loads(p.stdout)
   per = lambda rs: math.exp(sum(math.log(r["elems_per_cycle"]) for r in rs) / len(rs))
   return {**row, "perf": per(runs), "cycles": sum(r["cycles"] for r in runs),
