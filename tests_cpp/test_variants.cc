@@ -111,6 +111,8 @@ TEST_CASE("named configurations: the reference first and exact; specs change fie
   CHECK_THROWS_WITH(config_from_spec("reference,depth"), Contains("'depth' is not field=integer"));
   CHECK_THROWS_WITH(config_from_spec("reference,depth=24"), Contains("depth = 24"));
   CHECK_THROWS_WITH(config_from_spec("reference,record_cycles=3"), Contains("record_cycles = 3"));
+  CHECK_THROWS_WITH(config_from_spec("reference,fetch_overlap=2"),
+                    Contains("fetch_overlap = 2: must be 0 or 1"));
 }
 
 TEST_CASE("cost proxy: PEs, SRAM bytes, ports and one area figure") {

@@ -43,23 +43,27 @@ void TensorCoreConfig::check() const {
 
 namespace {
 
-// The fields a configuration spec or describe() names, in order.
+// The fields a configuration spec or describe() names, in order: an int member, or a bool one (0 or 1).
 struct Field {
   const char* name;
-  int (*get)(const TensorCoreConfig&);
-  void (*set)(TensorCoreConfig&, int);
-};
-#define TINYTPU_FIELD(f)                                                                      \
-  Field {                                                                                     \
-#f, [](const TensorCoreConfig&                                                            \
-               c) { return int(c.f); }, [](TensorCoreConfig & c,                              \
-                                           int v) { c.f = decltype(TensorCoreConfig::f)(v); } \
+  int TensorCoreConfig::*number = nullptr;
+  bool TensorCoreConfig::*flag = nullptr;
+  int get(const TensorCoreConfig& c) const { return number ? c.*number : int(c.*flag); }
+  void set(TensorCoreConfig& c, int v) const {
+    if (number) return void(c.*number = v);
+    need(v == 0 || v == 1, name, v, "must be 0 or 1");
+    c.*flag = v == 1;
   }
-const std::array<Field, 8> kFields = {TINYTPU_FIELD(depth),         TINYTPU_FIELD(vregs),
-                                      TINYTPU_FIELD(psum_buckets),  TINYTPU_FIELD(prog_depth),
-                                      TINYTPU_FIELD(loop_depth),    TINYTPU_FIELD(max_outputs),
-                                      TINYTPU_FIELD(fetch_overlap), TINYTPU_FIELD(record_cycles)};
-#undef TINYTPU_FIELD
+};
+using C = TensorCoreConfig;
+const std::array<Field, 8> kFields = {{{"depth", &C::depth},
+                                       {"vregs", &C::vregs},
+                                       {"psum_buckets", &C::psum_buckets},
+                                       {"prog_depth", &C::prog_depth},
+                                       {"loop_depth", &C::loop_depth},
+                                       {"max_outputs", &C::max_outputs},
+                                       {"fetch_overlap", nullptr, &C::fetch_overlap},
+                                       {"record_cycles", &C::record_cycles}}};
 
 }  // namespace
 
