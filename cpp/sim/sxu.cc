@@ -25,15 +25,26 @@ void Sxu::tick(TensorCore& tc) {
   }
   if (collecting) tc.vrf[vpu_wb_dst] = tc.vpu.result;  // first, so a main-FSM write overrides it
   Exec outcome = Exec::kFired;                         // what the cycle did, for a trace
-  bool next = false;                                   // the instruction retired: on to pc
+  // On to the next instruction in sequence. Overlapped fetch (a variant, config.h) fetches it in this same
+  // cycle; traced, after the trace saw this one retire, so the fetch is left to the end of the cycle.
+  bool fetch_now = false;
+  auto retire = [&] {
+    ++pc;
+    phase = Phase::kFetch;
+    if (fetch_overlap) {
+      if constexpr (kTraced)
+        fetch_now = true;
+      else
+        overlapped_fetch();
+    }
+  };
   if (phase == Phase::kIdle || phase == Phase::kHalted) {
     if (collecting) vpu_wb_pending = false;
     return;
   } else if (phase == Phase::kVpuCollect) {  // synchronous DISPATCH_VPU / SELECT waiting for its result
     ++cycles;
     if (collecting) {
-      ++pc;
-      next = true;
+      retire();
       outcome = Exec::kNext;
     } else {
       ++stall_cycles;
@@ -41,6 +52,10 @@ void Sxu::tick(TensorCore& tc) {
     }
   } else if (phase == Phase::kFetch) {
     ++cycles;
+    if constexpr (kTraced) {
+      fetch_pc = pc;
+      fetch_cycle = tc.cycle;
+    }
     fetch(tc);
     if (halted()) outcome = Exec::kNext;  // HALT retires in its FETCH cycle
   } else {
@@ -50,8 +65,7 @@ void Sxu::tick(TensorCore& tc) {
         ++step;
         break;
       case Exec::kNext:
-        ++pc;
-        next = true;
+        retire();
         break;
       case Exec::kJump:  // the next pc is known only now: fetched next cycle, overlapped or not
         phase = Phase::kFetch;
@@ -64,14 +78,13 @@ void Sxu::tick(TensorCore& tc) {
         break;
     }
   }
-  if constexpr (kTraced) trace_cycle(tc, outcome);
-  if (next) {
-    if (tc.cfg.fetch_overlap) {  // the next instruction's FETCH is this cycle
-      fetch(tc, true);
-      if constexpr (kTraced)
-        if (halted()) trace_cycle(tc, Exec::kNext);  // HALT retires in its FETCH cycle
-    } else {
-      phase = Phase::kFetch;
+  if constexpr (kTraced) {
+    trace_cycle(tc, outcome);
+    if (fetch_now) {
+      fetch_pc = pc;
+      fetch_cycle = tc.cycle + 1;  // the slice starts at the instruction's first cycle of its own
+      overlapped_fetch();
+      if (halted()) trace_cycle(tc, Exec::kNext);  // HALT retires in its FETCH cycle
     }
   }
   if (collecting) vpu_wb_pending = false;
@@ -88,15 +101,17 @@ void Sxu::trace_cycle(TensorCore& tc, Exec outcome) {
   }
 }
 
-void Sxu::fetch(TensorCore& tc, bool overlapped) {
-  fetch_pc = pc;
-  fetch_cycle = tc.cycle + overlapped;  // a trace slice starts at its first cycle of its own
+void Sxu::fetch(TensorCore& tc) {
   if (!loaded[pc]) tc.fail("fetch from program memory the bundle never wrote (no HALT on this path)");
   cur = prog[pc];
-  step = 0;
   if (cur.op >= kNumSxuOps) tc.fail("undefined SXU opcode: the reference stays in FETCH forever");
-  // HALT retires in its FETCH cycle
-  phase = SxuOpcode(cur.op) == SxuOpcode::kHalt ? Phase::kHalted : Phase::kExec;
+  latch();
+}
+
+// The overlapped FETCH of a good instruction. A bad one is left to an ordinary FETCH in the next cycle, which
+// reports it: the untraced cycle then needs nothing of the TensorCore after the instruction's EXEC.
+void Sxu::overlapped_fetch() {
+  if (loaded[pc] && prog[pc].op < kNumSxuOps) latch();
 }
 
 namespace sxu_exec {

@@ -32,7 +32,8 @@ struct Sxu {
   std::array<Instr, TensorCoreConfig::kMaxProgDepth> prog{};
   std::bitset<TensorCoreConfig::kMaxProgDepth> loaded;  // slots the bundle wrote; fetching others is an error
 
-  uint64_t cycles = 0;  // P: from the first FETCH through the FETCH of HALT
+  bool fetch_overlap = false;  // TensorCoreConfig::fetch_overlap, kept here for the hot path
+  uint64_t cycles = 0;         // P: from the first FETCH through the FETCH of HALT
   uint64_t stall_cycles = 0;
 
   void start() {
@@ -44,7 +45,13 @@ struct Sxu {
   void tick(TensorCore& tc);
 
  private:
-  void fetch(TensorCore& tc, bool overlapped = false);
+  void fetch(TensorCore& tc);
+  void overlapped_fetch();
+  void latch() {  // the instruction at pc becomes the running one; HALT retires in its FETCH cycle
+    cur = prog[pc];
+    step = 0;
+    phase = SxuOpcode(cur.op) == SxuOpcode::kHalt ? Phase::kHalted : Phase::kExec;
+  }
   void trace_cycle(TensorCore& tc, Exec outcome);
 };
 

@@ -26,7 +26,9 @@ namespace tinytpu {
 class TensorCore {
  public:
   explicit TensorCore(const TensorCoreConfig& cfg = {})
-      : cfg(cfg), vrf(cfg), vmem(cfg), wsram(cfg), asram(cfg), psum(cfg) {}
+      : cfg(cfg), vrf(cfg), vmem(cfg), wsram(cfg), asram(cfg), psum(cfg) {
+    sxu.fetch_overlap = cfg.fetch_overlap;
+  }
 
   TensorCoreConfig cfg;
   uint64_t cycle = 0;  // free-running counter shared with the testbench (READ_CYCLE reads it)
