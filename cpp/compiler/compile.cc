@@ -107,16 +107,16 @@ class PlanBuilder {
   }
   int mxu_source(const MxuTile& tile) {
     std::array<LeafLane, kLanes> lanes;
-    uint16_t negate = 0;
+    LaneMask negate;
     for (int l = 0; l < kLanes; ++l) {
       lanes[l] = tile[l].src;
-      if (tile[l].negate) negate |= uint16_t(1u << l);
+      negate[l] = tile[l].negate;
       in_range(lanes[l]);
     }
     return add(gather(lanes, negate, false));
   }
   // A static gather, strided when its lanes allow (lanes past the first n read the constant 0).
-  TileSource gather(const std::array<LeafLane, kLanes>& lanes, uint16_t negate, bool gated) {
+  TileSource gather(const std::array<LeafLane, kLanes>& lanes, LaneMask negate, bool gated) {
     int n = 0;
     while (n < kLanes && lanes[n].buf >= 0) ++n;
     bool strided = n > 0;
@@ -164,7 +164,7 @@ class PlanBuilder {
         s.index = int(plan_.store_lanes.size()) - 1;
       }
       for (int lane = 0; lane < kLanes; ++lane)
-        if (st.active[lane]) s.active |= uint16_t(1u << lane);
+        s.active[lane] = st.active[lane];
       plan_.written[st.buf] = true;
       out.scatters.push_back(s);
     }

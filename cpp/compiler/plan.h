@@ -46,7 +46,7 @@ struct TileSource {
   int id;
   int index = -1;       // kDynamic: the source (Plan::sources) of its int32 element indices
   bool gated = false;   // an index out of range reads 0 (else it is an error: a static one when compiled)
-  uint16_t negate = 0;  // MXU operands: lanes of subtracted terms, whose elements the loader negates
+  LaneMask negate;  // MXU operands: lanes of subtracted terms, whose elements the loader negates
 };
 
 // One drained value stored to a buffer: its lanes go to element `index` (or the drained index tile's),
@@ -57,7 +57,7 @@ struct Scatter {
   int value;
   int gate = -1, index_tile = -1;
   int index = -1;  // Plan::store_lanes, when not index_tile
-  uint16_t active = 0;
+  LaneMask active;
 };
 // A drained value kept for later launches: scratch tile #id (a spill) or pinned tile #id.
 struct Keep {

@@ -49,10 +49,12 @@ std::optional<BatchShape> batch_shape(const TileProgram& p) {
   }
   for (const TileStore& st : p.stores) {  // every field of TileStore
     if (st.index_node >= 0) return std::nullopt;
-    int active = 0;
-    for (int l = 0; l < kLanes; ++l) active |= int(st.active[l]) << l;
-    for (int64_t v : {int64_t(st.buf), int64_t(st.value), int64_t(st.gate), int64_t(st.pin), int64_t(active)})
-      w.put(v);
+    for (int64_t v : {int64_t(st.buf), int64_t(st.value), int64_t(st.gate), int64_t(st.pin)}) w.put(v);
+    for (int l = 0; l < kLanes; l += 32) {  // the active lanes, 32 to a word
+      uint32_t active = 0;
+      for (int k = l; k < std::min(l + 32, kLanes); ++k) active |= uint32_t(st.active[k]) << (k - l);
+      w.put(int32_t(active));
+    }
     for (int64_t i : st.index)
       if (!w.index(st.buf, i)) return std::nullopt;
   }

@@ -1,5 +1,6 @@
 #pragma once
 #include <array>
+#include <bitset>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@ namespace tinytpu::compiler {
 
 constexpr int kLanes = kTileElems;  // the points of a chunk: one tile's lanes
 using Lanes = std::array<int64_t, kLanes>;
+using LaneMask = std::bitset<kLanes>;  // one bit per lane
 
 // One lane's operand of a leaf tile: an element of a kernel buffer, or a constant (32-bit pattern).
 struct LeafLane {

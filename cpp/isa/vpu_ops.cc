@@ -264,10 +264,10 @@ int vpu_done_latency(const VpuOpInfo& op) {
   switch (op.kind) {
     case VpuKind::kComb:
       return 1;
-    case VpuKind::kFpReduce:
-      return 17;
-    case VpuKind::kTransc:
-      return 16 * op.transc_steps + 2;
+    case VpuKind::kFpReduce:  // FpReducer#(lanes): one element per cycle, then its collect
+      return TensorCoreConfig::kTileElems + 1;
+    case VpuKind::kTransc:  // TranscUnit#(lanes): S steps per lane, then collect and done
+      return TensorCoreConfig::kTileElems * op.transc_steps + 2;
   }
   return 1;  // unreachable: every VpuKind is handled above
 }

@@ -138,8 +138,8 @@ class DataPlan {
       case TileSource::Kind::kScratch:
         return scratch_[s.id];
     }
-    for (int l = 0; s.negate && l < kLanes; ++l)
-      if (s.negate >> l & 1) out[l] = wrap_neg(out[l]);
+    for (int l = 0; s.negate.any() && l < kLanes; ++l)
+      if (s.negate[l]) out[l] = wrap_neg(out[l]);
     return out;
   }
 
@@ -189,7 +189,7 @@ class DataPlan {
       const Slot& b = slots_[s.buf];
       const Tile& value = out[s.value];
       for (int lane = 0; lane < kLanes; ++lane) {
-        if (!(s.active >> lane & 1) || (s.gate >= 0 && !out[s.gate][lane])) continue;
+        if (!s.active[lane] || (s.gate >= 0 && !out[s.gate][lane])) continue;
         int64_t at =
             s.index_tile >= 0 ? out[s.index_tile][lane] : p_.store_lanes[s.index][lane] + shift(s.buf);
         if (at < 0 || at >= b.size)
