@@ -74,11 +74,11 @@ struct Codec {
 const Codec kCodecs[] = {
     {"vreg", 0, 15, "vreg"},
     {"addr", 0, 31, "address"},
-    {"u2", 0, 3, "selector"},
+    {"row", 0, TensorCoreConfig::kRows - 1, "row or column"},
     {"u5", 0, 31, "shift"},
     {"psum", 0, 7, "PSUM bucket"},
     {"tiles", 0, 31, "tile count"},
-    {"k", 0, 4, "k"},
+    {"k", 0, TensorCoreConfig::kRows, "k"},  // the OS activation buffer holds one vector per row
     {"count", 1, 255, "loop count"},
     {"i8", -128, 127, "int8 immediate"},
     {"i32", INT32_MIN, INT32_MAX, "int32 immediate"},
