@@ -156,3 +156,67 @@ TEST_CASE("every recorded reference program gives the reference's outputs on eve
   }
   CHECK(checked >= 25);  // of 49: 3 bg_* races, 19 read the clock
 }
+
+TEST_CASE("DMA loader: the SXU starts after the program; data records arrive while it runs") {
+  const TensorCoreConfig dma = config_from_spec("dma");
+  // H header records (program and outputs) at one cycle each: cycles = H + P + M + 4 when nothing waits.
+  const std::string add =
+      "VMEM[0] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\nVMEM[1] = 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n"
+      "LOAD v0, VMEM[0]\nLOAD v1, VMEM[1]\nVPU v2 = ADD(v0, v1)\nSTORE VMEM[2], v2\nHALT\nOUTPUT_VMEM "
+      "VMEM[2]\nEND";
+  RunResult ref = test::run(add), fast = test::run(add, dma);
+  CHECK(fast.vmem_results == ref.vmem_results);
+  CHECK(ref.cycles == 2 * 8 + 12 + 1 + 4);
+  // header done at cycle 1 + 6, first FETCH at 9; the data records are in at 8 and 9, before the first
+  // LOAD's EXEC at 10
+  CHECK(fast.sxu_cycles == ref.sxu_cycles);
+  CHECK(fast.cycles == 6 + 12 + 1 + 4);
+
+  // A LOAD of the last of six data records waits for it: header (3 instructions, 1 output) done at 5,
+  // first FETCH at 7, data in at 6..11; the LOAD's EXEC waits from 8 to 11, 3 cycles.
+  std::string late;
+  for (int k = 0; k < 6; ++k)
+    late += "VMEM[" + std::to_string(k) + "] = " + std::to_string(k) + " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+  late += "LOAD v0, VMEM[5]\nSTORE VMEM[6], v0\nHALT\nOUTPUT_VMEM VMEM[6]\nEND";
+  ref = test::run(late);
+  fast = test::run(late, dma);
+  CHECK(fast.vmem_results == ref.vmem_results);
+  CHECK(fast.vmem_results[0][0] == 5);
+  CHECK(fast.sxu_cycles == 3 + 2 + 1 + 3);
+  CHECK(fast.cycles == 4 + fast.sxu_cycles + 1 + 4);
+
+  // A STORE to an entry whose record is still coming waits for it, so the record cannot overwrite it.
+  std::string waw = late;
+  waw.replace(waw.find("LOAD v0, VMEM[5]\nSTORE VMEM[6], v0"), 34, "VFILL v0, imm=9\nSTORE VMEM[5], v0");
+  waw.replace(waw.find("OUTPUT_VMEM VMEM[6]"), 19, "OUTPUT_VMEM VMEM[5]");
+  CHECK(test::run(waw, dma).vmem_results == test::run(waw).vmem_results);
+  CHECK(test::run(waw, dma).vmem_results[0][0] == 9);
+
+  // The outputs wait for every record: ten data records, HALT and one output. Header done at 3, HALT's
+  // FETCH at 5, the last record in at 13: running-done at 13, the output line at 14, `cycles 15`.
+  std::string tail;
+  for (int k = 0; k < 10; ++k)
+    tail += "VMEM[" + std::to_string(k) + "] = " + std::to_string(k) + " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+  tail += "HALT\nOUTPUT_VMEM VMEM[9]\nEND";
+  fast = test::run(tail, dma);
+  CHECK(fast.vmem_results == test::run(tail).vmem_results);
+  CHECK(fast.cycles == 15);
+}
+
+TEST_CASE("DMA loader: an MXU dispatch waits for every WeightSRAM and ActivationSRAM record") {
+  // Records: VMEM[0], WMEM[0], AMEM[0] data; MXU + WAIT + LOAD_MXU_RESULT + STORE + HALT and an output.
+  // Header (5 instructions, 1 output) done at 7, first FETCH at 9; the data in at 8, 9, 10: the
+  // dispatch's EXEC at 10 goes (AMEM[0] is in at 10).
+  const std::string p =
+      std::string(kData) +
+      "MXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU\nLOAD_MXU_RESULT v1\nSTORE VMEM[1], v1\nHALT\n"
+      "OUTPUT_VMEM VMEM[1]\nEND";
+  RunResult ref = test::run(p), fast = test::run(p, config_from_spec("dma"));
+  CHECK(fast.vmem_results == ref.vmem_results);
+  CHECK(fast.sxu_cycles == ref.sxu_cycles);
+  CHECK(fast.cycles == 6 + ref.sxu_cycles + 1 + 4);
+  // One more data record ahead of them delays the dispatch by one cycle.
+  RunResult later = test::run("VMEM[5] = 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n" + p, config_from_spec("dma"));
+  CHECK(later.sxu_cycles == ref.sxu_cycles + 1);
+  CHECK(later.vmem_results == ref.vmem_results);
+}

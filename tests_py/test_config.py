@@ -58,11 +58,13 @@ def test_an_op_too_big_for_the_core_names_itself_and_the_core(cores):
     Tensor(softmax_input(np.random.default_rng(0))[0], device=cores[0]).softmax().numpy()
 
 # TensorCore variants: named configurations that change timing only. Each gets a device of its own.
+# The reference core gets a device of its own too: TINYTPU itself is whatever TINYTPU_CONFIG names.
+REFERENCE = "TINYTPU:19"
 VARIANTS = {f"TINYTPU:{20 + i}": n.name for i, n in enumerate(tinytpu._core.named_configs()) if n.name != "reference"}
 
 @pytest.fixture(scope="module")
 def variants():
-  for dev, name in VARIANTS.items(): Device[dev].config = tinytpu._core.config_from_spec(name)
+  for dev, name in {REFERENCE: "reference", **VARIANTS}.items(): Device[dev].config = tinytpu._core.config_from_spec(name)
   return VARIANTS
 
 @pytest.mark.parametrize("name", WORKLOADS)
@@ -72,11 +74,11 @@ def test_variants_give_the_reference_cores_results(variants, name):
   fn, make, _ = WORKLOADS[name]
   arrays = make(np.random.default_rng(len(name)))
   runs = {}
-  for dev in ["TINYTPU", *variants]:
+  for dev in [REFERENCE, *variants]:
     tinytpu.reset_counters()
     out = fn(*[Tensor(a, device=dev) for a in arrays]).numpy()
     runs[dev] = (out.tobytes(), tinytpu.counters(dev))
-  ref_out, ref = runs["TINYTPU"]
+  ref_out, ref = runs[REFERENCE]
   for dev, (out, c) in runs.items():
     assert out == ref_out, f"{variants.get(dev)}: results differ from the reference core's"
     cfg = Device[dev].config

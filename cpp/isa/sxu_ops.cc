@@ -8,8 +8,9 @@
 
 namespace tinytpu {
 
-const std::array<const char*, kNumStalls> kStallNames = {
-    "VPU write-back", "VPU busy", "VPU result", "XLU result", "MXU busy", "MXU result", "PSUM port"};
+const std::array<const char*, kNumStalls> kStallNames = {"VPU write-back", "VPU busy",  "VPU result",
+                                                         "XLU result",     "MXU busy",  "MXU result",
+                                                         "PSUM port",      "DMA record"};
 
 // TASM templates: see isa/tasm.h for the template language. Mnemonics follow the reference's TASM
 // (hardware.md §5); opcodes it has no mnemonic for get the names TRANSPOSE, PSUM_*, SET_PRED_*,

@@ -23,9 +23,10 @@ enum class Exec : uint8_t {
   kStallMxuBusy,       // the MXU is running a dispatch
   kStallMxuResult,     // waits for the MXU to reach Done
   kStallPsumPort,      // the MXU drain owns the PSUM write port
+  kStallLoad,          // a memory entry's record has not arrived (the DMA loader variant, config.h)
 };
 constexpr Exec kFirstStall = Exec::kStallVpuWriteback;
-constexpr int kNumStalls = 7;
+constexpr int kNumStalls = 8;
 inline bool is_stall(Exec e) { return e >= kFirstStall; }
 extern const std::array<const char*, kNumStalls> kStallNames;  // indexed by e - kFirstStall
 

@@ -56,14 +56,15 @@ struct Field {
   }
 };
 using C = TensorCoreConfig;
-const std::array<Field, 8> kFields = {{{"depth", &C::depth},
+const std::array<Field, 9> kFields = {{{"depth", &C::depth},
                                        {"vregs", &C::vregs},
                                        {"psum_buckets", &C::psum_buckets},
                                        {"prog_depth", &C::prog_depth},
                                        {"loop_depth", &C::loop_depth},
                                        {"max_outputs", &C::max_outputs},
                                        {"fetch_overlap", nullptr, &C::fetch_overlap},
-                                       {"record_cycles", &C::record_cycles}}};
+                                       {"record_cycles", &C::record_cycles},
+                                       {"dma_overlap", nullptr, &C::dma_overlap}}};
 
 }  // namespace
 
@@ -89,8 +90,9 @@ CostProxy cost_proxy(const TensorCoreConfig& c) {
   const int64_t tile_bytes = int64_t(TensorCoreConfig::kTileElems) * 4;
   p.sram_bytes = c.depth * (tile_bytes + 2 * TensorCoreConfig::kTileElems + 2 * TensorCoreConfig::kRows) +
                  (c.vregs + c.psum_buckets) * tile_bytes + c.prog_depth * 8;
-  // fetch overlap forwards the XLU and the VPU write-backs; a one-beat loader widens its bus by the type
-  p.ports = (c.fetch_overlap ? 2 : 0) + (c.record_cycles == 1 ? 1 : 0);
+  // fetch overlap forwards the XLU and the VPU write-backs; a one-beat loader widens its bus by the type;
+  // the DMA loader writes VMEM beside the SXU (a second write port) and keeps a ready bit per entry
+  p.ports = (c.fetch_overlap ? 2 : 0) + (c.record_cycles == 1 ? 1 : 0) + (c.dma_overlap ? 2 : 0);
   p.area = p.pes + double(p.sram_bytes) / 256 + p.ports;
   return p;
 }
@@ -110,6 +112,10 @@ const std::vector<NamedConfig>& named_configs() {
          with({{"record_cycles", 1}})},
         {"overlap-beat", "both: overlapped fetch and a one-beat loader",
          with({{"fetch_overlap", 1}, {"record_cycles", 1}})},
+        {"dma", "a DMA loader: program first, then data records stream in one a cycle while the SXU runs",
+         with({{"record_cycles", 1}, {"dma_overlap", 1}})},
+        {"dma-overlap", "the DMA loader and overlapped fetch",
+         with({{"record_cycles", 1}, {"dma_overlap", 1}, {"fetch_overlap", 1}})},
         {"half", "the reference with half the SRAM depth: VMEM, WeightSRAM and ActivationSRAM of 16 entries",
          with({{"depth", 16}})},
     };

@@ -39,8 +39,14 @@ struct TensorCoreConfig {
   //  - record_cycles: loader cycles per bundle record. The reference testbench reads a record's type in
   //    one cycle and applies it in the next (2); a loader with the type beside the payload on its bus
   //    takes one.
+  //  - dma_overlap: the loader sends the program and output records first; the SXU starts once they are
+  //    in, while the data records (VMEM, WeightSRAM, ActivationSRAM tiles) keep arriving one per
+  //    record_cycles. An access to a VMEM entry whose record has not arrived waits for it (a read, and
+  //    a write, which the record would otherwise overwrite); an MXU dispatch waits for every
+  //    WeightSRAM and ActivationSRAM record; the outputs wait for every record.
   bool fetch_overlap = false;
   int record_cycles = 2;
+  bool dma_overlap = false;
 
   // The reference testbench prints "FAIL: timeout" once its cycle counter passes 50000. Long programs
   // (the simulator-speed benchmark) raise the limit; exceeding it is a SimError, never a hang.

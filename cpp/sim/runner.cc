@@ -67,18 +67,61 @@ std::string record_name(const Record& r, int& pc) {
   return "END";
 }
 
-// The testbench's loading phase on the loader track: open, two cycles per record (the configuration's
-// record_cycles), END, start (§4.4).
-void trace_loading(TraceLog& log, const Bundle& bundle, int record_cycles) {
+bool is_data(const Record& r) {
+  return r.type == RecordType::kVmemTile || r.type == RecordType::kWeightTile ||
+         r.type == RecordType::kActTile;
+}
+
+// When each record is in, by the configuration's loader. The reference testbench: cycle 0 opens the
+// bundle, each record takes record_cycles (2: type, then apply), END's type read 1, do_start 1, then the
+// SXU's first FETCH (§4.4). The DMA loader sends the records other than data first (the program and
+// the output list), so the SXU starts after those alone; the data records follow on the same bus, the
+// first beginning in the cycle after the last of the others.
+struct LoadTimes {
+  std::vector<uint64_t> done;  // per record: the first cycle it is visible in
+  uint64_t start = 0;          // the SXU's first FETCH
+};
+LoadTimes load_times(const Bundle& bundle, const TensorCoreConfig& cfg) {
+  LoadTimes t;
+  t.done.resize(bundle.records.size());
+  uint64_t c = 1;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < bundle.records.size(); ++i) {
+      if (cfg.dma_overlap && is_data(bundle.records[i]) != (pass == 1)) continue;
+      if (!cfg.dma_overlap && pass == 1) break;
+      c += cfg.record_cycles;
+      t.done[i] = c;
+    }
+    if (pass == 0) t.start = c + 2;  // END, do_start
+  }
+  return t;
+}
+
+// The loading phase on the loader track: open, the records, END, start. The DMA loader's data records
+// overlap the run: they go on a track of their own.
+void trace_loading(TraceLog& log, const Bundle& bundle, const LoadTimes& t, int record_cycles, bool dma) {
   log.slice(Track::kLoader, 0, 0, 1, log.name("open bundle"));
   int pc = 0;
-  uint64_t c = 1;
-  for (const Record& r : bundle.records) {
-    log.slice(Track::kLoader, 0, c, c + record_cycles, log.intern(record_name(r, pc)));
-    c += record_cycles;
+  for (size_t i = 0; i < bundle.records.size(); ++i) {
+    const Record& r = bundle.records[i];
+    log.slice(dma && is_data(r) ? Track::kDma : Track::kLoader, 0, t.done[i] - record_cycles, t.done[i],
+              log.intern(record_name(r, pc)));
   }
-  log.slice(Track::kLoader, 0, c, c + 1, log.name("END"));
-  log.slice(Track::kLoader, 0, c + 1, c + 2, log.name("start"));
+  log.slice(Track::kLoader, 0, t.start - 2, t.start - 1, log.name("END"));
+  log.slice(Track::kLoader, 0, t.start - 1, t.start, log.name("start"));
+}
+
+// The DMA loader's data records: when each VMEM entry, the MXU's data and all of them are in.
+void note_arrivals(TensorCore& tc, const Bundle& bundle, const LoadTimes& t) {
+  for (size_t i = 0; i < bundle.records.size(); ++i) {
+    const Record& r = bundle.records[i];
+    if (!is_data(r)) continue;
+    if (r.type == RecordType::kVmemTile)
+      tc.vmem_arrival[tc.vmem.wrap(r.addr)] = std::max(tc.vmem_arrival[tc.vmem.wrap(r.addr)], t.done[i]);
+    else
+      tc.mxu_data_arrival = std::max(tc.mxu_data_arrival, t.done[i]);
+    tc.data_arrival = std::max(tc.data_arrival, t.done[i]);
+  }
 }
 
 // The testbench's state in one cycle: an output line (its address given) or a state that coalesces.
@@ -111,7 +154,7 @@ template <bool kTraced>
     }
     // Testbench rules read start-of-cycle state, like every other rule.
     if (!outputting) {
-      outputting = tc.sxu.halted();  // do_running_done
+      outputting = tc.sxu.halted() && tc.cycle >= tc.data_arrival;  // do_running_done
       if constexpr (kTraced) trace_testbench(*tc.trace, tc.cycle, outputting ? "running done" : "run");
     } else if (out_mxu) {
       if (tc.ctrl.state == CState::kIdle)
@@ -157,14 +200,13 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
   std::vector<int> vmem_out, asram_out;
   load(tc, bundle, out_mxu, vmem_out, asram_out);
   if (fill) fill(tc);
+  const LoadTimes times = load_times(bundle, cfg);
+  if (cfg.dma_overlap) note_arrivals(tc, bundle, times);
   if (trace) {
     trace->begin_run();
-    trace_loading(*trace, bundle, cfg.record_cycles);
+    trace_loading(*trace, bundle, times, cfg.record_cycles, cfg.dma_overlap);
   }
-
-  // Cycle 0 opens the bundle, each record takes 2 (record_cycles), END's type read 1, and do_start 1 (§4.4).
-  const uint64_t R = bundle.records.size();
-  tc.cycle = cfg.record_cycles * R + 2;
+  tc.cycle = times.start - 1;  // do_start
   tc.sxu.start();
   ++tc.cycle;
 

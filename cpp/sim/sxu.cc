@@ -139,6 +139,10 @@ void vpu_execute(TensorCore& tc, const VpuOpInfo& op, const Tile& a, const Tile&
   if (tc.trace) report(tc, Track::kVpu, vpu_done_latency(op), tc.trace->name(op.name));
 }
 
+// The DMA loader variant: a VMEM entry or the MXU's data whose records are still on their way.
+bool vmem_arrived(TensorCore& tc, int addr) { return tc.cycle >= tc.vmem_arrival[tc.vmem.wrap(addr)]; }
+bool mxu_data_arrived(TensorCore& tc) { return tc.cycle >= tc.mxu_data_arrival; }
+
 void vmem_write(TensorCore& tc, int addr, const Tile& value) {
   tc.vmem.mem[tc.vmem.wrap(addr)] = value;
   if (tc.trace) report(tc, Track::kVmem, 1, tc.trace->name("write VMEM", tc.vmem.wrap(addr)));
@@ -164,6 +168,7 @@ MxuDispatch mxu_operands(TensorCore& tc, MxuStart kind) {
 // Asynchronous start: the SXU moves on; the start method's guard stalls it while the MXU is busy.
 Exec start_mxu(TensorCore& tc, const MxuDispatch& d) {
   if (!tc.ctrl.can_start()) return Exec::kStallMxuBusy;
+  if (!mxu_data_arrived(tc)) return Exec::kStallLoad;
   tc.ctrl.start(d, tc.array);
   if (tc.trace) tc.trace->mxu_started(tc.cycle + 1, tc.trace->instr_name(tc.sxu.pc, in(tc)), tc.sxu.pc);
   return Exec::kNext;
@@ -179,6 +184,7 @@ Exec run_epilogue(TensorCore& tc, const MxuDispatch& d, bool wb_vmem) {
     case 1:
       return tc.ctrl.is_done() ? Exec::kFired : Exec::kStallMxuResult;
     default:
+      if (wb_vmem && !vmem_arrived(tc, in(tc).vmemAddr)) return Exec::kStallLoad;
       if (wb_vmem)
         vmem_write(tc, in(tc).vmemAddr, tc.ctrl.epilogue_buf);
       else
@@ -252,6 +258,7 @@ Exec skip(TensorCore& tc, bool on_pred) {
 
 Exec load_vreg(TensorCore& tc) {
   if (tc.sxu.step == 0) {  // LOAD_REQ: VMEM read has one cycle of latency
+    if (!vmem_arrived(tc, in(tc).vmemAddr)) return Exec::kStallLoad;
     int a = tc.vmem.wrap(in(tc).vmemAddr);
     tc.vmem.resp = tc.vmem.mem[a];
     if (tc.trace) report(tc, Track::kVmem, 1, tc.trace->name("read VMEM", a));
@@ -263,6 +270,7 @@ Exec load_vreg(TensorCore& tc) {
 
 Exec store_vreg(TensorCore& tc) {
   if (wb_pending(tc)) return Exec::kStallVpuWriteback;
+  if (!vmem_arrived(tc, in(tc).vmemAddr)) return Exec::kStallLoad;
   vmem_write(tc, in(tc).vmemAddr, vreg(tc, in(tc).vregSrc));
   return Exec::kNext;
 }

@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -45,6 +46,11 @@ class TensorCore {
   Controller ctrl;
 
   TraceLog* trace = nullptr;  // the optional event sink; null: tracing off
+  // The DMA loader variant (config.h dma_overlap): the first cycle each VMEM entry's records have all
+  // arrived in, the same for all WeightSRAM and ActivationSRAM records, and for every record. All 0 on
+  // the reference, whose loading ends before the SXU starts.
+  std::array<uint64_t, TensorCoreConfig::kMaxDepth> vmem_arrival{};
+  uint64_t mxu_data_arrival = 0, data_arrival = 0;
   uint64_t xlu_busy_cycles = 0;
   bool psum_port_taken = false;  // the MXU drain owns the PSUM write port this cycle
 

@@ -14,8 +14,9 @@ namespace tinytpu {
 
 // One track per unit in a trace. kKernel holds the tinygrad kernels and their launches; kLoader the
 // testbench's phases: loading records, start, run, output.
-enum class Track : uint8_t { kKernel, kLoader, kSxu, kMxu, kVpu, kXlu, kVmem };
-constexpr int kNumTracks = 7;
+// kDma: the DMA loader variant's data records, which arrive while the SXU runs (config.h dma_overlap).
+enum class Track : uint8_t { kKernel, kLoader, kSxu, kMxu, kVpu, kXlu, kVmem, kDma };
+constexpr int kNumTracks = 8;
 extern const std::array<const char*, kNumTracks> kTrackNames;  // "kernel", "loader", "sxu", ...
 
 // One slice of a track, [begin, end) in cycles of the trace's timeline. Depth 0 is a unit's own work

@@ -6,10 +6,10 @@ from typing import TextIO
 import numpy as np
 from tinytpu import _core
 
-TRACKS: list[str] = list(_core.TRACKS)  # kernel, loader, sxu, mxu, vpu, xlu, vmem
+TRACKS: list[str] = list(_core.TRACKS)  # kernel, loader, sxu, mxu, vpu, xlu, vmem, dma
 UNITS = ["sxu", "mxu", "vpu", "xlu", "vmem"]  # the tracks with a busy counter and a busy %
 NESTED = {"kernel": "launch", "sxu": "stall", "mxu": "phase"}  # what a depth-1 slice of a track is
-_TITLES = {"kernel": "kernels / launches", "loader": "loader (testbench)"}
+_TITLES = {"kernel": "kernels / launches", "loader": "loader (testbench)", "dma": "DMA (data records during the run)"}
 # TraceEvent in cpp/sim/trace.h: [begin, end) in cycles, name index, pc (-1: none), track, depth.
 _NO_END = 2**64 - 1  # TraceLog::window_end when the window is open-ended
 EVENT_DTYPE = np.dtype([("begin", "<u8"), ("end", "<u8"), ("name", "<u4"), ("pc", "<i2"), ("track", "u1"), ("depth", "u1")])
