@@ -2,10 +2,12 @@
 // sim/config.h, and the named configurations that combine them. A variant changes cycles, never a
 // result of a program without a timing race.
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <filesystem>
 
 #include "helpers.h"
 #include "isa/sxu_ops.h"
+#include "runtime/executor.h"
 
 using namespace tinytpu;
 using Catch::Matchers::Contains;
@@ -219,4 +221,57 @@ TEST_CASE("DMA loader: an MXU dispatch waits for every WeightSRAM and Activation
   RunResult later = test::run("VMEM[5] = 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n" + p, config_from_spec("dma"));
   CHECK(later.sxu_cycles == ref.sxu_cycles + 1);
   CHECK(later.vmem_results == ref.vmem_results);
+}
+
+TEST_CASE("launch prefetch: each launch's records load while the one before runs") {
+  // out[i] = a[i] + 1 over 4096 elements. Each launch computes 32 tiles and outputs 31 (the testbench's
+  // limit); the 32nd is spilled, and the small launch after it outputs it (LOAD, STORE, OUTPUT): that
+  // launch reads what the one before output, so its loading waits for that output.
+  const std::string ir =
+      "KERNEL inc\nCONST idx 0 4096\nPARAM i32 1 0 0 GLOBAL 0 0\nPARAM i32 1 0 1 GLOBAL 0 0\nRANGE i32 1 0 0 "
+      "WEAK\nINDEX i32 2 2 3\nLOAD i32 1 4\nCONST i32 0 1\nADD i32 2 5 6\nINDEX i32 2 1 3\nSTORE void 2 8 "
+      "7\nEND void 2 9 3\nSINK void 1 10\n";
+  auto run = [&](const TensorCoreConfig& cfg, KernelStats& stats) {
+    std::vector<DeviceBuffer> bufs{DeviceBuffer(4096 * 4), DeviceBuffer(4096 * 4)};
+    for (int i = 0; i < 4096; ++i) std::memcpy(bufs[1].data() + 4 * i, &i, 4);
+    stats = CompiledKernel(ir, cfg).run(bufs, {}, true);
+    int wrong = 0;
+    for (int i = 0; i < 4096; ++i) {
+      int32_t out;
+      std::memcpy(&out, bufs[0].data() + 4 * i, 4);
+      wrong += out != i + 1;
+    }
+    return wrong;
+  };
+  KernelStats ref, pre;
+  CHECK(run({}, ref) == 0);
+  CHECK(run(config_from_spec("prefetch"), pre) == 0);
+  REQUIRE(ref.launches > 2);
+  CHECK(pre.launches == ref.launches);
+  CHECK(pre.sxu_cycles == ref.sxu_cycles);
+  // The timeline by the definition (config.h), from each launch run alone: loading L = 2R + 2 cycles
+  // (open, records, END), then a run of C - L cycles. The next launch's loading begins when the loader
+  // and the idle banks are free: after the previous loading and once the launch before started; for a
+  // launch that reads the previous one's output, once that launch has ended.
+  uint64_t end = 0, started = 0, loader_free = 0;
+  for (size_t i = 0; i < ref.tasm.size(); ++i) {
+    const Bundle b = assemble(ref.tasm[i]);
+    const bool reads_spill = i % 2 == 1;
+    INFO("launch " << i);
+    CHECK(reads_spill == (ref.tasm[i].find("LOAD v0, VMEM[0]\nSTORE VMEM[0], v0\n") != std::string::npos));
+    const RunResult alone = run_bundle(b);
+    const uint64_t loading = 2 * b.records.size() + 2;
+    if (i == 0) {
+      end = alone.cycles;
+      started = loader_free = loading;
+      continue;
+    }
+    const uint64_t begin = reads_spill ? end : std::max(loader_free, started);
+    loader_free = begin + loading;
+    const uint64_t wait = loader_free > end ? loader_free - end : 0;
+    started = end + wait;
+    end += wait + alone.cycles - loading;
+  }
+  CHECK(pre.cycles == end);
+  CHECK(pre.cycles < ref.cycles);
 }

@@ -200,6 +200,24 @@ class DataPlan {
     }
   }
 
+  // Whether a launch's fills read a value `before` output (a spill or a pinned tile it kept): the launch
+  // prefetch variant loads such a launch only after that output.
+  bool reads_output_of(const PlanLaunch& l, const PlanLaunch& before) const {
+    auto kept = [&](const TileSource& s) {
+      for (const Keep& k : before.keeps)
+        if (k.id == s.id && k.pinned == (s.kind == TileSource::Kind::kPinned)) return true;
+      return false;
+    };
+    for (const PlanLaunch::Fill& f : l.fills)
+      for (int id = f.source; id >= 0;) {  // a dynamic gather's indices come from another source
+        const TileSource& s = p_.sources[id];
+        if ((s.kind == TileSource::Kind::kScratch || s.kind == TileSource::Kind::kPinned) && kept(s))
+          return true;
+        id = s.kind == TileSource::Kind::kDynamic ? s.index : -1;
+      }
+    return false;
+  }
+
   // The run about to execute: its element indices are moved by the run's shift.
   void start(const LaunchRun& r) { shift_ = r.shift < 0 ? nullptr : &p_.shifts[r.shift]; }
 
@@ -209,6 +227,30 @@ class DataPlan {
   std::vector<Tile> scratch_, pinned_;
   const std::vector<int64_t>* shift_ = nullptr;
   int64_t shift(int buf) const { return shift_ && size_t(buf) < shift_->size() ? (*shift_)[buf] : 0; }
+};
+
+// The launch prefetch variant's timeline (config.h prefetch_launches), in cycles from the kernel call's
+// start: the loader fills the idle banks with the next launch while the current one runs.
+struct LaunchClock {
+  const PlanLaunch* last = nullptr;  // the launch that ran last in this call
+  uint64_t end = 0;                  // when it finished (its last output line)
+  uint64_t started = 0;              // its do_start: from then on its banks are in use, the others free
+  uint64_t loader_free = 0;          // when the loader sent its last record
+
+  // How long the next launch waits for its records after the last one ended, when `loading` cycles of
+  // loading can begin as soon as the loader and the idle banks are free (or only after the last launch
+  // ended, when the next reads what it output).
+  Prefetched next(uint64_t loading, bool reads_last_output) {
+    const uint64_t begin = reads_last_output ? end : std::max(loader_free, started);
+    loader_free = begin + loading;
+    return {loader_free > end ? loader_free - end : 0};
+  }
+  void ran(const PlanLaunch& l, const RunResult& r, bool prefetched) {
+    last = &l;
+    started = (prefetched ? end : 0) + r.start;
+    if (!prefetched) loader_free = r.loader_done;
+    end = (prefetched ? end : 0) + r.cycles;
+  }
 };
 
 // Plans kept per kernel; past it the cache starts over (a kernel called with many sizes).
@@ -334,6 +376,7 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
 
   DataPlan data(*plan, slots);
   const uint64_t kernel_begin = trace ? trace->base : 0;
+  LaunchClock clock;
   for (const LaunchRun& run : plan->runs) {
     data.start(run);
     for (int64_t at = run.first; at < run.first + run.count; ++at) {
@@ -341,14 +384,21 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
       if (keep_tasm) stats.tasm.push_back(listing(data.bundle(l), l.image->fill_dtypes));
       const uint64_t launch_begin = trace ? trace->base : 0;
       RunResult res;
+      const bool prefetched = plan->config.prefetch_launches && clock.last;
+      Prefetched wait;
+      if (prefetched)
+        wait =
+            clock.next(loading_cycles(l.image->bundle, plan->config), data.reads_output_of(l, *clock.last));
       try {
         res = run_validated(
-            l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, plan->config, trace, poll);
+            l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, plan->config, trace, poll,
+            prefetched ? &wait : nullptr);
       } catch (const std::exception& e) {
         throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
                        disassemble(data.bundle(l)));
       }
       data.drain(l, res.vmem_results);
+      clock.ran(l, res, prefetched);
       if (trace)
         trace->span(Track::kKernel, 1, launch_begin, trace->base,
                     trace->intern("launch " + std::to_string(stats.launches)));

@@ -56,15 +56,16 @@ struct Field {
   }
 };
 using C = TensorCoreConfig;
-const std::array<Field, 9> kFields = {{{"depth", &C::depth},
-                                       {"vregs", &C::vregs},
-                                       {"psum_buckets", &C::psum_buckets},
-                                       {"prog_depth", &C::prog_depth},
-                                       {"loop_depth", &C::loop_depth},
-                                       {"max_outputs", &C::max_outputs},
-                                       {"fetch_overlap", nullptr, &C::fetch_overlap},
-                                       {"record_cycles", &C::record_cycles},
-                                       {"dma_overlap", nullptr, &C::dma_overlap}}};
+const std::array<Field, 10> kFields = {{{"depth", &C::depth},
+                                        {"vregs", &C::vregs},
+                                        {"psum_buckets", &C::psum_buckets},
+                                        {"prog_depth", &C::prog_depth},
+                                        {"loop_depth", &C::loop_depth},
+                                        {"max_outputs", &C::max_outputs},
+                                        {"fetch_overlap", nullptr, &C::fetch_overlap},
+                                        {"record_cycles", &C::record_cycles},
+                                        {"dma_overlap", nullptr, &C::dma_overlap},
+                                        {"prefetch_launches", nullptr, &C::prefetch_launches}}};
 
 }  // namespace
 
@@ -88,8 +89,11 @@ CostProxy cost_proxy(const TensorCoreConfig& c) {
   CostProxy p;
   p.pes = TensorCoreConfig::kRows * TensorCoreConfig::kRows;
   const int64_t tile_bytes = int64_t(TensorCoreConfig::kTileElems) * 4;
-  p.sram_bytes = c.depth * (tile_bytes + 2 * TensorCoreConfig::kTileElems + 2 * TensorCoreConfig::kRows) +
-                 (c.vregs + c.psum_buckets) * tile_bytes + c.prog_depth * 8;
+  // WeightSRAM and ActivationSRAM have two banks already; launch prefetch doubles VMEM and program memory
+  const int banks = c.prefetch_launches ? 2 : 1;
+  p.sram_bytes =
+      c.depth * (banks * tile_bytes + 2 * TensorCoreConfig::kTileElems + 2 * TensorCoreConfig::kRows) +
+      (c.vregs + c.psum_buckets) * tile_bytes + banks * c.prog_depth * 8;
   // fetch overlap forwards the XLU and the VPU write-backs; a one-beat loader widens its bus by the type;
   // the DMA loader writes VMEM beside the SXU (a second write port) and keeps a ready bit per entry
   p.ports = (c.fetch_overlap ? 2 : 0) + (c.record_cycles == 1 ? 1 : 0) + (c.dma_overlap ? 2 : 0);
@@ -116,6 +120,10 @@ const std::vector<NamedConfig>& named_configs() {
          with({{"record_cycles", 1}, {"dma_overlap", 1}})},
         {"dma-overlap", "the DMA loader and overlapped fetch",
          with({{"record_cycles", 1}, {"dma_overlap", 1}, {"fetch_overlap", 1}})},
+        {"prefetch", "double-banked memories: the next launch's records load while the current one runs",
+         with({{"prefetch_launches", 1}})},
+        {"all", "every switch: one-beat DMA loader, overlapped fetch and launch prefetch",
+         with({{"record_cycles", 1}, {"dma_overlap", 1}, {"fetch_overlap", 1}, {"prefetch_launches", 1}})},
         {"half", "the reference with half the SRAM depth: VMEM, WeightSRAM and ActivationSRAM of 16 entries",
          with({{"depth", 16}})},
     };

@@ -44,9 +44,14 @@ struct TensorCoreConfig {
   //    record_cycles. An access to a VMEM entry whose record has not arrived waits for it (a read, and
   //    a write, which the record would otherwise overwrite); an MXU dispatch waits for every
   //    WeightSRAM and ActivationSRAM record; the outputs wait for every record.
+  //  - prefetch_launches: program memory, VMEM, WeightSRAM and ActivationSRAM are double-banked. While a
+  //    launch runs, the loader fills the other banks with the next launch of the same kernel call; the
+  //    next launch starts once its records are in and the current one has output its results. A launch
+  //    that reads a value the launch before it output starts loading only after that output.
   bool fetch_overlap = false;
   int record_cycles = 2;
   bool dma_overlap = false;
+  bool prefetch_launches = false;
 
   // The reference testbench prints "FAIL: timeout" once its cycle counter passes 50000. Long programs
   // (the simulator-speed benchmark) raise the limit; exceeding it is a SimError, never a hang.

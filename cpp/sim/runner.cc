@@ -187,10 +187,14 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog
   return run_validated(bundle, {}, cfg, trace, poll);
 }
 
+uint64_t loading_cycles(const Bundle& bundle, const TensorCoreConfig& cfg) {
+  return cfg.record_cycles * bundle.records.size() + 2;
+}
+
 RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCoreConfig& cfg, TraceLog* trace,
-                        const Poll& poll) {
+                        const Poll& poll, const Prefetched* prefetched) {
   if (trace && !trace->recording()) {  // past the trace's cap or cycle window, or paused: the fast path
-    RunResult res = run_validated(bundle, fill, cfg, nullptr, poll);
+    RunResult res = run_validated(bundle, fill, cfg, nullptr, poll, prefetched);
     trace->skip(res.cycles);
     return res;
   }
@@ -200,17 +204,25 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
   std::vector<int> vmem_out, asram_out;
   load(tc, bundle, out_mxu, vmem_out, asram_out);
   if (fill) fill(tc);
-  const LoadTimes times = load_times(bundle, cfg);
-  if (cfg.dma_overlap) note_arrivals(tc, bundle, times);
-  if (trace) {
-    trace->begin_run();
-    trace_loading(*trace, bundle, times, cfg.record_cycles, cfg.dma_overlap);
+  RunResult res;
+  if (trace) trace->begin_run();
+  if (prefetched) {  // every record is in: do_start once the loader is done
+    res.start = res.loader_done = prefetched->wait;
+    if (trace && prefetched->wait > 0)
+      trace->slice(Track::kLoader, 0, 0, prefetched->wait,
+                   trace->name("records prefetched: the loader finishes"));
+    if (trace) trace->slice(Track::kLoader, 0, res.start, res.start + 1, trace->name("start"));
+  } else {
+    const LoadTimes times = load_times(bundle, cfg);
+    if (cfg.dma_overlap) note_arrivals(tc, bundle, times);
+    if (trace) trace_loading(*trace, bundle, times, cfg.record_cycles, cfg.dma_overlap);
+    res.start = times.start - 1;
+    res.loader_done = std::max(res.start, tc.data_arrival);
   }
-  tc.cycle = times.start - 1;  // do_start
+  tc.cycle = res.start;  // do_start
   tc.sxu.start();
   ++tc.cycle;
 
-  RunResult res;
   if (trace) {
     try {
       run_cycles<true>(tc, cfg, out_mxu, vmem_out, asram_out, res, poll);

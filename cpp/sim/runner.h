@@ -22,6 +22,8 @@ struct UnitBusy {
 
 struct RunResult {
   uint64_t cycles = 0;             // the testbench's `cycles N`: 2R + P + M + 4 (hardware.md §4.4)
+  uint64_t start = 0;              // the cycle of do_start; the SXU's first FETCH is the next
+  uint64_t loader_done = 0;        // the first cycle the loader has nothing left to send
   uint64_t sxu_cycles = 0;         // P
   std::vector<Tile> vmem_results;  // in OUTPUT_VMEM order
   std::optional<Row> mxu_result;   // when the bundle asked for OUTPUT_MXU
@@ -44,9 +46,19 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg = {}, Tra
 class TensorCore;
 // Writes a run's data into the memories after the records are loaded.
 using Fill = std::function<void(TensorCore&)>;
+// The launch-prefetch variant (config.h prefetch_launches): a launch whose records were loaded while the
+// previous one ran starts with all of them in place, after `wait` cycles for the loader to finish (0 when
+// the loading was hidden entirely); its cycles count from the previous launch's end.
+struct Prefetched {
+  uint64_t wait = 0;
+};
+// The cycles the testbench's loader takes before do_start: open, the records, END.
+uint64_t loading_cycles(const Bundle& bundle, const TensorCoreConfig& cfg);
+
 // run_bundle for a bundle validate() accepted before (a compiled kernel's launch, run many times with
 // other data): `fill` puts this run's tiles over the records' own, which are what was validated.
 RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCoreConfig& cfg = {},
-                        TraceLog* trace = nullptr, const Poll& poll = {});
+                        TraceLog* trace = nullptr, const Poll& poll = {},
+                        const Prefetched* prefetched = nullptr);
 
 }  // namespace tinytpu
