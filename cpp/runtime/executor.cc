@@ -235,21 +235,20 @@ struct LaunchClock {
   const PlanLaunch* last = nullptr;  // the launch that ran last in this call
   uint64_t end = 0;                  // when it finished (its last output line)
   uint64_t started = 0;              // its do_start: from then on its banks are in use, the others free
-  uint64_t loader_free = 0;          // when the loader sent its last record
+  uint64_t loader_free = 0;          // when the loader had sent its last record
 
-  // How long the next launch waits for its records after the last one ended, when `loading` cycles of
-  // loading can begin as soon as the loader and the idle banks are free (or only after the last launch
-  // ended, when the next reads what it output).
-  Prefetched next(uint64_t loading, bool reads_last_output) {
-    const uint64_t begin = reads_last_output ? end : std::max(loader_free, started);
-    loader_free = begin + loading;
-    return {loader_free > end ? loader_free - end : 0};
+  // How long before the last launch's end the next one's loading began: as soon as the loader and the
+  // idle banks were free, or not before that end when it reads what the last launch output.
+  Prefetched next(bool reads_last_output) const {
+    if (!last || reads_last_output) return {};
+    const uint64_t begin = std::max(loader_free, started);
+    return {begin < end ? end - begin : 0};
   }
-  void ran(const PlanLaunch& l, const RunResult& r, bool prefetched) {
+  void ran(const PlanLaunch& l, const RunResult& r) {
     last = &l;
-    started = (prefetched ? end : 0) + r.start;
-    if (!prefetched) loader_free = r.loader_done;
-    end = (prefetched ? end : 0) + r.cycles;
+    started = end + r.start;
+    loader_free = end + r.loader_done;  // a loading done before this run's start counts as done then
+    end += r.cycles;
   }
 };
 
@@ -384,21 +383,18 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
       if (keep_tasm) stats.tasm.push_back(listing(data.bundle(l), l.image->fill_dtypes));
       const uint64_t launch_begin = trace ? trace->base : 0;
       RunResult res;
-      const bool prefetched = plan->config.prefetch_launches && clock.last;
-      Prefetched wait;
-      if (prefetched)
-        wait =
-            clock.next(loading_cycles(l.image->bundle, plan->config), data.reads_output_of(l, *clock.last));
+      const bool prefetch = plan->config.prefetch_launches;
+      const Prefetched ahead = clock.next(clock.last && data.reads_output_of(l, *clock.last));
       try {
         res = run_validated(
             l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, plan->config, trace, poll,
-            prefetched ? &wait : nullptr);
+            prefetch ? &ahead : nullptr);
       } catch (const std::exception& e) {
         throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
                        disassemble(data.bundle(l)));
       }
       data.drain(l, res.vmem_results);
-      clock.ran(l, res, prefetched);
+      clock.ran(l, res);
       if (trace)
         trace->span(Track::kKernel, 1, launch_begin, trace->base,
                     trace->intern("launch " + std::to_string(stats.launches)));

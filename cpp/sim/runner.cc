@@ -81,7 +81,7 @@ struct LoadTimes {
   std::vector<uint64_t> done;  // per record: the first cycle it is visible in
   uint64_t start = 0;          // the SXU's first FETCH
 };
-LoadTimes load_times(const Bundle& bundle, const TensorCoreConfig& cfg) {
+LoadTimes load_times(const Bundle& bundle, const TensorCoreConfig& cfg, uint64_t ahead) {
   LoadTimes t;
   t.done.resize(bundle.records.size());
   uint64_t c = 1;
@@ -94,6 +94,10 @@ LoadTimes load_times(const Bundle& bundle, const TensorCoreConfig& cfg) {
     }
     if (pass == 0) t.start = c + 2;  // END, do_start
   }
+  // Prefetched: all of it `ahead` cycles earlier. do_start and the first FETCH stay in this run's cycles.
+  auto earlier = [&](uint64_t at, uint64_t least) { return at > ahead + least ? at - ahead : least; };
+  for (uint64_t& d : t.done) d = earlier(d, 0);
+  t.start = earlier(t.start, 1);
   return t;
 }
 
@@ -102,13 +106,17 @@ LoadTimes load_times(const Bundle& bundle, const TensorCoreConfig& cfg) {
 void trace_loading(TraceLog& log, const Bundle& bundle, const LoadTimes& t, int record_cycles, bool dma) {
   log.slice(Track::kLoader, 0, 0, 1, log.name("open bundle"));
   int pc = 0;
+  // (a prefetched launch's loading began before its cycle 0: what came before is not shown)
+  auto slice = [&](Track track, int64_t begin, int64_t end, uint32_t name) {
+    if (end > 0) log.slice(track, 0, uint64_t(std::max<int64_t>(begin, 0)), uint64_t(end), name);
+  };
   for (size_t i = 0; i < bundle.records.size(); ++i) {
     const Record& r = bundle.records[i];
-    log.slice(dma && is_data(r) ? Track::kDma : Track::kLoader, 0, t.done[i] - record_cycles, t.done[i],
-              log.intern(record_name(r, pc)));
+    slice(dma && is_data(r) ? Track::kDma : Track::kLoader, int64_t(t.done[i]) - record_cycles,
+          int64_t(t.done[i]), log.intern(record_name(r, pc)));
   }
-  log.slice(Track::kLoader, 0, t.start - 2, t.start - 1, log.name("END"));
-  log.slice(Track::kLoader, 0, t.start - 1, t.start, log.name("start"));
+  slice(Track::kLoader, int64_t(t.start) - 2, int64_t(t.start) - 1, log.name("END"));
+  slice(Track::kLoader, int64_t(t.start) - 1, int64_t(t.start), log.name("start"));
 }
 
 // The DMA loader's data records: when each VMEM entry, the MXU's data and all of them are in.
@@ -187,10 +195,6 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog
   return run_validated(bundle, {}, cfg, trace, poll);
 }
 
-uint64_t loading_cycles(const Bundle& bundle, const TensorCoreConfig& cfg) {
-  return cfg.record_cycles * bundle.records.size() + 2;
-}
-
 RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCoreConfig& cfg, TraceLog* trace,
                         const Poll& poll, const Prefetched* prefetched) {
   if (trace && !trace->recording()) {  // past the trace's cap or cycle window, or paused: the fast path
@@ -205,20 +209,14 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
   load(tc, bundle, out_mxu, vmem_out, asram_out);
   if (fill) fill(tc);
   RunResult res;
-  if (trace) trace->begin_run();
-  if (prefetched) {  // every record is in: do_start once the loader is done
-    res.start = res.loader_done = prefetched->wait;
-    if (trace && prefetched->wait > 0)
-      trace->slice(Track::kLoader, 0, 0, prefetched->wait,
-                   trace->name("records prefetched: the loader finishes"));
-    if (trace) trace->slice(Track::kLoader, 0, res.start, res.start + 1, trace->name("start"));
-  } else {
-    const LoadTimes times = load_times(bundle, cfg);
-    if (cfg.dma_overlap) note_arrivals(tc, bundle, times);
-    if (trace) trace_loading(*trace, bundle, times, cfg.record_cycles, cfg.dma_overlap);
-    res.start = times.start - 1;
-    res.loader_done = std::max(res.start, tc.data_arrival);
+  const LoadTimes times = load_times(bundle, cfg, prefetched ? prefetched->ahead : 0);
+  if (cfg.dma_overlap) note_arrivals(tc, bundle, times);
+  if (trace) {
+    trace->begin_run();
+    trace_loading(*trace, bundle, times, cfg.record_cycles, cfg.dma_overlap);
   }
+  res.start = times.start - 1;
+  res.loader_done = std::max(res.start, tc.data_arrival);
   tc.cycle = res.start;  // do_start
   tc.sxu.start();
   ++tc.cycle;

@@ -46,14 +46,12 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg = {}, Tra
 class TensorCore;
 // Writes a run's data into the memories after the records are loaded.
 using Fill = std::function<void(TensorCore&)>;
-// The launch-prefetch variant (config.h prefetch_launches): a launch whose records were loaded while the
-// previous one ran starts with all of them in place, after `wait` cycles for the loader to finish (0 when
-// the loading was hidden entirely); its cycles count from the previous launch's end.
+// The launch-prefetch variant (config.h prefetch_launches): the loader began this launch's records `ahead`
+// cycles before its cycle 0, while the previous launch ran. Every loading time moves that much earlier
+// (none before cycle 0); whatever is still to come arrives as without prefetch.
 struct Prefetched {
-  uint64_t wait = 0;
+  uint64_t ahead = 0;
 };
-// The cycles the testbench's loader takes before do_start: open, the records, END.
-uint64_t loading_cycles(const Bundle& bundle, const TensorCoreConfig& cfg);
 
 // run_bundle for a bundle validate() accepted before (a compiled kernel's launch, run many times with
 // other data): `fill` puts this run's tiles over the records' own, which are what was validated.

@@ -14,8 +14,8 @@ from tinytpu.workloads import SETS
 # The fields a search may change, and the values it tries by default (--grid FIELD=... tries others). Tile
 # geometry is fixed in this model (config.h). Exact float division needs more than 8 vregs or 8 VMEM tiles in
 # one launch, so smaller cores fail the training step: try them with --grid depth=8 or vregs=8.
-SPACE = {"fetch_overlap": [0, 1], "record_cycles": [2, 1], "dma_overlap": [0, 1], "depth": [16, 32], "vregs": [16],
-         "psum_buckets": [4, 8]}
+SPACE = {"fetch_overlap": [0, 1], "record_cycles": [2, 1], "dma_overlap": [0, 1], "prefetch_launches": [0, 1],
+         "depth": [16, 32], "vregs": [16], "psum_buckets": [4, 8]}
 REFERENCE = _core.TensorCoreConfig()
 
 def fields(config) -> dict[str, int]: return {k: int(v) for k, v in (item.split("=") for item in repr(config).split())}
