@@ -190,6 +190,9 @@ class Emitter {
   static constexpr int64_t kNothing = INT64_MIN, kConstTag = int64_t(1) << 40;
   static int64_t const_content(int32_t value) { return kConstTag + int64_t(uint32_t(value)); }
   std::array<int64_t, TensorCoreConfig::kMaxDepth> slot_content_{};
+  // The constant a vreg holds (const_content), kept after it is released until an instruction writes the
+  // vreg: a later use of the constant takes the vreg back instead of filling another.
+  std::array<int64_t, TensorCoreConfig::kMaxVregs> reg_content_{};
   std::bitset<TensorCoreConfig::kMaxVregs> event_regs_;  // operands of the current event: never evicted
   int pos_ = 0;                                          // current emission position
 
@@ -200,6 +203,7 @@ class Emitter {
     slot_.fill(kAbsent);
     std::fill_n(slot_.begin(), lim_.slots, kFree);
     slot_content_.fill(kNothing);
+    reg_content_.fill(kNothing);
     for (int n : bound_) vreg_[n] = -1;
     bound_.clear();
   }
@@ -253,6 +257,7 @@ class Emitter {
     auto saved_busy = busy_, saved_leaf_regs = leaf_regs_;
     auto saved_slots = slot_;
     auto saved_content = slot_content_;
+    auto saved_reg_content = reg_content_;
     event_regs_.reset();
     undo_.clear();
     try {
@@ -270,6 +275,7 @@ class Emitter {
     leaf_regs_ = saved_leaf_regs;
     slot_ = saved_slots;
     slot_content_ = saved_content;
+    reg_content_ = saved_reg_content;
     event_regs_.reset();
     for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) vreg_[it->first] = it->second;
     cut();
@@ -295,17 +301,23 @@ class Emitter {
       }
     throw NoRoom{kNoSlots};
   }
-  int alloc_vreg() {
-    // Every busy vreg but a leaf's may need a STORE and an output tile if the launch is cut: keep room.
+  // Every busy vreg but a leaf's may need a STORE and an output tile if the launch is cut: keep room.
+  void room_for_one_more_vreg() const {
     int busy = spillable() + 1;
     if (int(cur_.program.size()) + busy > lim_.instrs) throw NoRoom{kNoInstrs};
     if (out_slots() + busy > lim_.slots) throw NoRoom{kNoSlots};
     if (int(cur_.drains.size()) + busy > lim_.drains) throw NoRoom{kNoOutputs};
-    for (int r = 0; r < lim_.vregs; ++r)
-      if (!busy_[r]) {
-        busy_.set(r);
-        return r;
-      }
+  }
+  // A free vreg, one holding no constant first.
+  int alloc_vreg() {
+    room_for_one_more_vreg();
+    int pick = -1;
+    for (int r = 0; r < lim_.vregs && (pick < 0 || reg_content_[pick] != kNothing); ++r)
+      if (!busy_[r]) pick = r;
+    if (pick >= 0) {
+      busy_.set(pick);
+      return pick;
+    }
     if (int r = evict_leaf(); r >= 0) return r;
     throw NoRoom{kNoVregs};
   }
@@ -334,6 +346,9 @@ class Emitter {
   void emit(Instr in) {
     if (int(cur_.program.size()) + 1 + spillable() > lim_.instrs) throw NoRoom{kNoInstrs};
     cur_.program.push_back(in);
+    // every instruction that writes a vreg names it in vregDst (others may use the field otherwise:
+    // forgetting a constant there only costs a refill)
+    reg_content_[in.vregDst % lim_.vregs] = kNothing;
   }
   void vpu(VpuOpcode op, int d, int a, int b = 0) { emit(instr::vpu(op, d, a, b)); }
 
@@ -349,6 +364,13 @@ class Emitter {
   }
   // A constant tile: VZERO/VFILL when the value allows, else a loader constant.
   int constant(int32_t value, DType dtype = DType::kI32) {
+    const int64_t content = const_content(value);
+    for (int r = 0; r < lim_.vregs; ++r)
+      if (!busy_[r] && reg_content_[r] == content) {  // still in a released vreg: take it back
+        room_for_one_more_vreg();
+        busy_.set(r);
+        return r;
+      }
     int r;
     if (value == 0) {
       r = alloc_vreg();
@@ -362,8 +384,9 @@ class Emitter {
     } else {
       consts_.push_back(value);
       r = load_fill(-int(consts_.size()), dtype);  // negative node ids name constants
-      slot_content_[cur_.fills.back().slot] = const_content(value);
+      slot_content_[cur_.fills.back().slot] = content;
     }
+    reg_content_[r] = content;
     return r;
   }
 
