@@ -961,7 +961,8 @@ class Emitter {
     const TileStore& st = p_.stores[s];
     std::pair<int, SlotDrain::Role> parts[] = {
         {st.value, SlotDrain::kValue}, {st.gate, SlotDrain::kGate}, {st.index_node, SlotDrain::kIndex}};
-    for (auto [node, role] : parts) {
+    for (int i = 0; i < 3; ++i) {
+      auto [node, role] = parts[i];
       if (node < 0) continue;
       if (to_vmem_[node]) {
         int slot = take_out_slot();
@@ -977,6 +978,14 @@ class Emitter {
         continue;
       }
       int r = operand(node);
+      // A value this STORE reads last needs no room for a spill: free its vreg before the room checks
+      // (a launch would otherwise be cut here, its last value spilled and stored by the next one).
+      bool read_again = false;
+      for (int j = i + 1; j < 3; ++j) read_again |= parts[j].first == node;
+      if (last_use_[node] <= pos_ && !read_again) {
+        release(r);
+        set_vreg(node, -1);
+      }
       int slot = take_out_slot();
       emit(instr::store(slot, r));
       cur_.drains.push_back({slot, s, -1, role});
