@@ -3,7 +3,7 @@ Results equal tinygrad's CPU device; a smaller core takes more launches."""
 import numpy as np
 import pytest
 import tinytpu
-from tinygrad import Tensor, Device, dtypes
+from tinygrad import Tensor, Device
 
 # Devices of their own, so their kernels are compiled for their config only. The config is set before a device's
 # first kernel: a kernel keeps the config it was made with.

@@ -163,8 +163,7 @@ class PlanBuilder {
         plan_.store_lanes.push_back(st.index);
         s.index = int(plan_.store_lanes.size()) - 1;
       }
-      for (int lane = 0; lane < kLanes; ++lane)
-        s.active[lane] = st.active[lane];
+      for (int lane = 0; lane < kLanes; ++lane) s.active[lane] = st.active[lane];
       plan_.written[st.buf] = true;
       out.scatters.push_back(s);
     }

@@ -44,9 +44,9 @@ struct TileSource {
   };
   Kind kind;
   int id;
-  int index = -1;       // kDynamic: the source (Plan::sources) of its int32 element indices
-  bool gated = false;   // an index out of range reads 0 (else it is an error: a static one when compiled)
-  LaneMask negate;  // MXU operands: lanes of subtracted terms, whose elements the loader negates
+  int index = -1;      // kDynamic: the source (Plan::sources) of its int32 element indices
+  bool gated = false;  // an index out of range reads 0 (else it is an error: a static one when compiled)
+  LaneMask negate;     // MXU operands: lanes of subtracted terms, whose elements the loader negates
 };
 
 // One drained value stored to a buffer: its lanes go to element `index` (or the drained index tile's),
