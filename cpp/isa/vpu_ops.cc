@@ -7,16 +7,16 @@
 #include "sim/transc.h"
 
 // The VPU opcode table, built from vpu_ops.def (hardware.md §3, src/VPU.bsv). Each op is a per-lane (or
-// per-row / per-column / per-tile) function lifted onto the 4x4 tile by one of the shape helpers below.
+// per-row / per-column / per-tile) function lifted onto the tile by one of the shape helpers below.
 
 namespace tinytpu {
 namespace {
 
 using Lane1 = int32_t (*)(int32_t);
 using Lane2 = int32_t (*)(int32_t, int32_t);
-using Reduce4 = int32_t (*)(const Row&);  // one row or one column -> scalar
+using RowReduce = int32_t (*)(const Row&);  // one row or one column -> scalar
 
-// ---- Shapes: lift a lane function or a 4-element reduction onto the tile ----
+// ---- Shapes: lift a lane function or a row's reduction onto the tile ----
 
 template <Lane1 F>
 void unary(const Tile& a, const Tile&, const Tile&, Tile& out) {
@@ -28,29 +28,37 @@ void binary(const Tile& a, const Tile& b, const Tile&, Tile& out) {
   for (int i = 0; i < kTileElems; ++i) out[i] = F(a[i], b[i]);
 }
 
-Row row_of(const Tile& t, int r) { return {t[4 * r], t[4 * r + 1], t[4 * r + 2], t[4 * r + 3]}; }
-Row col_of(const Tile& t, int c) { return {t[c], t[4 + c], t[8 + c], t[12 + c]}; }
+Row row_of(const Tile& t, int r) {
+  Row out;
+  for (int c = 0; c < kRows; ++c) out[c] = t[kRows * r + c];
+  return out;
+}
+Row col_of(const Tile& t, int c) {
+  Row out;
+  for (int r = 0; r < kRows; ++r) out[r] = t[kRows * r + c];
+  return out;
+}
 
-// "row": per sublane r, broadcast across its 4 lanes.
-template <Reduce4 R>
+// "row": per sublane r, broadcast across its lanes.
+template <RowReduce R>
 void per_row(const Tile& a, const Tile&, const Tile&, Tile& out) {
   for (int r = 0; r < kRows; ++r) {
     const int32_t v = R(row_of(a, r));
-    for (int c = 0; c < kRows; ++c) out[4 * r + c] = v;
+    for (int c = 0; c < kRows; ++c) out[kRows * r + c] = v;
   }
 }
 
-// "col": per lane c over the 4 sublanes, copied into every row.
-template <Reduce4 R>
+// "col": per lane c over the sublanes, copied into every row.
+template <RowReduce R>
 void per_col(const Tile& a, const Tile&, const Tile&, Tile& out) {
   for (int c = 0; c < kRows; ++c) {
     const int32_t v = R(col_of(a, c));
-    for (int r = 0; r < kRows; ++r) out[4 * r + c] = v;
+    for (int r = 0; r < kRows; ++r) out[kRows * r + c] = v;
   }
 }
 
 // Integer "tile": reduce each column, then the four column results (VPU.bsv tile_sum etc.).
-template <Reduce4 R>
+template <RowReduce R>
 void per_tile(const Tile& a, const Tile&, const Tile&, Tile& out) {
   Row cols;
   for (int c = 0; c < kRows; ++c) cols[c] = R(col_of(a, c));
@@ -67,7 +75,7 @@ void transc(const Tile& a, const Tile&, const Tile&, Tile& out) {
   for (int i = 0; i < kTileElems; ++i) out[i] = int32_t(transc_lane(Op, uint32_t(a[i])));
 }
 
-// Lane pairs (2p, 2p+1) of the row-major tile are the pairs within each row (4 lanes per row).
+// Lane pairs (2p, 2p+1) of the row-major tile are the pairs within each row (an even number of lanes).
 using PairFn = void (*)(int32_t de, int32_t dd, int32_t c, int32_t s, int32_t& even, int32_t& odd);
 template <PairFn F>
 void pairwise(const Tile& a, const Tile& b, const Tile&, Tile& out) {
@@ -95,9 +103,14 @@ int32_t fold_first(const Row& v) {
   return acc;
 }
 
+// The row float reducers' addFP/compareFP tree: neighbours first, ((v0 . v1) . (v2 . v3)) on four lanes.
+// A wider row is taken as the same balanced tree (a choice: the reference has four lanes).
 template <Lane2 F>
-int32_t tree(const Row& v) {  // ((v0 . v1) . (v2 . v3)), the row float reducers' addFP/compareFP tree
-  return F(F(v[0], v[1]), F(v[2], v[3]));
+int32_t tree(const Row& v) {
+  Row level = v;
+  for (int width = kRows; width > 1; width /= 2)
+    for (int i = 0; i < width / 2; ++i) level[i] = F(level[2 * i], level[2 * i + 1]);
+  return level[0];
 }
 
 template <bool kMax>
