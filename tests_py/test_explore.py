@@ -66,3 +66,14 @@ def test_explore_budget_proposes_the_best_core_that_fits(tmp_path):
   assert f"proposal for area <= 44.0: {best['spec']} " in p.stdout
   assert best["perf"] > next(r["perf"] for r in rows if r["spec"] == "reference")
   assert all(r["area"] <= 44 for r in rows)  # the search measures only cores inside the budget
+
+def test_budget_search_by_ascent_when_the_space_is_large(monkeypatch):
+  from tinytpu import explore
+  monkeypatch.setattr(explore, "EXHAUSTIVE", 0)  # as if the space were too large to measure whole
+  space = {"fetch_overlap": [0, 1], "record_cycles": [2, 1], "dma_overlap": [0], "prefetch_launches": [0],
+           "depth": [32], "vregs": [16], "psum_buckets": [8]}
+  best, rows = explore.search(["kernels"], 46.0, 2, space)
+  # reference (43) -> one field at a time: record_cycles=1 (44) is the best step, then fetch_overlap (46)
+  assert best["spec"] == "reference,fetch_overlap=1,record_cycles=1"
+  assert best["perf"] == max(r["perf"] for r in rows) and all(r["area"] <= 46.0 for r in rows)
+  assert len(rows) < len(explore.grid(space))  # it did not measure the whole space

@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
   exp.add_argument("--grid", action="append", metavar="FIELD=V1,V2",
                    help="values a field takes (repeatable; default: the fields and values in tinytpu.explore.SPACE)")
   exp.add_argument("--budget", type=float, metavar="AREA", help="search mode: propose the best configuration with "
-                   "area at most AREA (coordinate ascent from the reference)")
+                   "area at most AREA (all of the space that fits, when it is small; else coordinate ascent)")
   exp.add_argument("--out", default="explore", help="directory for explore.png and explore.json (default ./explore)")
   exp.add_argument("--jobs", type=_whole(1), help="configurations measured at once (default: the CPU count)")
   exp.set_defaults(fn=lambda a: __import__("tinytpu.explore").explore.main(a))

@@ -69,24 +69,32 @@ def run_all(specs: list[str], sets: list[str], jobs: int, progress=None) -> list
       if progress: progress(r)
   return rows
 
+EXHAUSTIVE = 256  # a space with this many configurations within the budget is measured whole
+
 def search(sets: list[str], budget: float, jobs: int, space: dict[str, list[int]], progress=None) -> tuple[dict, list[dict]]:
-  """Coordinate ascent from the reference: measure every configuration one field away, move to the best that fits
-  the budget, stop when none is better. Returns the proposal and every configuration measured."""
+  """The best configuration whose area fits the budget, and every configuration measured. Up to EXHAUSTIVE
+  configurations of the space (and the named ones) within the budget are all measured, so the proposal is the best
+  of them. A larger space is searched by coordinate ascent from the reference: every configuration one field away,
+  move to the best, stop when none is better (which can stop short of the best)."""
+  perf = lambda r: r.get("perf", 0)
+  area = lambda spec: _core.cost_proxy(configs.from_spec(spec)).area
+  if area("reference") > budget: raise ValueError(f"budget {budget}: the reference core alone needs area {area('reference')}")
+  fits = [s for s in grid(space) if area(s) <= budget]
+  if len(fits) <= EXHAUSTIVE:
+    rows = run_all(fits, sets, jobs, progress)
+    return max(rows, key=perf), rows
   cache: dict[str, dict] = {}
-  def cost_ok(changes): return _core.cost_proxy(configs.from_spec(spec_of("reference", changes))).area <= budget
+  def run(specs):
+    for r in run_all([s for s in dict.fromkeys(specs) if s not in cache], sets, jobs, progress): cache[r["spec"]] = r
   current = {k: fields(REFERENCE)[k] for k in space}
-  if not cost_ok(current): raise ValueError(f"budget {budget}: the reference core alone needs area {_core.cost_proxy(REFERENCE).area}")
-  def run(cands):
-    todo = [c for c in dict.fromkeys(spec_of("reference", c) for c in cands) if c not in cache]
-    for r in run_all(todo, sets, jobs, progress): cache[r["spec"]] = r
-  run([current])
+  run([spec_of("reference", current)])
   best = cache[spec_of("reference", current)]
   while True:
-    cands = [{**current, k: v} for k in space for v in space[k] if v != current[k]]
-    cands = [c for c in cands if cost_ok(c)]
+    cands = [spec_of("reference", {**current, k: v}) for k in space for v in space[k] if v != current[k]]
+    cands = [c for c in cands if area(c) <= budget]
     run(cands)
-    step = max((cache[spec_of("reference", c)] for c in cands), key=lambda r: r.get("perf", 0), default=None)
-    if step is None or step.get("perf", 0) <= best.get("perf", 0): return best, list(cache.values())
+    step = max((cache[c] for c in cands), key=perf, default=None)
+    if step is None or perf(step) <= perf(best): return best, list(cache.values())
     best, current = step, {k: step["fields"][k] for k in space}
 
 def table(rows: list[dict], front: list[dict]) -> str:
