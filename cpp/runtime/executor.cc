@@ -384,7 +384,8 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
       const uint64_t launch_begin = trace ? trace->base : 0;
       RunResult res;
       const bool prefetch = plan->config.prefetch_launches;
-      const Prefetched ahead = clock.next(clock.last && data.reads_output_of(l, *clock.last));
+      const Prefetched ahead =
+          prefetch ? clock.next(clock.last && data.reads_output_of(l, *clock.last)) : Prefetched{};
       try {
         res = run_validated(
             l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, plan->config, trace, poll,

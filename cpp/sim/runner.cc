@@ -72,38 +72,40 @@ bool is_data(const Record& r) {
          r.type == RecordType::kActTile;
 }
 
-// When each record is in, by the configuration's loader. The reference testbench: cycle 0 opens the
-// bundle, each record takes record_cycles (2: type, then apply), END's type read 1, do_start 1, then the
-// SXU's first FETCH (§4.4). The DMA loader sends the records other than data first (the program and
-// the output list), so the SXU starts after those alone; the data records follow on the same bus, the
-// first beginning in the cycle after the last of the others.
-struct LoadTimes {
-  std::vector<uint64_t> done;  // per record: the first cycle it is visible in
-  uint64_t start = 0;          // the SXU's first FETCH
-};
-LoadTimes load_times(const Bundle& bundle, const TensorCoreConfig& cfg, uint64_t ahead) {
-  LoadTimes t;
-  t.done.resize(bundle.records.size());
-  uint64_t c = 1;
+// When loading ends, by the configuration's loader. The reference testbench: cycle 0 opens the bundle, each
+// record takes record_cycles (2: type, then apply), END's type read 1, do_start 1, then the SXU's first
+// FETCH (§4.4). The DMA loader sends the records other than data first (the program and the output list),
+// so the SXU starts after those alone; the data records follow on the same bus, the first beginning in the
+// cycle after the last of the others. A prefetched launch's loading is all `ahead` cycles earlier; do_start
+// and the first FETCH stay in this run's cycles.
+// Returns the first FETCH's cycle; `done`, when given, gets per record the first cycle it is visible in (the
+// DMA loader and a trace read it; a plain run needs no per-record list).
+uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, uint64_t ahead,
+                    std::vector<uint64_t>* done) {
+  auto earlier = [&](uint64_t at, uint64_t least) { return at > ahead + least ? at - ahead : least; };
+  std::vector<uint64_t> own;
+  if (!done) {
+    if (!cfg.dma_overlap) return earlier(cfg.record_cycles * bundle.records.size() + 3, 1);
+    done = &own;
+  }
+  done->assign(bundle.records.size(), 0);
+  uint64_t c = 1, start = 0;
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < bundle.records.size(); ++i) {
       if (cfg.dma_overlap && is_data(bundle.records[i]) != (pass == 1)) continue;
       if (!cfg.dma_overlap && pass == 1) break;
       c += cfg.record_cycles;
-      t.done[i] = c;
+      (*done)[i] = earlier(c, 0);
     }
-    if (pass == 0) t.start = c + 2;  // END, do_start
+    if (pass == 0) start = c + 2;  // END, do_start
   }
-  // Prefetched: all of it `ahead` cycles earlier. do_start and the first FETCH stay in this run's cycles.
-  auto earlier = [&](uint64_t at, uint64_t least) { return at > ahead + least ? at - ahead : least; };
-  for (uint64_t& d : t.done) d = earlier(d, 0);
-  t.start = earlier(t.start, 1);
-  return t;
+  return earlier(start, 1);
 }
 
 // The loading phase on the loader track: open, the records, END, start. The DMA loader's data records
 // overlap the run: they go on a track of their own.
-void trace_loading(TraceLog& log, const Bundle& bundle, const LoadTimes& t, int record_cycles, bool dma) {
+void trace_loading(TraceLog& log, const Bundle& bundle, const std::vector<uint64_t>& done, uint64_t start,
+                   int record_cycles, bool dma) {
   log.slice(Track::kLoader, 0, 0, 1, log.name("open bundle"));
   int pc = 0;
   // (a prefetched launch's loading began before its cycle 0: what came before is not shown)
@@ -112,23 +114,23 @@ void trace_loading(TraceLog& log, const Bundle& bundle, const LoadTimes& t, int 
   };
   for (size_t i = 0; i < bundle.records.size(); ++i) {
     const Record& r = bundle.records[i];
-    slice(dma && is_data(r) ? Track::kDma : Track::kLoader, int64_t(t.done[i]) - record_cycles,
-          int64_t(t.done[i]), log.intern(record_name(r, pc)));
+    slice(dma && is_data(r) ? Track::kDma : Track::kLoader, int64_t(done[i]) - record_cycles,
+          int64_t(done[i]), log.intern(record_name(r, pc)));
   }
-  slice(Track::kLoader, int64_t(t.start) - 2, int64_t(t.start) - 1, log.name("END"));
-  slice(Track::kLoader, int64_t(t.start) - 1, int64_t(t.start), log.name("start"));
+  slice(Track::kLoader, int64_t(start) - 2, int64_t(start) - 1, log.name("END"));
+  slice(Track::kLoader, int64_t(start) - 1, int64_t(start), log.name("start"));
 }
 
 // The DMA loader's data records: when each VMEM entry, the MXU's data and all of them are in.
-void note_arrivals(TensorCore& tc, const Bundle& bundle, const LoadTimes& t) {
+void note_arrivals(TensorCore& tc, const Bundle& bundle, const std::vector<uint64_t>& done) {
   for (size_t i = 0; i < bundle.records.size(); ++i) {
     const Record& r = bundle.records[i];
     if (!is_data(r)) continue;
     if (r.type == RecordType::kVmemTile)
-      tc.vmem_arrival[tc.vmem.wrap(r.addr)] = std::max(tc.vmem_arrival[tc.vmem.wrap(r.addr)], t.done[i]);
+      tc.vmem_arrival[tc.vmem.wrap(r.addr)] = std::max(tc.vmem_arrival[tc.vmem.wrap(r.addr)], done[i]);
     else
-      tc.mxu_data_arrival = std::max(tc.mxu_data_arrival, t.done[i]);
-    tc.data_arrival = std::max(tc.data_arrival, t.done[i]);
+      tc.mxu_data_arrival = std::max(tc.mxu_data_arrival, done[i]);
+    tc.data_arrival = std::max(tc.data_arrival, done[i]);
   }
 }
 
@@ -209,13 +211,15 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
   load(tc, bundle, out_mxu, vmem_out, asram_out);
   if (fill) fill(tc);
   RunResult res;
-  const LoadTimes times = load_times(bundle, cfg, prefetched ? prefetched->ahead : 0);
-  if (cfg.dma_overlap) note_arrivals(tc, bundle, times);
+  std::vector<uint64_t> done;  // per record, only when something reads it: no allocation otherwise
+  const uint64_t start =
+      load_times(bundle, cfg, prefetched ? prefetched->ahead : 0, cfg.dma_overlap || trace ? &done : nullptr);
+  if (cfg.dma_overlap) note_arrivals(tc, bundle, done);
   if (trace) {
     trace->begin_run();
-    trace_loading(*trace, bundle, times, cfg.record_cycles, cfg.dma_overlap);
+    trace_loading(*trace, bundle, done, start, cfg.record_cycles, cfg.dma_overlap);
   }
-  res.start = times.start - 1;
+  res.start = start - 1;
   res.loader_done = std::max(res.start, tc.data_arrival);
   tc.cycle = res.start;  // do_start
   tc.sxu.start();
