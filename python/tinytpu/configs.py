@@ -13,12 +13,17 @@ def from_spec(spec: str | None = None) -> _core.TensorCoreConfig:
   try: return _core.config_from_spec(text.strip())
   except ValueError as e: raise ValueError(f"{ENV}={text}: {e}" if spec is None else str(e)) from None
 
+def fields(config: _core.TensorCoreConfig) -> dict[str, int]:
+  """Every field a spec can set, by name (the C++ core's describe())."""
+  return {k: int(v) for k, v in (item.split("=") for item in repr(config).split())}
+
+def cost(config: _core.TensorCoreConfig) -> dict:
+  c = _core.cost_proxy(config)
+  return {"pes": c.pes, "sram_bytes": c.sram_bytes, "ports": c.ports, "area": c.area}
+
 def describe(name: str, change: str, config: _core.TensorCoreConfig) -> dict:
   """One configuration as `configs --json` lists it: its fields, its change and its cost proxy."""
-  cost = _core.cost_proxy(config)
-  fields = dict(item.split("=") for item in repr(config).split())
-  return {"name": name, "change": change, "pes": cost.pes, "sram_bytes": cost.sram_bytes, "ports": cost.ports,
-          "area": cost.area, "config": {k: int(v) for k, v in fields.items()}}
+  return {"name": name, "change": change, **cost(config), "config": fields(config)}
 
 def named() -> list[dict]:
   return [describe(n.name, n.change, n.config) for n in _core.named_configs()]

@@ -6,10 +6,10 @@ Performance is the geomean of elements (or MACs) per cycle over the set's worklo
 numpy. Cost is the core's area proxy (`python -m tinytpu configs` says how it is counted). Each configuration
 runs in its own process: a device's core is chosen when it opens (TINYTPU_CONFIG)."""
 from __future__ import annotations
-import itertools, json, math, os, subprocess, sys
+import itertools, json, os, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 from tinytpu import _core, configs
-from tinytpu.workloads import SETS
+from tinytpu.workloads import SETS, geomean
 
 # The fields a search may change, and the values it tries by default (--grid FIELD=... tries others). Tile
 # geometry is fixed in this model (config.h). Exact float division needs more than 8 vregs or 8 VMEM tiles in
@@ -18,27 +18,23 @@ SPACE = {"fetch_overlap": [0, 1], "record_cycles": [2, 1], "dma_overlap": [0, 1]
          "depth": [16, 32], "vregs": [16], "psum_buckets": [4, 8]}
 REFERENCE = _core.TensorCoreConfig()
 
-def fields(config) -> dict[str, int]: return {k: int(v) for k, v in (item.split("=") for item in repr(config).split())}
-
 def spec_of(base: str, changes: dict[str, int]) -> str:
   """The shortest spec: the base name and the fields that differ from it."""
-  have = fields(configs.from_spec(base))
+  have = configs.fields(configs.from_spec(base))
   return ",".join([base] + [f"{k}={v}" for k, v in sorted(changes.items()) if have[k] != v])
 
 def measure(spec: str, sets: list[str]) -> dict:
   """One configuration on the sets, in a fresh process. A configuration that cannot run a workload (too small a
   core, a wrong result) is reported with its error, not left out silently."""
   config = configs.from_spec(spec)
-  cost = _core.cost_proxy(config)
-  row = {"spec": spec, "area": cost.area, "pes": cost.pes, "sram_bytes": cost.sram_bytes, "ports": cost.ports,
-         "fields": fields(config)}
+  row = {"spec": spec, **configs.cost(config), "fields": configs.fields(config)}
   env = {**os.environ, configs.ENV: spec}
   p = subprocess.run([sys.executable, "-m", "tinytpu.workloads", ",".join(sets)], capture_output=True, text=True, env=env)
   if p.returncode != 0:
     last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
     return {**row, "error": last.removeprefix("tinytpu._core.").split(" than an empty launch")[0]}
   runs = json.loads(p.stdout)
-  per = lambda rs: math.exp(sum(math.log(r["elems_per_cycle"]) for r in rs) / len(rs))
+  per = lambda rs: geomean([r["elems_per_cycle"] for r in rs])
   return {**row, "perf": per(runs), "cycles": sum(r["cycles"] for r in runs),
           "by_set": {s: per([r for r in runs if r["set"] == s]) for s in sets},
           "workloads": {r["name"]: r["cycles"] for r in runs}}
@@ -86,7 +82,7 @@ def search(sets: list[str], budget: float, jobs: int, space: dict[str, list[int]
   cache: dict[str, dict] = {}
   def run(specs):
     for r in run_all([s for s in dict.fromkeys(specs) if s not in cache], sets, jobs, progress): cache[r["spec"]] = r
-  current = {k: fields(REFERENCE)[k] for k in space}
+  current = {k: configs.fields(REFERENCE)[k] for k in space}
   run([spec_of("reference", current)])
   best = cache[spec_of("reference", current)]
   while True:
