@@ -13,11 +13,46 @@
 namespace py = pybind11;
 using namespace tinytpu;
 
-PYBIND11_MODULE(_core, m) {
+namespace {
+
+// The reference geometry's module defines the exception classes; another geometry's module raises the
+// same classes (imported from it), so one except clause catches an error from any core.
+PyObject* g_errors[3];  // SimError, AsmError, Unsupported
+void register_errors(py::module_& m) {
+  const char* names[3] = {"SimError", "AsmError", "Unsupported"};
+  if (TensorCoreConfig::kRows == 4) {
+    g_errors[0] = py::register_exception<SimError>(m, names[0], PyExc_RuntimeError).ptr();
+    g_errors[1] = py::register_exception<AsmError>(m, names[1], PyExc_ValueError).ptr();
+    g_errors[2] = py::register_exception<compiler::Unsupported>(m, names[2], PyExc_NotImplementedError).ptr();
+    return;
+  }
+  py::module_ reference = py::module_::import("tinytpu._core");
+  for (int i = 0; i < 3; ++i) {
+    g_errors[i] = reference.attr(names[i]).ptr();
+    m.attr(names[i]) = reference.attr(names[i]);
+  }
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const SimError& e) {
+      PyErr_SetString(g_errors[0], e.what());
+    } catch (const AsmError& e) {
+      PyErr_SetString(g_errors[1], e.what());
+    } catch (const compiler::Unsupported& e) {
+      PyErr_SetString(g_errors[2], e.what());
+    }
+  });
+}
+
+}  // namespace
+
+#ifndef TINYTPU_MODULE
+#define TINYTPU_MODULE _core
+#endif
+// One module per tile geometry (CMakeLists.txt): _core is the reference's 4 rows, _core8 has 8.
+PYBIND11_MODULE(TINYTPU_MODULE, m) {
   m.doc() = "tinytpu C++ core: TASM toolchain and the cycle-accurate TensorCore model";
-  py::register_exception<SimError>(m, "SimError", PyExc_RuntimeError);
-  py::register_exception<AsmError>(m, "AsmError", PyExc_ValueError);
-  py::register_exception<compiler::Unsupported>(m, "Unsupported", PyExc_NotImplementedError);
+  register_errors(m);
 
   py::class_<TensorCoreConfig>(m, "TensorCoreConfig")
       .def(py::init<>())

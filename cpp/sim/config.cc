@@ -108,7 +108,7 @@ const std::vector<NamedConfig>& named_configs() {
       for (auto [field, value] : fields) c.set(field, value);
       return c;
     };
-    return std::vector<NamedConfig>{
+    std::vector<NamedConfig> all{
         {"reference", "TensorCore#(4,4,32) as the reference testbench runs it", {}},
         {"overlap", "the SXU fetches the next instruction during the current one's last EXEC cycle",
          with({{"fetch_overlap", 1}})},
@@ -127,6 +127,17 @@ const std::vector<NamedConfig>& named_configs() {
         {"half", "the reference with half the SRAM depth: VMEM, WeightSRAM and ActivationSRAM of 16 entries",
          with({{"depth", 16}})},
     };
+    if (TensorCoreConfig::kRows == 4) return all;
+    // Another geometry's build: the same variants of TensorCore#(R,R,32), named "RxR" and "RxR-VARIANT"
+    const std::string rows = std::to_string(TensorCoreConfig::kRows), geometry = rows + "x" + rows;
+    for (NamedConfig& n : all) {
+      const bool reference = n.name == "reference";
+      n.name = reference ? geometry : geometry + "-" + n.name;
+      n.change = reference ? "TensorCore#(" + rows + "," + rows + ",32): the reference design with its MXU, tiles, " +
+                                 "vregs and VPU at " + geometry
+                           : n.change + "; " + geometry + " array and tiles";
+    }
+    return all;
   }();
   return configs;
 }

@@ -10,12 +10,19 @@ namespace tinytpu {
 // The default is the reference runtime configuration TensorCore#(4,4,32) (hardware.md §1).
 //
 // What is fixed when the model is built, and why:
-//  - the tile geometry (kRows): tiles and vregs are fixed-size arrays in the simulator's hot loop;
+//  - the tile geometry (kRows, the build's TINYTPU_ROWS): tiles and vregs are fixed-size arrays in the
+//    simulator's hot loop. mkTensorCore is parameterised TensorCore#(rows, cols, depth) with rows == cols
+//    (hardware.md §1); the reference instance has 4, and the Python package holds one extension module
+//    per geometry it ships (4 and 8 rows);
 //  - the encoding bounds (kMax*): TASM and the bundle's instruction fields are the reference ISA's, so
 //    a configuration can shrink a memory below what an instruction field addresses, never grow it.
 // Everything else is a field, checked by check().
+#ifndef TINYTPU_ROWS
+#define TINYTPU_ROWS 4
+#endif
 struct TensorCoreConfig {
-  static constexpr int kRows = 4;  // MXU rows == cols == VPU sublanes == lanes
+  static constexpr int kRows = TINYTPU_ROWS;  // MXU rows == cols == VPU sublanes == lanes
+  static_assert(kRows >= 4 && (kRows & (kRows - 1)) == 0, "the tile has 4, 8, 16... rows");
   static constexpr int kTileElems = kRows * kRows;
   static constexpr int kMaxDepth = 32;       // 5-bit tile addresses (TASM `addr`, `tiles`)
   static constexpr int kMaxVregs = 16;       // 4-bit register fields

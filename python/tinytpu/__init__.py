@@ -3,6 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from tinytpu import _core
 from tinytpu._core import SimError
+from tinytpu import configs as _configs
 
 __version__ = "0.1.0"  # the package's version: pyproject.toml reads it from here
 
@@ -35,13 +36,15 @@ def run_bundle(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.Tra
                config: Config | None = None) -> RunResult:
   """Run a TASM program or numeric bundle (detected) on the reference core, or on `config`. ValueError for bad
   input, SimError for a hang. With a trace (`_core.TraceLog()`), the units report their events to it (see
-  tinytpu.trace, tinytpu.events)."""
-  return _result(_core.run(_core.parse_bundle(text), config or Config(), max_cycles, trace, _poll))
+  tinytpu.trace, tinytpu.events). A config of another geometry (tinytpu.configs) runs on that geometry's core."""
+  core = _configs.core_of(config) if config is not None else _core
+  return _result(core.run(core.parse_bundle(text), config or Config(), max_cycles, trace, _poll))
 
 def run_tasm(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None,
              config: Config | None = None) -> RunResult:
   """Assemble TASM and run it on the model."""
-  return _result(_core.run(_core.assemble(text), config or Config(), max_cycles, trace, _poll))
+  core = _configs.core_of(config) if config is not None else _core
+  return _result(core.run(core.assemble(text), config or Config(), max_cycles, trace, _poll))
 
 def assemble(text: str) -> str:
   """TASM -> numeric bundle text."""

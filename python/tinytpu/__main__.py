@@ -54,7 +54,7 @@ def _on(path: str, fn, *args, **kw):
   except (ValueError, tinytpu.SimError) as e: raise type(e)(f"{path}: {e}") from None
 
 def cmd_run(args) -> None:
-  text, log = _read(args.file), trace.new_log(args.trace_max_events, args.trace_cycles) if args.trace else None
+  text, log = _read(args.file), trace.new_log(args.trace_max_events, args.trace_cycles, tinytpu._core) if args.trace else None
   r = _on(args.file, tinytpu.run_bundle, text, max_cycles=args.max_cycles, trace=log)
   if log is not None:
     trace.check(log)
@@ -69,8 +69,9 @@ def cmd_configs(args) -> None:
   from tinytpu import configs
   rows = configs.named()
   if args.json: return print(json.dumps(rows, indent=1))
-  print(f"{'name':14} {'PEs':>4} {'SRAM B':>7} {'ports':>5} {'area':>6}  change")
-  for r in rows: print(f"{r['name']:14} {r['pes']:>4} {r['sram_bytes']:>7} {r['ports']:>5} {r['area']:>6.1f}  {r['change']}")
+  w = max(len(r["name"]) for r in rows)
+  print(f"{'name':{w}} {'PEs':>4} {'SRAM B':>7} {'ports':>5} {'area':>6}  change")
+  for r in rows: print(f"{r['name']:{w}} {r['pes']:>4} {r['sram_bytes']:>7} {r['ports']:>5} {r['area']:>6.1f}  {r['change']}")
   print(f"\nselect one with {configs.ENV}=NAME (or NAME,field=value,...); area counts a PE, 256 SRAM bytes and a "
         "port or forwarding path as 1 each")
 

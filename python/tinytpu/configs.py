@@ -1,29 +1,48 @@
 """The TensorCore variants (named in the C++ core, sim/config.cc) and how a user picks one: TINYTPU_CONFIG=NAME,
-or NAME,field=value,... to change fields of it (`python -m tinytpu configs` lists them)."""
+or NAME,field=value,... to change fields of it (`python -m tinytpu configs` lists them).
+
+The tile geometry is fixed when a core is built, so each geometry is its own extension module: `_core` the
+reference's 4x4, `_core8` the same design at 8x8 (its configurations are named "8x8", "8x8-all", ...). A
+configuration object belongs to its module, and a device runs on the module its configuration came from."""
 from __future__ import annotations
-import os
-from tinytpu import _core
+import os, sys
+from types import ModuleType
+from tinytpu import _core, _core8
 
 ENV = "TINYTPU_CONFIG"
+CORES: tuple[ModuleType, ...] = (_core, _core8)
 
-def from_spec(spec: str | None = None) -> _core.TensorCoreConfig:
+def _module_naming(name: str) -> ModuleType:
+  for core in CORES:
+    if any(n.name == name for n in core.named_configs()): return core
+  return _core  # an unknown name: the reference module's error lists every known one (see from_spec)
+
+def from_spec(spec: str | None = None):
   """The configuration a spec names; by default the one TINYTPU_CONFIG names, else the reference. ValueError
   naming an unknown configuration or field."""
-  text = os.getenv(ENV, "reference") if spec is None else spec
-  try: return _core.config_from_spec(text.strip())
-  except ValueError as e: raise ValueError(f"{ENV}={text}: {e}" if spec is None else str(e)) from None
+  text = (os.getenv(ENV, "reference") if spec is None else spec).strip()
+  try: return _module_naming(text.split(",")[0]).config_from_spec(text)
+  except ValueError as e:
+    msg = str(e)
+    if msg.startswith("no TensorCore configuration named"):
+      msg = msg.split(" (known:")[0] + f" (known: {', '.join(n['name'] for n in named())})"
+    raise ValueError(f"{ENV}={text}: {msg}" if spec is None else msg) from None
 
-def fields(config: _core.TensorCoreConfig) -> dict[str, int]:
-  """Every field a spec can set, by name (the C++ core's describe())."""
-  return {k: int(v) for k, v in (item.split("=") for item in repr(config).split())}
+def core_of(config) -> ModuleType:
+  """The extension module a configuration belongs to: the core its kernels compile for and run on."""
+  return sys.modules[type(config).__module__]
 
-def cost(config: _core.TensorCoreConfig) -> dict:
-  c = _core.cost_proxy(config)
+def fields(config) -> dict[str, int]:
+  """Every field a spec can set, by name (the C++ core's describe()), and the geometry's rows."""
+  return {"rows": type(config).ROWS, **{k: int(v) for k, v in (item.split("=") for item in repr(config).split())}}
+
+def cost(config) -> dict:
+  c = core_of(config).cost_proxy(config)
   return {"pes": c.pes, "sram_bytes": c.sram_bytes, "ports": c.ports, "area": c.area}
 
-def describe(name: str, change: str, config: _core.TensorCoreConfig) -> dict:
+def describe(name: str, change: str, config) -> dict:
   """One configuration as `configs --json` lists it: its fields, its change and its cost proxy."""
   return {"name": name, "change": change, **cost(config), "config": fields(config)}
 
 def named() -> list[dict]:
-  return [describe(n.name, n.change, n.config) for n in _core.named_configs()]
+  return [describe(n.name, n.change, n.config) for core in CORES for n in core.named_configs()]

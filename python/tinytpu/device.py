@@ -10,7 +10,7 @@ from tinytpu import _core, configs, trace
 from tinytpu.renderer import TinyTPURenderer
 
 class TinyTPUAllocator(LRUAllocator["TinyTPUDevice"]):
-  def _alloc(self, size: int, options: BufferSpec): return _core.DeviceBuffer(size)
+  def _alloc(self, size: int, options: BufferSpec): return self.dev.core.DeviceBuffer(size)
   def _as_buffer(self, src) -> memoryview: return memoryview(src)
   def _copyin(self, dest, src: memoryview): memoryview(dest)[:] = src
   def _copyout(self, dest: memoryview, src): dest[:] = memoryview(src)
@@ -20,9 +20,9 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
   def __init__(self, dev: TinyTPUDevice, obj: TinyELF):
     self.dev, self.name = dev, obj.name
     # TINYTPU_CUT_NODES: how many tile nodes of a chunk are traced before its batch compiles (tests set it low)
-    self.kernel = _core.Kernel(obj.lib, dev.config, int(os.getenv("TINYTPU_CUT_NODES", _core.DEFAULT_CUT_NODES)))
+    self.kernel = dev.core.Kernel(obj.lib, dev.config, int(os.getenv("TINYTPU_CUT_NODES", _core.DEFAULT_CUT_NODES)))
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
-    log = trace.for_kernel(self.name)
+    log = trace.for_kernel(self.name, self.dev.core)
     progress = _Progress(self.name)
     try: stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4, log, progress)
     finally: progress.close()
@@ -51,6 +51,8 @@ class TinyTPUDevice(Compiled):
   def __init__(self, device: str):
     self.config = configs.from_spec()  # the core its kernels compile for and run on: TINYTPU_CONFIG, else the reference
     super().__init__(device, TinyTPUAllocator(self), [TinyTPURenderer], TinyTPUProgram)
+  @property
+  def core(self): return configs.core_of(self.config)  # the extension module of the configuration's geometry
 
 trace._from_env()
 COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles")

@@ -42,9 +42,11 @@ def _setting(var: str, parse, value):
 _active: _core.TraceLog | None = None
 _kernels: re.Pattern | None = None
 
-def new_log(max_events: int | None = None, cycles: tuple[int, int | None] | None = None) -> _core.TraceLog:
-  """A log bounded by the arguments; one left None is read from its environment variable, else the default."""
-  log = _core.TraceLog()
+def new_log(max_events: int | None = None, cycles: tuple[int, int | None] | None = None, core=None) -> _core.TraceLog:
+  """A log bounded by the arguments; one left None is read from its environment variable, else the default. It
+  records kernels on `core`'s geometry (an extension module), by default the one TINYTPU_CONFIG names."""
+  from tinytpu import configs
+  log = (core or configs.core_of(configs.from_spec())).TraceLog()
   if (max_events := _setting("TINYTPU_TRACE_MAX_EVENTS", parse_max_events, max_events)) is not None:
     log.max_events = max_events
   if (cycles := _setting("TINYTPU_TRACE_CYCLES", parse_cycles, cycles)) is not None:
@@ -65,10 +67,14 @@ def stop() -> _core.TraceLog | None:
   log, _active = _active, None
   return log
 
-def for_kernel(name: str) -> _core.TraceLog | None:
+def for_kernel(name: str, core=_core) -> _core.TraceLog | None:
   """The log a kernel call reports to: the active one, paused when the kernel is filtered out; None once it
-  stopped at its cap (nothing more is recorded, and check() warned after the call that reached it)."""
+  stopped at its cap (nothing more is recorded, and check() warned after the call that reached it). A log is
+  made by one core's module (`core`, new_log's): a kernel on a core of another geometry is an error."""
   if _active is None or _active.stopped_at is not None: return None
+  if not isinstance(_active, core.TraceLog):
+    raise RuntimeError(f"TINYTPU trace: kernel {name} runs on a {core.TensorCoreConfig.ROWS}-row core, the active trace "
+                       f"was started for a {type(_active).__module__} core (start tracing with that core's module)")
   _active.paused = _kernels is not None and _kernels.search(name) is None
   return _active
 
