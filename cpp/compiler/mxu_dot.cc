@@ -34,6 +34,7 @@ class Fuser {
   Fuser(TileProgram& p, const TensorCoreConfig& cfg, int first_chain, const Choices& choices)
       : p_(p),
         max_slices_(max_slices(cfg)),
+        os_fits_(cfg.depth > kSliceTerms),
         next_chain_(first_chain),
         choices_(choices),
         uses_(node_uses(p)) {}
@@ -58,6 +59,9 @@ class Fuser {
  private:
   TileProgram& p_;
   const int max_slices_;
+  // MXU_OS's kLen reaches the Controller as UInt#(TLog#(depth)): a slice of `depth` terms reads as 0, so a
+  // core whose depth is only the array's rows takes weight-stationary dispatches.
+  const bool os_fits_;
   int next_chain_;
   const Choices& choices_;
   const NodeUses uses_;
@@ -245,7 +249,7 @@ class Fuser {
                                                   const std::array<bool, kLanes>& live) const {
     int groups = 0;
     for (int g = 0; g < kGroups; ++g) groups += live_group(live, g);
-    if (groups < 2) return std::nullopt;
+    if (groups < 2 || !os_fits_) return std::nullopt;
     auto by_row = [&](const MxuTile& f) {
       for (int g = 0; g < kGroups; ++g)
         if (!shared(f, live, g)) return false;

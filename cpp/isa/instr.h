@@ -1,6 +1,9 @@
 #pragma once
 #include <array>
+#include <algorithm>
 #include <cstdint>
+
+#include "sim/config.h"
 
 namespace tinytpu {
 
@@ -22,7 +25,8 @@ inline constexpr std::array<FieldInfo, kNumFields> kFields = {{
     {"vregDst", &Instr::vregDst, 4},
     {"vregSrc", &Instr::vregSrc, 4},
     {"vpuOp", &Instr::vpuOp, 7},
-    {"vregSrc2", &Instr::vregSrc2, 4},
+    // BROADCAST_SCALAR's lane selector takes a row and a column number: 4 bits at 4x4, wider on wider tiles
+    {"vregSrc2", &Instr::vregSrc2, std::max(4, 2 * TensorCoreConfig::kRowBits)},
     {"mxuWBase", &Instr::mxuWBase, 8},
     {"mxuABase", &Instr::mxuABase, 8},
     {"mxuTLen", &Instr::mxuTLen, 8},

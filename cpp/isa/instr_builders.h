@@ -66,7 +66,7 @@ inline Instr xlu(SxuOpcode op, int dst, int src, int sel) {
 }
 // BROADCAST_SCALAR dst = src[row, col]: every lane takes one lane's value.
 inline Instr broadcast_scalar(int dst, int src, int row, int col) {
-  return xlu(SxuOpcode::kBroadcastScalar, dst, src, row << 2 | col);
+  return xlu(SxuOpcode::kBroadcastScalar, dst, src, row << TensorCoreConfig::kRowBits | col);
 }
 // BROADCAST_ROW dst = ROW(src, row): every row takes row `row`.
 inline Instr broadcast_row(int dst, int src, int row) { return xlu(SxuOpcode::kBroadcastRow, dst, src, row); }

@@ -3,6 +3,18 @@
 #include <cstdint>
 #include <string_view>
 
+#include "sim/config.h"
+
+// BROADCAST_SCALAR's lane selector in vregSrc2, for the TASM template: the row in the high bits, the column
+// in the low ones (TensorCoreConfig::kRowBits each).
+#if TINYTPU_ROWS == 4
+#define TINYTPU_LANE_SELECTOR "{vregSrc2[3:2]:row}, {vregSrc2[1:0]:row}"
+#elif TINYTPU_ROWS == 8
+#define TINYTPU_LANE_SELECTOR "{vregSrc2[5:3]:row}, {vregSrc2[2:0]:row}"
+#else
+#define TINYTPU_LANE_SELECTOR "{vregSrc2[7:4]:row}, {vregSrc2[3:0]:row}"
+#endif
+
 namespace tinytpu {
 
 class TensorCore;

@@ -22,8 +22,9 @@ namespace tinytpu {
 #endif
 struct TensorCoreConfig {
   static constexpr int kRows = TINYTPU_ROWS;  // MXU rows == cols == VPU sublanes == lanes
-  static_assert(kRows >= 4 && (kRows & (kRows - 1)) == 0, "the tile has 4, 8, 16... rows");
   static constexpr int kTileElems = kRows * kRows;
+  static constexpr int kRowBits = kRows == 4 ? 2 : kRows == 8 ? 3 : 4;  // log2(kRows): a row or column number
+  static_assert(1 << kRowBits == kRows, "the tile has 4, 8 or 16 rows");
   static constexpr int kMaxDepth = 32;       // 5-bit tile addresses (TASM `addr`, `tiles`)
   static constexpr int kMaxVregs = 16;       // 4-bit register fields
   static constexpr int kMaxPsumBuckets = 8;  // TASM `psum` operands are 0..7
