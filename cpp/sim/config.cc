@@ -133,9 +133,10 @@ const std::vector<NamedConfig>& named_configs() {
     for (NamedConfig& n : all) {
       const bool reference = n.name == "reference";
       n.name = reference ? geometry : geometry + "-" + n.name;
-      n.change = reference ? "TensorCore#(" + rows + "," + rows + ",32): the reference design with its MXU, tiles, " +
-                                 "vregs and VPU at " + geometry
-                           : n.change + "; " + geometry + " array and tiles";
+      n.change = reference
+                     ? "TensorCore#(" + rows + "," + rows +
+                           ",32): the reference design with its MXU, tiles, " + "vregs and VPU at " + geometry
+                     : n.change + "; " + geometry + " array and tiles";
     }
     return all;
   }();
