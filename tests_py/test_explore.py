@@ -3,6 +3,7 @@ design-space search `explore` (its table, plot, data and budget search)."""
 import json, os, pathlib, subprocess, sys
 from PIL import Image
 import tinytpu
+from tinytpu import configs
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -13,9 +14,10 @@ def test_configs_lists_the_variants_with_their_cost():
   p = run("-m", "tinytpu", "configs", "--json")
   assert p.returncode == 0, p.stderr
   rows = json.loads(p.stdout)
-  assert [r["name"] for r in rows] == [n.name for n in tinytpu._core.named_configs()] and rows[0]["name"] == "reference"
+  assert [r["name"] for r in rows] == [n.name for core in configs.CORES for n in core.named_configs()] and rows[0]["name"] == "reference"
   for r in rows:
-    assert r["change"] and r["pes"] == 16 and r["sram_bytes"] > 0 and r["ports"] >= 0 and r["area"] > 0
+    assert r["change"] and r["pes"] == r["config"]["rows"] ** 2 and r["sram_bytes"] > 0 and r["ports"] >= 0 and r["area"] > 0
+  assert {r["config"]["rows"] for r in rows} == {4, 8} and "8x8-all" in {r["name"] for r in rows}
   assert {"reference", "overlap", "beat", "overlap-beat"} <= {r["name"] for r in rows}
   text = run("-m", "tinytpu", "configs").stdout
   assert all(r["name"] in text for r in rows) and "TINYTPU_CONFIG" in text
@@ -26,6 +28,9 @@ def test_tinytpu_config_selects_the_devices_core():
   p = run("-c", SCRIPT, TINYTPU_CONFIG="overlap-beat,depth=16")
   assert p.returncode == 0, p.stderr
   assert "[5, 10, 15]" in p.stdout and "depth=16" in p.stdout and "fetch_overlap=1" in p.stdout and "record_cycles=1" in p.stdout
+  wide = run("-c", SCRIPT + "\nprint(Device['TINYTPU'].core.__name__)", TINYTPU_CONFIG="all,rows=8")
+  assert wide.returncode == 0, wide.stderr
+  assert "[5, 10, 15]" in wide.stdout and "tinytpu._core8" in wide.stdout and "dma_overlap=1" in wide.stdout
   bad = run("-c", SCRIPT, TINYTPU_CONFIG="wide")
   assert bad.returncode != 0 and "TINYTPU_CONFIG=wide: no TensorCore configuration named 'wide'" in bad.stderr
 
@@ -37,7 +42,7 @@ def test_benchmark_on_a_variant_keeps_its_json():
   assert out["kernels"][0]["cycles"] == 21  # add_16: R=8 records at one cycle, P=8 overlapped, M=1, +4
   assert run(str(ROOT / "bench" / "benchmark.py"), "--config", "wide").returncode == 2
 
-GRID = ["--grid", "fetch_overlap=0,1", "--grid", "record_cycles=2,1", "--grid", "dma_overlap=0", "--grid",
+GRID = ["--grid", "rows=4", "--grid", "fetch_overlap=0,1", "--grid", "record_cycles=2,1", "--grid", "dma_overlap=0", "--grid",
         "prefetch_launches=0", "--grid", "depth=32", "--grid", "vregs=16", "--grid", "psum_buckets=8"]
 
 def test_explore_table_plot_and_data(tmp_path):
@@ -45,7 +50,7 @@ def test_explore_table_plot_and_data(tmp_path):
   assert p.returncode == 0, p.stderr
   data = json.loads((tmp_path / "explore.json").read_text())
   rows = {r["spec"]: r for r in data["rows"]}
-  assert {n.name for n in tinytpu._core.named_configs()} <= set(rows)
+  assert {n["name"] for n in configs.named()} <= set(rows)
   assert all("perf" in r for r in rows.values()), [r.get("error") for r in rows.values()]
   # overlapped fetch and a one-beat loader each only help
   assert rows["overlap-beat"]["perf"] > rows["overlap"]["perf"] > rows["reference"]["perf"]

@@ -17,11 +17,28 @@ def _module_naming(name: str) -> ModuleType:
     if any(n.name == name for n in core.named_configs()): return core
   return _core  # an unknown name: the reference module's error lists every known one (see from_spec)
 
+def _at_rows(name: str, rows: int) -> str:
+  """The configuration `name` names, at another geometry: reference -> 8x8, all -> 8x8-all (and back)."""
+  geometries = sorted(core.TensorCoreConfig.ROWS for core in CORES)
+  if rows not in geometries: raise ValueError(f"rows={rows}: no such tile geometry (built: {', '.join(map(str, geometries))})")
+  variant = name
+  for g in geometries[1:]:  # strip a wider geometry's prefix: 8x8 -> reference, 8x8-all -> all
+    if name == f"{g}x{g}": variant = "reference"
+    elif name.startswith(f"{g}x{g}-"): variant = name.removeprefix(f"{g}x{g}-")
+  if rows == geometries[0]: return variant
+  return f"{rows}x{rows}" if variant == "reference" else f"{rows}x{rows}-{variant}"
+
 def from_spec(spec: str | None = None):
-  """The configuration a spec names; by default the one TINYTPU_CONFIG names, else the reference. ValueError
-  naming an unknown configuration or field."""
+  """The configuration a spec names; by default the one TINYTPU_CONFIG names, else the reference. `rows=R` moves
+  the named configuration to the R x R geometry. ValueError naming an unknown configuration or field."""
   text = (os.getenv(ENV, "reference") if spec is None else spec).strip()
-  try: return _module_naming(text.split(",")[0]).config_from_spec(text)
+  try:
+    name, *items = [t.strip() for t in text.split(",")]
+    for item in [i for i in items if i.partition("=")[0].strip() == "rows"]:
+      try: name = _at_rows(name, int(item.partition("=")[2]))
+      except ValueError as e: raise ValueError(str(e) if "geometry" in str(e) else f"{item}: not field=integer") from None
+      items.remove(item)
+    return _module_naming(name).config_from_spec(",".join([name, *items]))
   except ValueError as e:
     msg = str(e)
     if msg.startswith("no TensorCore configuration named"):

@@ -11,10 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 from tinytpu import _core, configs
 from tinytpu.workloads import SETS, geomean
 
-# The fields a search may change, and the values it tries by default (--grid FIELD=... tries others). Tile
-# geometry is fixed in this model (config.h). Exact float division needs more than 8 vregs or 8 VMEM tiles in
-# one launch, so smaller cores fail the training step: try them with --grid depth=8 or vregs=8.
-SPACE = {"fetch_overlap": [0, 1], "record_cycles": [2, 1], "dma_overlap": [0, 1], "prefetch_launches": [0, 1],
+# The fields a search may change, and the values it tries by default (--grid FIELD=... tries others). `rows` is
+# the tile geometry, one extension module per geometry built (configs.CORES). Exact float division needs more than
+# 8 vregs or 8 VMEM tiles in one launch, so smaller cores fail the training step: try them with --grid depth=8 or
+# vregs=8.
+SPACE = {"rows": [4, 8], "fetch_overlap": [0, 1], "record_cycles": [2, 1], "dma_overlap": [0, 1], "prefetch_launches": [0, 1],
          "depth": [16, 32], "vregs": [16], "psum_buckets": [4, 8]}
 REFERENCE = _core.TensorCoreConfig()
 
@@ -49,11 +50,11 @@ def pareto(rows: list[dict]) -> list[dict]:
 
 def grid(space: dict[str, list[int]]) -> list[str]:
   """The named configurations and every combination of the space's values, each once."""
-  specs = [n.name for n in _core.named_configs()]
+  specs = [n["name"] for n in configs.named()]
   specs += [spec_of("reference", dict(zip(space, values))) for values in itertools.product(*space.values())]
   seen, out = set(), []
   for s in specs:
-    key = repr(configs.from_spec(s))
+    key = tuple(configs.fields(configs.from_spec(s)).items())
     if key not in seen: seen.add(key); out.append(s)
   return out
 
@@ -73,7 +74,7 @@ def search(sets: list[str], budget: float, jobs: int, space: dict[str, list[int]
   of them. A larger space is searched by coordinate ascent from the reference: every configuration one field away,
   move to the best, stop when none is better (which can stop short of the best)."""
   perf = lambda r: r.get("perf", 0)
-  area = lambda spec: _core.cost_proxy(configs.from_spec(spec)).area
+  area = lambda spec: configs.cost(configs.from_spec(spec))["area"]
   if area("reference") > budget: raise ValueError(f"budget {budget}: the reference core alone needs area {area('reference')}")
   fits = [s for s in grid(space) if area(s) <= budget]
   if len(fits) <= EXHAUSTIVE:
@@ -112,7 +113,7 @@ def plot(rows: list[dict], front: list[dict], sets: list[str], path: str) -> Non
   matplotlib.use("Agg")  # files only, no display
   import matplotlib.pyplot as plt
   ok = [r for r in rows if "perf" in r]
-  named = {n.name for n in _core.named_configs()}
+  named = {n["name"] for n in configs.named()}
   fig, ax = plt.subplots(figsize=(8, 5))
   ax.scatter([r["area"] for r in ok], [r["perf"] for r in ok], s=18, color="tab:grey", label="configurations measured")
   ax.plot([r["area"] for r in front], [r["perf"] for r in front], "o-", color="tab:blue", label="Pareto front")

@@ -1,0 +1,84 @@
+"""The 8x8 geometry (TensorCore#(8,8,32), extension module _core8): kernels compile for 8x8 tiles and a 64-PE
+MXU and give tinygrad's CPU results, on the plain 8x8 core and with every micro-architecture switch."""
+import numpy as np
+import pytest
+import tinytpu
+from tinygrad import Tensor, Device, Variable
+from tinytpu import configs
+
+# Devices of their own: a device's core is its configuration's module, fixed before its first kernel.
+WIDE = {"TINYTPU:30": "8x8", "TINYTPU:31": "8x8-all", "TINYTPU:32": "8x8-half"}
+REFERENCE = "TINYTPU:33"
+
+@pytest.fixture(scope="module")
+def wide():
+  for dev, spec in {REFERENCE: "reference", **WIDE}.items(): Device[dev].config = configs.from_spec(spec)
+  return list(WIDE)
+
+def i8(r, shape): return r.integers(-128, 128, shape, dtype=np.int32)
+
+WORKLOADS = {  # name: (function, inputs)
+  "add_int": (lambda a, b: a + b, lambda r: (r.integers(-2**31, 2**31, (1000,), dtype=np.int32),) * 2),
+  "matmul_int8_os": (lambda a, b: a @ b, lambda r: (i8(r, (24, 40)), i8(r, (40, 16)))),  # OS blocks of 8x8
+  "matmul_int8_ws": (lambda a, b: a @ b, lambda r: (i8(r, (1, 40)), i8(r, (40, 16)))),   # one row: WS
+  "matmul_f32": (lambda a, b: a @ b, lambda r: (r.standard_normal((9, 13), dtype=np.float32), r.standard_normal((13, 10), dtype=np.float32))),
+  "sum_rows": (lambda a: a.sum(axis=1), lambda r: (r.integers(-1000, 1000, (9, 77), dtype=np.int32),)),
+  "sum_cols_f32": (lambda a: a.sum(axis=0), lambda r: (r.standard_normal((33, 17), dtype=np.float32),)),
+  "argmax": (lambda a: a.argmax(axis=1), lambda r: (r.integers(-50, 50, (7, 70), dtype=np.int32),)),
+  "where_max": (lambda a, b: (a > b).where(a, b * 3).max(), lambda r: (r.integers(-99, 99, (150,), dtype=np.int32),) * 2),
+  "softmax": (lambda a: a.softmax(), lambda r: (r.uniform(-5, 5, (200,)).astype(np.float32),)),
+  "conv2d": (lambda x, w: x.conv2d(w, padding=1), lambda r: (i8(r, (1, 2, 10, 10)), i8(r, (3, 2, 3, 3)))),
+  "gather": (lambda a, i: a[i], lambda r: (r.integers(-9, 9, (50,), dtype=np.int32), r.integers(0, 50, (37,), dtype=np.int32))),
+  "transpose_contiguous": (lambda a: a.T.contiguous() * 2, lambda r: (r.integers(-9, 9, (19, 23), dtype=np.int32),)),
+}
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_8x8_cores_give_cpu_results(wide, name):
+  fn, make = WORKLOADS[name]
+  arrays = make(np.random.default_rng(len(name)))
+  want = fn(*[Tensor(a, device="CPU") for a in arrays]).numpy()
+  for dev in wide:
+    got = fn(*[Tensor(a, device=dev) for a in arrays]).numpy()
+    assert Device[dev].core.TensorCoreConfig.ROWS == 8
+    if want.dtype == np.float32: np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=dev)
+    else: np.testing.assert_array_equal(got, want, err_msg=dev)
+
+def test_8x8_tiles_take_a_quarter_of_the_launches_and_fewer_cycles(wide):
+  """An elementwise op over 2^14 int32: 16-lane tiles need 4x the tiles of 64-lane ones."""
+  a = np.arange(2**14, dtype=np.int32)
+  runs = {}
+  for dev in (REFERENCE, wide[0]):
+    tinytpu.reset_counters()
+    np.testing.assert_array_equal((Tensor(a, device=dev) * 3 + 1).numpy(), a * 3 + 1)
+    runs[dev] = tinytpu.counters(dev)
+  assert runs[REFERENCE]["launches"] >= 3 * runs[wide[0]]["launches"] > 0
+  assert runs[wide[0]]["cycles"] < runs[REFERENCE]["cycles"]
+
+def test_8x8_mxu_takes_the_int8_matmul(wide):
+  """An int8-range matmul runs on the 64-PE array: MXU dispatches of 8-term slices, no VPU multiply."""
+  import subprocess, sys, os
+  code = ("import numpy as np, tinytpu; from tinygrad import Tensor\n"
+          "r = np.random.default_rng(0); a, b = r.integers(-128, 128, (16, 32)), r.integers(-128, 128, (32, 16))\n"
+          "a, b = a.astype(np.int32), b.astype(np.int32)\n"
+          "print(((Tensor(a, device='TINYTPU') @ Tensor(b, device='TINYTPU')).numpy() == a @ b).all())")
+  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                     env={**os.environ, "DEBUG": "4", configs.ENV: "8x8"})
+  assert p.returncode == 0, p.stderr
+  assert p.stdout.rstrip().endswith("True") and "= MUL(" not in p.stdout
+  amem = [line for line in p.stdout.splitlines() if line.startswith("AMEM[")]
+  assert amem and all(len(line.split("=")[1].split()) == 8 for line in amem)  # an activation word is 8 int8
+  assert "MXU WMEM[" in p.stdout or "MXU_OS WMEM[" in p.stdout
+
+def test_symbolic_sizes_on_8x8(wide):
+  a = Tensor(np.arange(70, dtype=np.int32), device=wide[0])
+  for n in (5, 37, 70):
+    assert (a[:Variable("n", 1, 70).bind(n)] * 2 + 1).sum().item() == int((np.arange(n) * 2 + 1).sum())
+
+def test_a_trace_belongs_to_the_core_it_was_started_for(wide):
+  from tinytpu import trace
+  log = trace.new_log(core=tinytpu._core)
+  try:
+    trace._active = log
+    with pytest.raises(RuntimeError, match="8-row core"): (Tensor([1, 2], device=wide[0]) + 1).numpy()
+  finally:
+    trace._active = None
