@@ -93,7 +93,7 @@ FUZZ_RUNS ?= 0
 
 fuzz: deps
 	cmake -S . -B $(FUZZ_BUILD) $(SANITIZE) -DCMAKE_CXX_COMPILER=clang++ -DTINYTPU_FUZZ=ON \
-	  -DTINYTPU_BUILD_TESTS=OFF -DTINYTPU_BUILD_PYTHON=OFF >/dev/null
+	  -DTINYTPU_BUILD_TESTS=OFF -DTINYTPU_BUILD_PYTHON=OFF -DTINYTPU_BUILD_8X8=OFF >/dev/null
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	$(PYTHON) fuzz/run.py --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --runs $(FUZZ_RUNS) --jobs $(JOBS)
 
