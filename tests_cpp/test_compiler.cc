@@ -297,3 +297,80 @@ TEST_CASE(
   CHECK(p.stores.back().buf == 0);
   CHECK(p.stores.back().pin < 0);
 }
+
+namespace {
+// out[i] = sum over r < terms of WHERE(test, a[16r + i], 0) in a register accumulator: `test` is r < k (known
+// per chunk, the same in every lane) or i < k (known per lane).
+std::string masked_sum_ir(bool f32, int terms, int k, bool per_lane) {
+  const std::string t = f32 ? "f32" : "i32", zero = f32 ? "0x0p+0" : "0";
+  return "KERNEL masked_sum\nCONST idx 0 16\nCONST idx 0 256\nCONST idx 0 " + std::to_string(terms) +  // 0-2
+         "\nCONST i32 0 0\nCONST i32 0 16\nCONST i32 0 " + std::to_string(k) + "\nCONST " + t + " 0 " + zero +
+         "\nPARAM " + t + " 1 0 0 GLOBAL 0 0\nPARAM " + t + " 1 1 1 GLOBAL 0 0\nBUFFER " + t +
+         " 1 2 REG\n" +                                                                         // 3-9
+         "RANGE i32 1 0 0 WEAK\nINDEX " + t + " 2 9 3\nSTORE void 2 11 6\n" +                   // 10-12
+         "RANGE i32 1 2 1 REDUCE\nMUL i32 2 13 4\nADD i32 2 14 10\nINDEX " + t + " 2 8 15\n" +  // 13-16
+         "LOAD " + t + " 1 16\nCMPLT bool 2 " + (per_lane ? "10" : "13") + " 5\nWHERE " + t +
+         " 3 18 17 6\n" +  // 17-19
+         "AFTER " + t + " 3 9 12 13\nINDEX " + t + " 2 20 3\nLOAD " + t + " 1 21\nADD " + t +
+         " 2 22 19\n" +                                                                              // 20-23
+         "STORE void 2 21 23\nEND void 2 24 13\nAFTER " + t + " 2 9 25\nINDEX " + t + " 2 26 3\n" +  // 24-27
+         "LOAD " + t + " 1 27\nINDEX " + t +
+         " 2 7 10\nSTORE void 2 29 28\nEND void 2 30 10\nSINK void 1 31\n";
+}
+int count(const TileProgram& p, Op op) {
+  return int(std::count_if(p.nodes.begin(), p.nodes.end(), [&](const TileNode& n) { return n.op == op; }));
+}
+}  // namespace
+
+TEST_CASE("tracer: a select on a condition known in every lane is its source, and x + 0 is x") {
+  for (bool f32 : {false, true}) {
+    INFO((f32 ? "f32" : "i32"));
+    TileProgram p;
+    Kernel k = parse_kernel(masked_sum_ir(f32, 16, 5, false));
+    Tracer t(k, {}, {16, 256, 16});
+    REQUIRE(t.trace_chunk(0, p));
+    CHECK(count(p, Op::WHERE) == 0);  // r < 5 is all true or all false in each term
+    // int: the first term's 0 + a is a; float: 0.0 + a is kept (a may be -0.0, and +0.0 + -0.0 is +0.0), and
+    // the sums after it never hold -0.0, so adding the failed terms' +0.0 is dropped
+    CHECK(count(p, Op::ADD) == (f32 ? 5 : 4));
+    TileProgram lanes;
+    Kernel per_lane = parse_kernel(masked_sum_ir(f32, 16, 5, true));
+    Tracer t2(per_lane, {}, {16, 256, 16});
+    REQUIRE(t2.trace_chunk(0, lanes));
+    CHECK(count(lanes, Op::WHERE) == 16);  // i < 5 differs between lanes: every term keeps its select
+  }
+}
+
+TEST_CASE(
+    "a reduction's terms that fail their index test in every lane cost nothing, and results stay exact") {
+  for (bool f32 : {false, true}) {
+    INFO((f32 ? "f32" : "i32"));
+    auto run = [&](int terms, int k) {
+      CompiledKernel kernel(masked_sum_ir(f32, terms, k, false));
+      std::vector<DeviceBuffer> bufs{DeviceBuffer(16 * 4), DeviceBuffer(256 * 4)};
+      auto* a = reinterpret_cast<uint32_t*>(bufs[1].data());
+      for (int e = 0; e < 256; ++e) {
+        const float x = float(e % 37) * 0.37f - 5.0f;
+        a[e] = uint32_t(e * 7919 - 900000);
+        if (f32) std::memcpy(&a[e], &x, 4);
+      }
+      KernelStats s = kernel.run(bufs, {}, false);
+      for (int i = 0; i < 16; ++i) {
+        uint32_t want = 0;
+        float fsum = 0.0f;
+        for (int r = 0; r < std::min(terms, k); ++r) {
+          float x;
+          std::memcpy(&x, &a[16 * r + i], 4);
+          fsum += x;  // the VPU's FADD: IEEE RNE, in term order
+          want += a[16 * r + i];
+        }
+        if (f32) std::memcpy(&want, &fsum, 4);
+        CHECK(reinterpret_cast<uint32_t*>(bufs[0].data())[i] == want);
+      }
+      return s.cycles;
+    };
+    // 16 terms of which 5 pass cost what 5 terms that all pass cost: the same tile program
+    CHECK(run(16, 5) == run(5, 16));
+    CHECK(run(16, 0) < run(16, 5));
+  }
+}

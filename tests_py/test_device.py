@@ -342,3 +342,14 @@ def test_single_mxu_dispatch_result_goes_straight_to_its_output_slot():
   assert "MXU_VPU_EPILOGUE" in tasm and "DST_VMEM" in tasm
   assert "STORE VMEM" not in tasm and "LOAD_MXU_RESULT" not in tasm
   assert "[1, 2, 3, 4]" in tasm
+
+def test_padded_reductions_and_strided_conv_gradients():
+  """Reductions whose terms are zero outside an index test (padding, a strided convolution's input gradient):
+  the tracer drops a term that fails in every lane of a chunk, and the results stay those of CPU."""
+  r = np.random.default_rng(7)
+  v = r.standard_normal(6).astype(np.float32)
+  got, want = both(lambda t: t.reshape(6, 1, 1).expand(6, 7, 7).pad(((0, 0), (1, 1), (1, 1))).sum(axis=0), v)
+  np.testing.assert_array_equal(got, want)  # each sum adds the same values in the same order: bit for bit
+  check(lambda t: t.pad(((2, 2), (3, 3))).sum(axis=1), r.integers(-9, 9, (5, 6), dtype=np.int32))
+  x, w = r.standard_normal((1, 3, 9, 9)).astype(np.float32), r.standard_normal((4, 3, 3, 3)).astype(np.float32)
+  check(lambda x, w: x.conv2d(w, padding=1, stride=2).sum().gradient(x)[0], x, w, atol=1e-5, rtol=1e-5)

@@ -31,6 +31,15 @@ int64_t fold(Op op, DType d, int64_t a, int64_t b, int64_t c) {
 
 bool is_alu(Op op) { return op >= Op::ADD && op <= Op::TRUNC; }
 
+// A float32 value that no lane holds as -0.0: a constant without it, or a tile that adds +0.0 exactly.
+bool never_negative_zero(const TraceValue& v) {
+  if (v.kind == TraceValue::kTile) return v.adds_zero_exactly;
+  if (v.kind != TraceValue::kConst) return false;
+  for (int64_t lane : v.v)
+    if (uint32_t(lane) == 0x80000000u) return false;
+  return true;
+}
+
 }  // namespace
 
 std::optional<uint32_t> uniform_bits(const TileProgram& p, const TileNode& n) {
@@ -490,7 +499,9 @@ void Tracer::trace_cast(size_t ip) {
   }
 }
 
-// An ALU op: folded (the op table) when every source is an integer known per lane, a tile node otherwise.
+// An ALU op: folded (the op table) when every source is an integer known per lane, folded by the VPU's own
+// instruction when every source is a float32 constant, simplified when the result is one of its sources
+// (simplify), a tile node otherwise.
 void Tracer::trace_alu(size_t ip) {
   const Node& n = k_.nodes[ip];
   Value& res = st_.val[ip];
@@ -504,11 +515,63 @@ void Tracer::trace_alu(size_t ip) {
                       n.src.size() > 2 ? src(n, 2).v[l] : 0);
     return;
   }
+  if (fold_float(n, res) || simplify(n, res)) return;
   TileNode t{n.op, n.dtype, src(n, 0).dtype};
   t.a = to_tile(src(n, 0));
   if (n.src.size() > 1) t.b = to_tile(src(n, 1));
   if (n.src.size() > 2) t.c = to_tile(src(n, 2));
+  bool adds_zero = n.op == Op::ADD && n.dtype == DType::kF32 &&
+                   (never_negative_zero(src(n, 0)) || never_negative_zero(src(n, 1)));
   res = new_tile(t);
+  res.adds_zero_exactly = adds_zero;
+}
+
+// A float32 op whose sources are all constants, computed by its one VPU instruction (the op table's f32_op):
+// the lanes the hardware would compute, bit for bit.
+bool Tracer::fold_float(const Node& n, TraceValue& res) {
+  const auto& f32_op = op_info(n.op).f32_op;
+  if (n.dtype != DType::kF32 || !f32_op || n.src.size() != 2) return false;
+  for (int s : n.src)
+    if (st_.val[s].kind != Value::kConst || st_.val[s].dtype != DType::kF32) return false;
+  Tile a, b, out;
+  for (int l = 0; l < kLanes; ++l) {
+    a[l] = int32_t(uint32_t(src(n, 0).v[l]));
+    b[l] = int32_t(uint32_t(src(n, 1).v[l]));
+  }
+  kVpuOps[size_t(*f32_op)].fn(a, b, Tile{}, out);
+  res = uniform(n.dtype, 0);
+  for (int l = 0; l < kLanes; ++l) res.v[l] = uint32_t(out[l]);
+  return true;
+}
+
+// Results that are one of the sources, without an instruction: WHERE on a condition known in every lane
+// (all true or all false), and x + 0 (integers; float32 when x + +0.0 gives x back bit for bit). A term of
+// a reduction whose index test fails in every lane of the chunk (a padded convolution's gradient, say) so
+// costs nothing.
+bool Tracer::simplify(const Node& n, TraceValue& res) {
+  auto known = [&](const Value& v, int64_t x) {
+    if (v.kind != Value::kConst) return false;
+    for (int l = 0; l < kLanes; ++l)
+      if (v.v[l] != x) return false;
+    return true;
+  };
+  const Value* same = nullptr;
+  if (n.op == Op::WHERE) {
+    const Value& c = src(n, 0);
+    if (known(c, 1) || known(c, 0)) same = &src(n, known(c, 1) ? 1 : 2);
+  } else if (n.op == Op::ADD) {
+    for (int i : {0, 1}) {
+      const Value& x = src(n, i);
+      const Value& zero = src(n, 1 - i);
+      bool exact =
+          n.dtype == DType::kF32 ? x.kind == Value::kTile && x.adds_zero_exactly : !is_float(n.dtype);
+      if (exact && known(zero, 0) && (x.kind == Value::kTile || x.kind == Value::kConst)) same = &x;
+    }
+  }
+  if (!same) return false;
+  res = *same;
+  res.dtype = n.dtype;
+  return true;
 }
 
 bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {

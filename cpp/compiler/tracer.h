@@ -160,6 +160,10 @@ struct TraceValue {
   int buf = -1;   // kBuf / kPtr: PARAM slot, or the BUFFER node for registers
   bool reg = false;
   int dyn = -1;  // kPtr: tile holding data-dependent element indices (gathers)
+  // kTile of float32: adding +0.0 gives the tile back. True for the sum of a float ADD with an operand that
+  // is never -0.0 (IEEE RNE gives -0.0 only for (-0) + (-0), and the VPU's add quiets a signalling NaN), so
+  // a reduction's terms known to be +0.0 are dropped exactly.
+  bool adds_zero_exactly = false;
 };
 
 // Maps the kernel's iteration space onto lanes: every RANGE outside all REDUCE ranges is lane-parallel,
@@ -238,6 +242,8 @@ class Tracer {
   void trace_store(const Node& n);
   void trace_cast(size_t ip);
   void trace_alu(size_t ip);
+  [[nodiscard]] bool fold_float(const Node& n, TraceValue& res);  // float32 lanes all known: the VPU's op
+  [[nodiscard]] bool simplify(const Node& n, TraceValue& res);    // a select on a known condition, x + 0
   // Calls fn(tile reference) for every tile the chunk's state refers to that the rest of the chunk may
   // read, after a cut at the end of an iteration of RANGE `cut`.
   template <class Fn>
