@@ -23,11 +23,12 @@ TraceValue uniform(DType d, int64_t x) {  // the same known value in every lane
 }
 
 // Index arithmetic on known lane values: the op table's fold.
-int64_t fold(Op op, DType d, int64_t a, int64_t b, int64_t c) {
+auto folder(Op op) {
   auto f = op_info(op).fold;
   if (!f) throw Unsupported(std::string("cannot fold ") + op_name(op));
-  return f(d, a, b, c);
+  return f;
 }
+int64_t fold(Op op, DType d, int64_t a, int64_t b, int64_t c) { return folder(op)(d, a, b, c); }
 
 bool is_alu(Op op) { return op >= Op::ADD && op <= Op::TRUNC; }
 
@@ -508,11 +509,14 @@ void Tracer::trace_alu(size_t ip) {
   bool all_const = !is_float(n.dtype);
   for (int s : n.src)
     all_const = all_const && st_.val[s].kind == Value::kConst && !is_float(st_.val[s].dtype);
-  if (all_const) {
+  if (all_const) {  // the sources' lanes and the fold looked up once: this loop is most of a trace's time
+    static const Lanes kNoSource{};
+    const Lanes& a = src(n, 0).v;
+    const Lanes& b = n.src.size() > 1 ? src(n, 1).v : kNoSource;
+    const Lanes& c = n.src.size() > 2 ? src(n, 2).v : kNoSource;
+    const auto f = folder(n.op);
     res = uniform(n.dtype, 0);
-    for (int l = 0; l < kLanes; ++l)
-      res.v[l] = fold(n.op, n.dtype, src(n, 0).v[l], n.src.size() > 1 ? src(n, 1).v[l] : 0,
-                      n.src.size() > 2 ? src(n, 2).v[l] : 0);
+    for (int l = 0; l < kLanes; ++l) res.v[l] = f(n.dtype, a[l], b[l], c[l]);
     return;
   }
   if (fold_float(n, res) || simplify(n, res)) return;
