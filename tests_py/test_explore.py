@@ -2,7 +2,6 @@
 design-space search `explore` (its table, plot, data and budget search)."""
 import json, os, pathlib, subprocess, sys
 from PIL import Image
-import tinytpu
 from tinytpu import configs
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

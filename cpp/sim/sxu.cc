@@ -296,7 +296,9 @@ Exec xlu_broadcast(TensorCore& tc) {
 }
 Exec broadcast_col(TensorCore& tc) { return xlu_broadcast(tc); }
 Exec broadcast_scalar(TensorCore& tc) {
-  return xlu_dispatch(tc, [](Xlu& x, const Tile& s, int sel) { x.broadcast_scalar(s, sel >> TensorCoreConfig::kRowBits, sel); });
+  return xlu_dispatch(tc, [](Xlu& x, const Tile& s, int sel) {
+    x.broadcast_scalar(s, sel >> TensorCoreConfig::kRowBits, sel);
+  });
 }
 Exec broadcast_row(TensorCore& tc) {
   return xlu_dispatch(tc, [](Xlu& x, const Tile& s, int sel) { x.broadcast_row(s, sel); });
