@@ -376,6 +376,7 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
   DataPlan data(*plan, slots);
   const uint64_t kernel_begin = trace ? trace->base : 0;
   LaunchClock clock;
+  const bool prefetch = plan->config.prefetch_launches;
   for (const LaunchRun& run : plan->runs) {
     data.start(run);
     for (int64_t at = run.first; at < run.first + run.count; ++at) {
@@ -383,7 +384,6 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
       if (keep_tasm) stats.tasm.push_back(listing(data.bundle(l), l.image->fill_dtypes));
       const uint64_t launch_begin = trace ? trace->base : 0;
       RunResult res;
-      const bool prefetch = plan->config.prefetch_launches;
       const Prefetched ahead =
           prefetch ? clock.next(clock.last && data.reads_output_of(l, *clock.last)) : Prefetched{};
       try {

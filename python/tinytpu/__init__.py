@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 from tinytpu import _core
 from tinytpu._core import SimError
 from tinytpu import configs as _configs
+from types import ModuleType as _ModuleType
 
 __version__ = "0.1.0"  # the package's version: pyproject.toml reads it from here
 
@@ -32,18 +33,21 @@ def _poll() -> None: pass  # the model calls it during a long run: Python runs, 
 
 Config = _core.TensorCoreConfig  # the core's sizes; the default is the reference TensorCore#(4,4,32)
 
+def _core_of(config) -> _ModuleType:  # the extension module that runs a config: the reference's by default
+  return _configs.core_of(config) if config is not None else _core
+
 def run_bundle(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None,
                config: Config | None = None) -> RunResult:
   """Run a TASM program or numeric bundle (detected) on the reference core, or on `config`. ValueError for bad
   input, SimError for a hang. With a trace (`_core.TraceLog()`), the units report their events to it (see
   tinytpu.trace, tinytpu.events). A config of another geometry (tinytpu.configs) runs on that geometry's core."""
-  core = _configs.core_of(config) if config is not None else _core
+  core = _core_of(config)
   return _result(core.run(core.parse_bundle(text), config or Config(), max_cycles, trace, _poll))
 
 def run_tasm(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None,
              config: Config | None = None) -> RunResult:
   """Assemble TASM and run it on the model."""
-  core = _configs.core_of(config) if config is not None else _core
+  core = _core_of(config)
   return _result(core.run(core.assemble(text), config or Config(), max_cycles, trace, _poll))
 
 def assemble(text: str) -> str:

@@ -35,8 +35,9 @@ def from_spec(spec: str | None = None):
   try:
     name, *items = [t.strip() for t in text.split(",")]
     for item in [i for i in items if i.partition("=")[0].strip() == "rows"]:
-      try: name = _at_rows(name, int(item.partition("=")[2]))
-      except ValueError as e: raise ValueError(str(e) if "geometry" in str(e) else f"{item}: not field=integer") from None
+      value = item.partition("=")[2].strip()
+      if not value.lstrip("-").isdigit(): raise ValueError(f"{item}: not field=integer")
+      name = _at_rows(name, int(value))
       items.remove(item)
     return _module_naming(name).config_from_spec(",".join([name, *items]))
   except ValueError as e:
