@@ -374,3 +374,76 @@ TEST_CASE(
     CHECK(run(16, 0) < run(16, 5));
   }
 }
+
+namespace {
+// out[i] = init + sum over r1 < outer, r2 < inner of WHERE(r2 < 2 AND guard, a[16·r2 + i], 0), accumulated in
+// a register; the guard, computed before the inner loop, is r1 < k (the same in every lane) or i < k (per
+// lane).
+std::string guarded_sum_ir(bool f32, int outer, int inner, int k, const std::string& init, bool per_lane) {
+  const std::string t = f32 ? "f32" : "i32", zero = f32 ? "0x0p+0" : "0";
+  return "KERNEL guarded_sum\nCONST idx 0 16\nCONST idx 0 256\nCONST idx 0 " + std::to_string(outer) +
+         "\nCONST idx 0 " + std::to_string(inner) + "\nCONST i32 0 0\nCONST i32 0 16\nCONST i32 0 " +
+         std::to_string(k) + "\nCONST i32 0 2\nCONST " + t + " 0 " + zero + "\nCONST " + t + " 0 " +
+         init +  // 0-9
+         "\nPARAM " + t + " 1 0 0 GLOBAL 0 0\nPARAM " + t + " 1 1 1 GLOBAL 0 0\nBUFFER " + t + " 1 5 REG\n" +
+         "RANGE i32 1 0 0 WEAK\nINDEX " + t + " 2 12 4\nSTORE void 2 14 9\n" +          // 10-15
+         "RANGE i32 1 2 1 REDUCE\nCMPLT bool 2 " + (per_lane ? "13" : "16") + " 6\n" +  // 16-17
+         "RANGE i32 1 3 2 REDUCE\nAFTER " + t + " 4 12 15 16 18\nINDEX " + t + " 2 19 4\nLOAD " + t +
+         " 1 20\nMUL i32 2 18 5\nADD i32 2 22 13\nINDEX " + t + " 2 11 23\nLOAD " + t + " 1 24\n" +   // 18-25
+         "CMPLT bool 2 18 7\nAND bool 2 26 17\nWHERE " + t + " 3 27 25 8\nADD " + t + " 2 21 28\n" +  // 26-29
+         "STORE void 2 20 29\nEND void 2 30 18\nEND void 2 31 16\nAFTER " + t + " 2 12 32\nINDEX " + t +
+         " 2 33 4\nLOAD " + t + " 1 34\nINDEX " + t + " 2 10 13\nSTORE void 2 36 35\nEND void 2 37 13\n" +
+         "SINK void 1 38\n";  // 30-39
+}
+}  // namespace
+
+TEST_CASE("tracer: a reduction loop whose every term fails a guard computed before it is skipped, exactly") {
+  const int outer = 6, inner = 4;
+  for (bool f32 : {false, true}) {
+    INFO((f32 ? "f32" : "i32"));
+    auto skipped = [&](int k, const std::string& init, bool per_lane) {
+      TileProgram p;
+      Kernel kernel = parse_kernel(guarded_sum_ir(f32, outer, inner, k, init, per_lane));
+      Tracer t(kernel, {}, {16, 256});
+      REQUIRE(t.trace_chunk(0, p));
+      return t.loops_skipped();
+    };
+    CHECK(skipped(2, "0", false) == outer - 2);  // r1 = 2..5: every term's r1 < 2 fails
+    CHECK(skipped(0, "0", false) == outer);
+    CHECK(skipped(5, "0", true) == 0);  // i < 5 holds in some lanes: the loops run
+    // -0.0 + +0.0 is +0.0: the first loop changes the accumulator, so it runs; the next ones find +0.0
+    if (f32) CHECK(skipped(0, "-0x0p+0", false) == outer - 1);
+
+    auto run = [&](int k, const std::string& init, bool per_lane, int loops) {
+      CompiledKernel kernel(guarded_sum_ir(f32, loops, inner, k, init, per_lane));
+      std::vector<DeviceBuffer> bufs{DeviceBuffer(16 * 4), DeviceBuffer(256 * 4)};
+      auto* a = reinterpret_cast<uint32_t*>(bufs[1].data());
+      for (int e = 0; e < 256; ++e) {
+        const float x = e == 3 ? -0.0f : float(e % 29) * 0.31f - 4.0f;
+        a[e] = uint32_t(e * 7919 - 900000);
+        if (f32) std::memcpy(&a[e], &x, 4);
+      }
+      KernelStats s = kernel.run(bufs, {}, false);
+      const float finit = init[0] == '-' ? -0.0f : 0.0f;
+      for (int i = 0; i < 16; ++i) {
+        float fsum = finit;
+        uint32_t want = 0;
+        for (int r1 = 0; r1 < loops; ++r1)
+          for (int r2 = 0; r2 < inner; ++r2) {
+            const bool pass = r2 < 2 && (per_lane ? i < k : r1 < k);
+            float x = 0.0f;
+            if (pass) std::memcpy(&x, &a[16 * r2 + i], 4);
+            fsum += x;  // the VPU's FADD: IEEE RNE, in term order, +0.0 for a failed term
+            want += pass ? a[16 * r2 + i] : 0;
+          }
+        if (f32) std::memcpy(&want, &fsum, 4);
+        CHECK(reinterpret_cast<uint32_t*>(bufs[0].data())[i] == want);
+      }
+      return s.cycles;
+    };
+    // loops whose terms all fail cost nothing: the same program as the loops that pass alone
+    CHECK(run(2, "0", false, outer) == run(2, "0", false, 2));
+    run(5, "0", true, outer);
+    if (f32) run(0, "-0x0p+0", false, outer);  // lane 3 of a[] is -0.0; the result is +0.0 in every lane
+  }
+}

@@ -389,6 +389,11 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
           "  long chunks traced in parts: {} cuts at a loop iteration's end, live values kept as pinned "
           "tiles",
           tracer.parts_cut());
+    if (tracer.loops_skipped() > 0)
+      decision_log().info(
+          "  {} reduction loops skipped: each term's guard, computed before the loop, false in "
+          "every lane",
+          tracer.loops_skipped());
     if (!why.cuts.empty()) decision_log().info("  launches ended by a full limit: {}", why.cut_summary());
     if (chains > 0)
       decision_log().info(

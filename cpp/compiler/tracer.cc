@@ -97,6 +97,7 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
   for (int i = 0; i < int(k.nodes.size()); ++i)
     for (int s : k.nodes[i].src)
       if (s >= 0 && s < int(k.nodes.size())) last_reader_[s] = i;
+  find_guarded_loops();
   // Scalar variables arrive in `vals` in PARAM slot order; index them by slot.
   std::vector<int64_t> var_slots;
   for (const Node& n : k.nodes)
@@ -327,7 +328,7 @@ void Tracer::forward_stores(TraceValue& res, const TileNode& t, int buf) {
 }
 
 // A RANGE: a lane-parallel one is the chunk's lane coordinates; a loop starts at 0, or is skipped
-// (ip moves to its END) when it runs no iteration.
+// (ip moves to its END) when it runs no iteration or adds nothing (find_guarded_loops).
 void Tracer::trace_range(size_t& ip) {
   const Node& n = k_.nodes[ip];
   Value& res = st_.val[ip];
@@ -340,13 +341,94 @@ void Tracer::trace_range(size_t& ip) {
   }
   st_.bound[ip] = uniform_value(n.src[0], vals_);
   st_.iter[ip] = 0;
-  if (st_.bound[ip] <= 0) {  // skip to after the matching END
+  auto guarded = guarded_loops_.find(int(ip));
+  bool adds_nothing = guarded != guarded_loops_.end() &&
+                      std::all_of(guarded->second.begin(), guarded->second.end(),
+                                  [&](const GuardedAccumulation& acc) { return this->adds_nothing(acc); });
+  loops_skipped_ += adds_nothing && st_.bound[ip] > 0;
+  if (st_.bound[ip] <= 0 || adds_nothing) {  // skip to after the matching END
     size_t e = ip + 1;
     while (!(k_.nodes[e].op == Op::END && k_.nodes[e].src[1] == int(ip))) ++e;
     ip = e;
     return;
   }
   res = uniform(n.dtype, 0);
+}
+
+void Tracer::find_guarded_loops() {
+  const auto& nodes = k_.nodes;
+  const int size = int(nodes.size());
+  auto src = [&](int node, size_t i) { return i < nodes[node].src.size() ? nodes[node].src[i] : -1; };
+  // `store` as `acc = acc + WHERE(condition, term, zero)` into a register, guards before loop `r`; or nothing
+  auto match = [&](int r, const Node& store) -> std::optional<GuardedAccumulation> {
+    if (store.src.size() != 2) return std::nullopt;
+    int ptr = store.src[0], sum = store.src[1];
+    if (nodes[ptr].op != Op::INDEX || nodes[sum].op != Op::ADD) return std::nullopt;
+    GuardedAccumulation acc;
+    acc.reg = src(ptr, 0);
+    while (acc.reg >= 0 && (nodes[acc.reg].op == Op::INDEX || nodes[acc.reg].op == Op::AFTER))
+      acc.reg = src(acc.reg, 0);
+    acc.elem = src(ptr, 1);
+    acc.dtype = nodes[sum].dtype;
+    if (acc.reg < 0 || nodes[acc.reg].op != Op::BUFFER || acc.elem < 0 || acc.elem >= r) return std::nullopt;
+    for (size_t i : {0, 1}) {
+      int load = src(sum, i), select = src(sum, 1 - i);
+      if (load < 0 || select < 0 || nodes[load].op != Op::LOAD || nodes[load].src != std::vector<int>{ptr} ||
+          nodes[select].op != Op::WHERE || src(select, 2) < 0 || src(select, 2) >= r)
+        continue;
+      acc.zero = src(select, 2);
+      std::vector<int> conjuncts{src(select, 0)};  // the condition's AND tree, walked without recursion
+      while (!conjuncts.empty()) {
+        int c = conjuncts.back();
+        conjuncts.pop_back();
+        if (c < 0) continue;
+        if (c < r)
+          acc.guards.push_back(c);
+        else if (nodes[c].op == Op::AND)
+          conjuncts.insert(conjuncts.end(), nodes[c].src.begin(), nodes[c].src.end());
+      }
+      if (!acc.guards.empty()) return acc;
+    }
+    return std::nullopt;
+  };
+  for (int r = 0; r < size; ++r) {
+    if (nodes[r].op != Op::RANGE || !nodes[r].reduce) continue;
+    std::vector<GuardedAccumulation> accs;
+    bool guarded = true;
+    for (int i = r + 1; i < size && guarded; ++i) {
+      const Node& n = nodes[i];
+      if (n.op == Op::END && n.src.size() == 2 && n.src[1] == r) break;
+      if (n.op == Op::IF) guarded = false;
+      if (n.op != Op::STORE) continue;
+      auto acc = match(r, n);
+      if (acc) accs.push_back(*acc);
+      guarded = acc.has_value();
+    }
+    if (guarded && !accs.empty()) guarded_loops_[r] = std::move(accs);
+  }
+}
+
+bool Tracer::adds_nothing(const GuardedAccumulation& acc) {
+  auto all_zero = [&](int node) {
+    const Value& v = st_.val[node];
+    return v.kind == Value::kConst && std::all_of(v.v.begin(), v.v.end(), [](int64_t x) { return x == 0; });
+  };
+  const Value& elem = st_.val[acc.elem];
+  if (!all_zero(acc.zero) || elem.kind != Value::kConst ||
+      std::none_of(acc.guards.begin(), acc.guards.end(), all_zero))
+    return false;
+  auto& regs = st_.regs[acc.reg];
+  auto it = regs.find(elem.v[0]);
+  const Value x = it == regs.end() ? uniform(acc.dtype, 0) : it->second;  // what the loop's LOAD reads
+  if (x.dtype != acc.dtype) return false;
+  if (x.kind == Value::kTile) return !is_float(x.dtype) || (x.dtype == DType::kF32 && x.adds_zero_exactly);
+  if (x.kind != Value::kConst) return false;
+  if (!is_float(x.dtype)) return true;  // constant lanes: x + 0 folds to x
+  if (x.dtype != DType::kF32) return false;
+  Tile lanes, zero{}, sum;  // x + (+0.0) on the VPU: x unless a lane is -0.0 or a signalling NaN
+  for (int l = 0; l < kLanes; ++l) lanes[l] = int32_t(uint32_t(x.v[l]));
+  kVpuOps[size_t(*op_info(Op::ADD).f32_op)].fn(lanes, zero, Tile{}, sum);
+  return sum == lanes;
 }
 
 // The END of a loop: the next iteration (ip moves back to its RANGE), or the loop is done. False: the
@@ -549,9 +631,9 @@ bool Tracer::fold_float(const Node& n, TraceValue& res) {
 }
 
 // Results that are one of the sources, without an instruction: WHERE on a condition known in every lane
-// (all true or all false), and x + 0 (integers; float32 when x + +0.0 gives x back bit for bit). A term of
-// a reduction whose index test fails in every lane of the chunk (a padded convolution's gradient, say) so
-// costs nothing.
+// (all true or all false), x & 0, and x + 0 (integers; float32 when x + +0.0 gives x back bit for bit). A
+// term of a reduction whose index test fails in every lane of the chunk (a padded convolution's gradient,
+// say) so costs nothing.
 bool Tracer::simplify(const Node& n, TraceValue& res) {
   auto known = [&](const Value& v, int64_t x) {
     if (v.kind != Value::kConst) return false;
@@ -563,6 +645,9 @@ bool Tracer::simplify(const Node& n, TraceValue& res) {
   if (n.op == Op::WHERE) {
     const Value& c = src(n, 0);
     if (known(c, 1) || known(c, 0)) same = &src(n, known(c, 1) ? 1 : 2);
+  } else if (n.op == Op::AND) {  // x & 0 is 0: a conjunction with a test failing in every lane fails
+    for (int i : {0, 1})
+      if (known(src(n, i), 0)) same = &src(n, i);
   } else if (n.op == Op::ADD) {
     for (int i : {0, 1}) {
       const Value& x = src(n, i);

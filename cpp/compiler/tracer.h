@@ -195,6 +195,7 @@ class Tracer {
   bool layout_open() const { return layout_open_; }
   bool blocked() const { return blocked_; }
   int64_t parts_cut() const { return parts_cut_; }  // times a chunk stopped at a cut (the decision log)
+  int64_t loops_skipped() const { return loops_skipped_; }  // guarded loops that would add nothing
   // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
   bool pinned_prefix() const { return prefix_ready_; }
 
@@ -205,6 +206,7 @@ class Tracer {
   std::vector<int> last_reader_;  // per IR node: the last node that reads it (-1: none)
   int next_pin_ = 0;              // pinned tiles numbered so far: the prefix's, then each cut's
   int64_t parts_cut_ = 0;
+  int64_t loops_skipped_ = 0;
   // The chunk being traced: the interpreter's state, kept across a cut.
   struct ChunkState {
     int64_t chunk = -1;
@@ -235,6 +237,20 @@ class Tracer {
   int to_tile(const TraceValue& x);
   void forward_stores(TraceValue& res, const TileNode& t, int buf);
   void trace_range(size_t& ip);
+  // A reduction loop whose every store accumulates a gated term into a register,
+  // `acc = acc + WHERE(AND(..., guard, ...), term, 0)`, with guards computed before the loop (a padded or
+  // strided convolution's gradient tests the output index against the reduce index this way). When a
+  // guard is false in every lane on entry, every iteration would give each register back unchanged
+  // (simplify), so the loop is skipped: tracing it would cost its trip count times its body and emit nothing.
+  struct GuardedAccumulation {
+    int reg = -1, elem = -1;  // the register (BUFFER node) and its element index (a node before the loop)
+    int zero = -1;            // WHERE's other operand, a node before the loop
+    DType dtype = DType::kVoid;
+    std::vector<int> guards;  // conjuncts of the WHERE's condition computed before the loop
+  };
+  std::map<int, std::vector<GuardedAccumulation>> guarded_loops_;  // REDUCE RANGE node -> its stores
+  void find_guarded_loops();
+  bool adds_nothing(const GuardedAccumulation& acc);  // on entry: the loop would leave `acc` as it is
   [[nodiscard]] bool trace_end(size_t& ip);
   void trace_if(const Node& n);
   void trace_index(size_t ip);
