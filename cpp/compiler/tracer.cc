@@ -170,10 +170,10 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
   prefix_end_ = end;
 }
 
-int Tracer::pin(TileProgram& out, int tile) {
+int Tracer::pin(TileProgram& out, int tile, int number) {
   TileStore keep{-1, {}, {}, tile};
   keep.active.fill(true);
-  keep.pin = next_pin_++;
+  keep.pin = number;
   out.stores.push_back(keep);
   return keep.pin;
 }
@@ -189,7 +189,7 @@ void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
     kept[s] = v;
   }
   for (int s : prefix_uses_)
-    if (kept[s].kind == Value::kTile) kept[s].tile = pin(out, kept[s].tile);
+    if (kept[s].kind == Value::kTile) kept[s].tile = pin(out, kept[s].tile, 3 * prefix_pins_++);
   prefix_vals_ = std::move(kept);
   prefix_ready_ = true;
 }
@@ -254,7 +254,7 @@ void Tracer::cut(TileProgram& out) {
   for_live_tiles([&](int& tile) {
     auto it = pin_of.find(tile);
     if (it == pin_of.end()) {
-      int p = pin(out, tile);
+      int p = pin(out, tile, 3 * int(pin_of.size()) + 1 + int(parts_cut_ % 2));
       st_.pin_dtypes[p] = out.nodes[tile].dtype;
       it = pin_of.emplace(tile, p).first;
     }

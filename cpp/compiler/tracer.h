@@ -204,7 +204,10 @@ class Tracer {
   std::vector<int64_t> vals_, sizes_;
   TraceLimits limits_;
   std::vector<int> last_reader_;  // per IR node: the last node that reads it (-1: none)
-  int next_pin_ = 0;              // pinned tiles numbered so far: the prefix's, then each cut's
+  // Pinned tile numbers: the prefix's are 3i, a cut's 3i+1 or 3i+2 by the cut's parity. A cut's tiles are
+  // read only by the part after it, which ends at the next cut, so two banks suffice, and the parts of one
+  // chunk are numbered as the same parts of a chunk two before: equal shapes, so replayed (compile.cc).
+  int prefix_pins_ = 0;
   int64_t parts_cut_ = 0;
   int64_t loops_skipped_ = 0;
   // The chunk being traced: the interpreter's state, kept across a cut.
@@ -288,7 +291,7 @@ class Tracer {
   std::vector<TraceValue> prefix_vals_;  // their values (pinned tiles by pin number in .tile)
   bool prefix_ready_ = false;
   void pin_prefix(std::vector<TraceValue>& val, TileProgram& out);
-  int pin(TileProgram& out, int tile);  // a store keeping `tile` for later batches: its pinned tile number
+  int pin(TileProgram& out, int tile, int number);  // a store keeping `tile` for later batches as #number
 };
 
 }  // namespace tinytpu::compiler
