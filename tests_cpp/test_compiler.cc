@@ -381,15 +381,16 @@ TEST_CASE(
 }
 
 namespace {
-// out[i] = init + sum over r1 < outer, r2 < inner of WHERE(r2 < 2 AND guard, a[16·r2 + i], 0), accumulated in
-// a register; the guard, computed before the inner loop, is r1 < k (the same in every lane) or i < k (per
-// lane).
-std::string guarded_sum_ir(bool f32, int outer, int inner, int k, const std::string& init, bool per_lane) {
+// out[i] = init + sum over r1 < outer, r2 < inner of WHERE(r2 < passing AND guard, a[16·r2 + i], 0),
+// accumulated in a register; the guard, computed before the inner loop, is r1 < k (the same in every lane) or
+// i < k (per lane).
+std::string guarded_sum_ir(bool f32, int outer, int inner, int k, const std::string& init, bool per_lane,
+                           int passing = 2) {
   const std::string t = f32 ? "f32" : "i32", zero = f32 ? "0x0p+0" : "0";
   return "KERNEL guarded_sum\nCONST idx 0 16\nCONST idx 0 256\nCONST idx 0 " + std::to_string(outer) +
          "\nCONST idx 0 " + std::to_string(inner) + "\nCONST i32 0 0\nCONST i32 0 16\nCONST i32 0 " +
-         std::to_string(k) + "\nCONST i32 0 2\nCONST " + t + " 0 " + zero + "\nCONST " + t + " 0 " +
-         init +  // 0-9
+         std::to_string(k) + "\nCONST i32 0 " + std::to_string(passing) + "\nCONST " + t + " 0 " + zero +
+         "\nCONST " + t + " 0 " + init +  // 0-9
          "\nPARAM " + t + " 1 0 0 GLOBAL 0 0\nPARAM " + t + " 1 1 1 GLOBAL 0 0\nBUFFER " + t + " 1 5 REG\n" +
          "RANGE i32 1 0 0 WEAK\nINDEX " + t + " 2 12 4\nSTORE void 2 14 9\n" +          // 10-15
          "RANGE i32 1 2 1 REDUCE\nCMPLT bool 2 " + (per_lane ? "13" : "16") + " 6\n" +  // 16-17
@@ -451,4 +452,36 @@ TEST_CASE("tracer: a reduction loop whose every term fails a guard computed befo
     run(5, "0", true, outer);
     if (f32) run(0, "-0x0p+0", false, outer);  // lane 3 of a[] is -0.0; the result is +0.0 in every lane
   }
+}
+
+TEST_CASE(
+    "tracing in parts: parts end at whole iterations of the outer loop, so they repeat and are replayed") {
+  // every term passes: an inner iteration traces a leaf and an ADD, 2 nodes, 6 per outer iteration; a part
+  // cut at any inner iteration's end past 9 nodes would hold 4 (a pinned leaf and 4 iterations)
+  const int outer = 12, inner = 3;
+  const std::string ir = guarded_sum_ir(false, outer, inner, 16, "0", true, inner);
+  const TraceLimits limits{9, 64};
+  Kernel k = parse_kernel(ir);
+  Tracer t(k, {}, {16, 256}, limits);
+  TileProgram p;
+  std::vector<int> adds;  // per part
+  while (!t.trace_chunk(0, p)) {
+    adds.push_back(count(p, Op::ADD));
+    p.clear();
+  }
+  REQUIRE(adds.size() >= 3);
+  for (size_t i = 1; i < adds.size(); ++i) {
+    CHECK(adds[i] % inner == 0);  // whole outer iterations: an inner loop's iteration alone is too small
+    CHECK(adds[i] == adds[1]);
+  }
+
+  Plan plan = compile(k, {}, {}, {16, 256}, {}, {}, limits);
+  CHECK(std::any_of(plan.runs.begin(), plan.runs.end(), [](const LaunchRun& r) { return r.shift >= 0; }));
+  CompiledKernel kernel(ir, {}, limits);
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(16 * 4), DeviceBuffer(256 * 4)};
+  auto* a = reinterpret_cast<int32_t*>(bufs[1].data());
+  for (int e = 0; e < 256; ++e) a[e] = e * 7919 - 900000;
+  kernel.run(bufs, {}, false);
+  for (int i = 0; i < 16; ++i)
+    CHECK(reinterpret_cast<int32_t*>(bufs[0].data())[i] == outer * (a[i] + a[16 + i] + a[32 + i]));
 }

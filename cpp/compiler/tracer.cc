@@ -94,6 +94,7 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
                const TraceLimits& limits, ChunkLayout layout)
     : k_(k), sizes_(buffer_sizes), limits_(limits) {
   last_reader_.assign(k.nodes.size(), -1);
+  enclosing_loop_.assign(k.nodes.size(), -1);
   for (int i = 0; i < int(k.nodes.size()); ++i)
     for (int s : k.nodes[i].src)
       if (s >= 0 && s < int(k.nodes.size())) last_reader_[s] = i;
@@ -121,6 +122,8 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
         points_ *= std::max<int64_t>(bounds_.back(), 0);
       }
       reduce_depth += n.reduce || reduce_depth > 0;
+      for (auto o = open.rbegin(); o != open.rend() && enclosing_loop_[i] < 0; ++o)
+        if (std::find(parallel_.begin(), parallel_.end(), *o) == parallel_.end()) enclosing_loop_[i] = *o;
       open.push_back(i);
     } else if (n.op == Op::END) {
       if (n.src.size() != 2) throw Unsupported("kernel " + k.name + " has a conditional loop back-edge");
@@ -201,6 +204,7 @@ void Tracer::start_chunk(int64_t chunk) {
   s.val.assign(k_.nodes.size(), Value{});
   s.iter.assign(k_.nodes.size(), 0);
   s.bound.assign(k_.nodes.size(), 0);
+  s.iteration_start.assign(k_.nodes.size(), 0);
   s.lane_range.assign(parallel_.size(), Lanes{});
   std::array<bool, kLanes> active;
   int np = int(parallel_.size());
@@ -284,6 +288,7 @@ TraceValue Tracer::new_tile(const TileNode& t) {
         std::to_string(limits_.max_chunk_nodes) +
         " tile operations with no loop iteration ending among them, where it could be traced in parts");
   out.nodes.push_back(t);
+  ++traced_;
   Value v;
   v.kind = Value::kTile;
   v.dtype = t.dtype;
@@ -352,6 +357,7 @@ void Tracer::trace_range(size_t& ip) {
     ip = e;
     return;
   }
+  st_.iteration_start[ip] = traced_;
   res = uniform(n.dtype, 0);
 }
 
@@ -439,7 +445,15 @@ bool Tracer::trace_end(size_t& ip) {
   if (++st_.iter[r] >= st_.bound[r]) return true;
   st_.val[r] = uniform(k_.nodes[r].dtype, st_.iter[r]);
   ip = size_t(r);  // the loop resumes at r + 1
-  if (out_->nodes.size() - first_node_ < limits_.cut_nodes) return true;
+  const int64_t iteration = traced_ - st_.iteration_start[r];
+  st_.iteration_start[r] = traced_;
+  const size_t part = out_->nodes.size() - first_node_;
+  if (part < limits_.cut_nodes) return true;
+  // Parts end at iteration ends of the outermost loop whose iterations (estimated by this loop's last one)
+  // fit in a part: then most parts trace the same iterations moved by a shift, and are replayed. A part so
+  // grows to at most twice the limit.
+  const bool fits = enclosing_loop_[r] >= 0 && iteration * st_.bound[r] <= int64_t(limits_.cut_nodes);
+  if (fits && part < 2 * limits_.cut_nodes) return true;
   st_.ip = size_t(r) + 1;
   st_.cut = r;
   cut(*out_);

@@ -172,12 +172,13 @@ struct TraceValue {
 // concrete element indices: the data plan gathers and scatters them.
 //
 // A long chunk (a reduction of millions of terms per output) is traced in parts, so that its tile
-// nodes fit in host memory: past `cut_nodes` nodes, at the end of a loop iteration, trace_chunk keeps
-// every live value as a pinned tile (a store with `pin`) and returns false; the caller compiles the
-// batch, and the next call resumes the chunk with those values as pinned leaves. `max_chunk_nodes`
-// bounds a part that has no loop iteration to stop at: past it, tracing stops with Unsupported.
+// nodes fit in host memory: past `cut_nodes` nodes, at the end of an iteration of the outermost loop whose
+// iterations fit in a part (and before 2 * cut_nodes), trace_chunk keeps every live value as a pinned tile
+// (a store with `pin`) and returns false; the caller compiles the batch, and the next call resumes the
+// chunk with those values as pinned leaves. `max_chunk_nodes` bounds a part that has no loop iteration to
+// stop at: past it, tracing stops with Unsupported.
 struct TraceLimits {
-  size_t cut_nodes = size_t(1) << 20;        // about 300 MB of tile nodes
+  size_t cut_nodes = size_t(1) << 20;        // about 300 MB of tile nodes (a part: up to twice that)
   size_t max_chunk_nodes = size_t(1) << 23;  // about 2.5 GB
 };
 // How a reducing kernel's chunks take their 16 points (see Tracer::blocked_): kAuto blocks integer
@@ -210,6 +211,8 @@ class Tracer {
   int prefix_pins_ = 0;
   int64_t parts_cut_ = 0;
   int64_t loops_skipped_ = 0;
+  int64_t traced_ = 0;               // tile nodes made so far, over all chunks and parts
+  std::vector<int> enclosing_loop_;  // per RANGE node: the loop around it (-1: none, or a lane-parallel one)
   // The chunk being traced: the interpreter's state, kept across a cut.
   struct ChunkState {
     int64_t chunk = -1;
@@ -217,6 +220,7 @@ class Tracer {
     int cut = -1;   // the RANGE whose iteration ended at the cut
     std::vector<TraceValue> val;
     std::vector<int64_t> iter, bound;
+    std::vector<int64_t> iteration_start;  // per loop: tile nodes traced (traced_) when its iteration began
     std::map<int, std::map<int64_t, TraceValue>> regs;  // BUFFER(REG) node -> element -> value
     // Global stores of this chunk, for a lane reading back what it wrote: (buf, element) -> (tile,
     // lane); tile -1 when the store was gated by data. Buffers written at data-dependent indices are
