@@ -22,6 +22,15 @@ TraceValue uniform(DType d, int64_t x) {  // the same known value in every lane
   return v;
 }
 
+// `res` becomes a constant of dtype `d` whose lanes the caller writes (not cleared first: they are all
+// written).
+void set_const(TraceValue& res, DType d) {
+  res.kind = TraceValue::kConst;
+  res.dtype = d;
+  res.tile = res.buf = res.dyn = -1;
+  res.reg = res.adds_zero_exactly = false;
+}
+
 // Index arithmetic on known lane values: the op table's fold.
 auto folder(Op op) {
   auto f = op_info(op).fold;
@@ -280,7 +289,7 @@ void Tracer::resume(TileProgram& out) {
   st_.pin_dtypes.clear();
 }
 
-TraceValue Tracer::new_tile(const TileNode& t) {
+int Tracer::new_tile(const TileNode& t) {
   TileProgram& out = *out_;
   if (out.nodes.size() - first_node_ >= limits_.max_chunk_nodes)
     throw Unsupported(
@@ -289,11 +298,17 @@ TraceValue Tracer::new_tile(const TileNode& t) {
         " tile operations with no loop iteration ending among them, where it could be traced in parts");
   out.nodes.push_back(t);
   ++traced_;
-  Value v;
-  v.kind = Value::kTile;
-  v.dtype = t.dtype;
-  v.tile = int(out.nodes.size()) - 1;
-  return v;
+  return int(out.nodes.size()) - 1;
+}
+
+// `res` becomes the new tile `t`. Its lanes are left as they were: a tile's value has none, and writing them
+// (128 bytes) for every node was a large part of tracing.
+void Tracer::set_tile(TraceValue& res, const TileNode& t) {
+  res.tile = new_tile(t);
+  res.kind = Value::kTile;
+  res.dtype = t.dtype;
+  res.buf = res.dyn = -1;
+  res.reg = res.adds_zero_exactly = false;
 }
 
 int Tracer::to_tile(const TraceValue& x) {  // constants become leaf tiles
@@ -302,7 +317,7 @@ int Tracer::to_tile(const TraceValue& x) {  // constants become leaf tiles
   TileNode t{Op::LOAD, x.dtype};
   LeafLanes& lanes = out_->lanes(t);
   for (int l = 0; l < kLanes; ++l) lanes[l].bits = uint32_t(x.v[l]);
-  return new_tile(t).tile;
+  return new_tile(t);
 }
 
 // A load of elements this chunk already stored sees the stored lanes (sequential semantics within a work
@@ -327,8 +342,8 @@ void Tracer::forward_stores(TraceValue& res, const TileNode& t, int buf) {
     TileNode mask{Op::LOAD, DType::kBool};
     LeafLanes& bits = out_->lanes(mask);
     for (int l = 0; l < kLanes; ++l) bits[l].bits = lanes[l];
-    int m = new_tile(mask).tile;
-    res = new_tile(TileNode{Op::WHERE, t.dtype, DType::kBool, m, tile, res.tile});
+    int m = new_tile(mask);
+    set_tile(res, TileNode{Op::WHERE, t.dtype, DType::kBool, m, tile, res.tile});
   }
 }
 
@@ -470,8 +485,7 @@ void Tracer::trace_if(const Node& n) {
     for (int l = 0; l < kLanes; ++l) m[l] = m[l] && c.v[l];
   } else {
     c.dtype = DType::kBool;
-    gate = gate < 0 ? to_tile(c)
-                    : new_tile(TileNode{Op::AND, DType::kBool, DType::kBool, gate, to_tile(c)}).tile;
+    gate = gate < 0 ? to_tile(c) : new_tile(TileNode{Op::AND, DType::kBool, DType::kBool, gate, to_tile(c)});
   }
   st_.masks.push_back(m);
   st_.data_gates.push_back(gate);
@@ -531,16 +545,16 @@ void Tracer::trace_load(size_t ip) {
       leaf[l].index = p.v[l];
     }
   }
-  res = new_tile(t);
+  set_tile(res, t);
   if (st_.stored_bufs.count(p.buf)) forward_stores(res, t, p.buf);
   if (data_gate) {
     TileNode w{Op::WHERE, n.dtype, DType::kBool, gate->tile, res.tile, to_tile(*alt)};
-    res = new_tile(w);
+    set_tile(res, w);
   } else if (alt && alt->kind != Value::kConst) {  // a computed fallback: select it where the gate is off
     Value g = *gate;
     g.dtype = DType::kBool;
     TileNode w{Op::WHERE, n.dtype, DType::kBool, to_tile(g), res.tile, to_tile(*alt)};
-    res = new_tile(w);
+    set_tile(res, w);
   }
 }
 
@@ -555,7 +569,7 @@ void Tracer::trace_store(const Node& n) {
     Value& r = st_.regs[p.buf][p.v[0]];
     if (gate >= 0) {  // a register written under a data gate keeps its old value where the gate is off
       Value old = r.kind == Value::kNone ? uniform(x.dtype, 0) : r;
-      r = new_tile(TileNode{Op::WHERE, x.dtype, DType::kBool, gate, to_tile(x), to_tile(old)});
+      set_tile(r, TileNode{Op::WHERE, x.dtype, DType::kBool, gate, to_tile(x), to_tile(old)});
     } else {
       r = x;
     }
@@ -592,7 +606,7 @@ void Tracer::trace_cast(size_t ip) {
     res = x;
     res.dtype = n.dtype;
   } else {
-    res = new_tile(TileNode{n.op, n.dtype, x.dtype, to_tile(x)});
+    set_tile(res, TileNode{n.op, n.dtype, x.dtype, to_tile(x)});
   }
 }
 
@@ -611,7 +625,7 @@ void Tracer::trace_alu(size_t ip) {
     const Lanes& b = n.src.size() > 1 ? src(n, 1).v : kNoSource;
     const Lanes& c = n.src.size() > 2 ? src(n, 2).v : kNoSource;
     const auto f = folder(n.op);
-    res = uniform(n.dtype, 0);
+    set_const(res, n.dtype);
     for (int l = 0; l < kLanes; ++l) res.v[l] = f(n.dtype, a[l], b[l], c[l]);
     return;
   }
@@ -622,7 +636,7 @@ void Tracer::trace_alu(size_t ip) {
   if (n.src.size() > 2) t.c = to_tile(src(n, 2));
   bool adds_zero = n.op == Op::ADD && n.dtype == DType::kF32 &&
                    (never_negative_zero(src(n, 0)) || never_negative_zero(src(n, 1)));
-  res = new_tile(t);
+  set_tile(res, t);
   res.adds_zero_exactly = adds_zero;
 }
 
@@ -639,7 +653,7 @@ bool Tracer::fold_float(const Node& n, TraceValue& res) {
     b[l] = int32_t(uint32_t(src(n, 1).v[l]));
   }
   kVpuOps[size_t(*f32_op)].fn(a, b, Tile{}, out);
-  res = uniform(n.dtype, 0);
+  set_const(res, n.dtype);
   for (int l = 0; l < kLanes; ++l) res.v[l] = uint32_t(out[l]);
   return true;
 }
@@ -693,7 +707,7 @@ bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
         if (v.kind != Value::kTile) continue;
         TileNode leaf{Op::LOAD, v.dtype};
         leaf.pinned = prefix_vals_[s].tile;
-        v.tile = new_tile(leaf).tile;
+        v.tile = new_tile(leaf);
       }
       start = size_t(prefix_end_);
     }

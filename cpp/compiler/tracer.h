@@ -239,8 +239,9 @@ class Tracer {
   // Tracing one IR node, by kind; each writes the node's value in st_.val.
   TraceValue& src(const Node& n, int i) {
     return st_.val[n.src.at(i)];
-  }  // malformed IR: an error, not a wild read
-  TraceValue new_tile(const TileNode& t);
+  }                                                   // malformed IR: an error, not a wild read
+  int new_tile(const TileNode& t);                    // appends a tile node: its index
+  void set_tile(TraceValue& res, const TileNode& t);  // res becomes a new tile node
   int to_tile(const TraceValue& x);
   void forward_stores(TraceValue& res, const TileNode& t, int buf);
   void trace_range(size_t& ip);
