@@ -151,3 +151,10 @@ TEST_CASE("geometry: a compiled kernel runs on the core it was compiled for") {
   CHECK(*reinterpret_cast<int32_t*>(bufs[0].data()) == 1240 - 640);  // sum of i^2 for i < 16, minus 16 * 40
   CHECK(s.launches == 1);
 }
+
+TEST_CASE("geometry: OUTPUT_ASRAM prints every one of an ActivationSRAM word's R values") {
+  const Mat a = random_i8(1, R);
+  auto r = test::run(amem(5, a, 0) + "HALT\nOUTPUT_ASRAM ASRAM[5]\nEND");
+  REQUIRE(r.asram_results.size() == 1);
+  for (int c = 0; c < R; ++c) CHECK(r.asram_results[0][c] == a(0, c));
+}

@@ -181,7 +181,8 @@ template <bool kTraced>
     } else if (ai < asram_out.size()) {
       if constexpr (kTraced) trace_testbench(*tc.trace, tc.cycle, "OUTPUT_ASRAM AMEM", asram_out[ai]);
       const I8Row& a = tc.asram.mem[asram_out[ai++]];
-      res.asram_results.push_back({a[0], a[1], a[2], a[3]});
+      res.asram_results.emplace_back();
+      std::copy(a.begin(), a.end(), res.asram_results.back().begin());
     } else {
       break;  // do_output_done prints `cycles N` in this cycle
     }
