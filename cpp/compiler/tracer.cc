@@ -444,7 +444,9 @@ bool Tracer::adds_nothing(const GuardedAccumulation& acc) {
   if (x.dtype != acc.dtype) return false;
   if (x.kind == Value::kTile) return !is_float(x.dtype) || (x.dtype == DType::kF32 && x.adds_zero_exactly);
   if (x.kind != Value::kConst) return false;
-  if (!is_float(x.dtype)) return true;  // constant lanes: x + 0 folds to x
+  if (!is_float(x.dtype))  // constant lanes: x + 0 folds to x, as the loop's ADD would fold it
+    return std::all_of(x.v.begin(), x.v.end(),
+                       [&](int64_t l) { return fold(Op::ADD, x.dtype, l, 0, 0) == l; });
   if (x.dtype != DType::kF32) return false;
   Tile lanes, zero{}, sum;  // x + (+0.0) on the VPU: x unless a lane is -0.0 or a signalling NaN
   for (int l = 0; l < kLanes; ++l) lanes[l] = int32_t(uint32_t(x.v[l]));
