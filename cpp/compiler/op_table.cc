@@ -77,11 +77,17 @@ constexpr ReduceOps kMaxInt{V::kMaxReduceTile, V::kMaxReduce, V::kMaxReduceCol};
 
 // Control and memory ops: no value lowering of their own.
 constexpr OpInfo plain(Op op, const char* name, int sources, Accepts accepts = Accepts::kAny) {
-  return {op, name, sources, accepts, nullptr, none, none, false, none, none, false, nullptr};
+  return {op, name, sources, accepts, Fold{}, none, none, false, none, none, false, nullptr};
 }
 // An op computed per lane: its fold and its one instruction, if any.
-constexpr OpInfo alu(Op op, const char* name, int sources, Accepts accepts,
-                     int64_t (*fold)(DType, int64_t, int64_t, int64_t),
+template <int64_t (*F)(DType, int64_t, int64_t, int64_t)>
+void over_lanes(DType d, const int64_t* a, const int64_t* b, const int64_t* c, int64_t* out) {
+  for (int l = 0; l < kTileElems; ++l) out[l] = F(d, a[l], b[l], c[l]);
+}
+template <int64_t (*F)(DType, int64_t, int64_t, int64_t)>
+constexpr Fold folds{F, over_lanes<F>};
+
+constexpr OpInfo alu(Op op, const char* name, int sources, Accepts accepts, Fold fold,
                      std::optional<VpuOpcode> int_op = none, std::optional<VpuOpcode> f32_op = none,
                      bool mxu_epilogue = false) {
   return {op, name, sources, accepts, fold, int_op, f32_op, mxu_epilogue, none, none, false, nullptr};
@@ -117,32 +123,32 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     plain(Op::NOOP, "NOOP", 0),
     plain(Op::BARRIER, "BARRIER", 0),
     plain(Op::STACK, "STACK", 0, A::kStack),
-    reducing(alu(Op::ADD, "ADD", 2, A::kIntOrF32, fold_add, V::kAdd, V::kFadd, true), kSumInt, kSumF32, false,
-             sum_identity),
-    alu(Op::SUB, "SUB", 2, A::kIntOrF32, fold_sub, V::kSub, V::kFsub, true),
-    reducing(alu(Op::MUL, "MUL", 2, A::kIntOrF32, fold_mul, V::kMul, V::kFmul, true), kProductInt, none,
-             false, product_identity),
-    alu(Op::NEG, "NEG", 1, A::kIntOrF32, fold_neg),
+    reducing(alu(Op::ADD, "ADD", 2, A::kIntOrF32, folds<fold_add>, V::kAdd, V::kFadd, true), kSumInt, kSumF32,
+             false, sum_identity),
+    alu(Op::SUB, "SUB", 2, A::kIntOrF32, folds<fold_sub>, V::kSub, V::kFsub, true),
+    reducing(alu(Op::MUL, "MUL", 2, A::kIntOrF32, folds<fold_mul>, V::kMul, V::kFmul, true), kProductInt,
+             none, false, product_identity),
+    alu(Op::NEG, "NEG", 1, A::kIntOrF32, folds<fold_neg>),
     // int: MAX compares signed lanes (uint32 takes MAX_U32, and is not reduced); float: emit_node
-    reducing(alu(Op::MAX, "MAX", 2, A::kIntOrF32, fold_max, V::kMax, none, true), kMaxInt, none, true,
+    reducing(alu(Op::MAX, "MAX", 2, A::kIntOrF32, folds<fold_max>, V::kMax, none, true), kMaxInt, none, true,
              max_identity),
-    alu(Op::CMPLT, "CMPLT", 2, A::kBool, fold_cmplt, V::kCmplt, V::kFcmplt),
-    alu(Op::CMPNE, "CMPNE", 2, A::kBool, fold_cmpne, V::kCmpne),
-    alu(Op::CMPEQ, "CMPEQ", 2, A::kBool, fold_cmpeq, V::kCmpeq),
-    alu(Op::WHERE, "WHERE", 3, A::kValue, fold_where),
-    alu(Op::AND, "AND", 2, A::kIntOrBool, fold_and, V::kAnd),
-    alu(Op::OR, "OR", 2, A::kIntOrBool, fold_or, V::kOr),
-    alu(Op::XOR, "XOR", 2, A::kIntOrBool, fold_xor, V::kXor),
-    alu(Op::SHL, "SHL", 2, A::kInt, fold_shl, V::kShl),
-    alu(Op::SHR, "SHR", 2, A::kInt, fold_shr, V::kShr),  // logical; signed lanes: emit_node
-    alu(Op::CDIV, "CDIV", 2, A::kInt, fold_cdiv, V::kDiv),
-    alu(Op::CMOD, "CMOD", 2, A::kInt, fold_cmod),
-    alu(Op::RECIPROCAL, "RECIPROCAL", 1, A::kF32, nullptr),
-    alu(Op::TRUNC, "TRUNC", 1, A::kF32, nullptr),
-    alu(Op::EXP2, "EXP2", 1, A::kF32FastMath, nullptr, none, V::kExp2),
-    alu(Op::LOG2, "LOG2", 1, A::kF32FastMath, nullptr, none, V::kLog2),
-    alu(Op::SIN, "SIN", 1, A::kF32FastMath, nullptr, none, V::kSin),
-    alu(Op::FDIV, "FDIV", 2, A::kF32, nullptr),
+    alu(Op::CMPLT, "CMPLT", 2, A::kBool, folds<fold_cmplt>, V::kCmplt, V::kFcmplt),
+    alu(Op::CMPNE, "CMPNE", 2, A::kBool, folds<fold_cmpne>, V::kCmpne),
+    alu(Op::CMPEQ, "CMPEQ", 2, A::kBool, folds<fold_cmpeq>, V::kCmpeq),
+    alu(Op::WHERE, "WHERE", 3, A::kValue, folds<fold_where>),
+    alu(Op::AND, "AND", 2, A::kIntOrBool, folds<fold_and>, V::kAnd),
+    alu(Op::OR, "OR", 2, A::kIntOrBool, folds<fold_or>, V::kOr),
+    alu(Op::XOR, "XOR", 2, A::kIntOrBool, folds<fold_xor>, V::kXor),
+    alu(Op::SHL, "SHL", 2, A::kInt, folds<fold_shl>, V::kShl),
+    alu(Op::SHR, "SHR", 2, A::kInt, folds<fold_shr>, V::kShr),  // logical; signed lanes: emit_node
+    alu(Op::CDIV, "CDIV", 2, A::kInt, folds<fold_cdiv>, V::kDiv),
+    alu(Op::CMOD, "CMOD", 2, A::kInt, folds<fold_cmod>),
+    alu(Op::RECIPROCAL, "RECIPROCAL", 1, A::kF32, Fold{}),
+    alu(Op::TRUNC, "TRUNC", 1, A::kF32, Fold{}),
+    alu(Op::EXP2, "EXP2", 1, A::kF32FastMath, Fold{}, none, V::kExp2),
+    alu(Op::LOG2, "LOG2", 1, A::kF32FastMath, Fold{}, none, V::kLog2),
+    alu(Op::SIN, "SIN", 1, A::kF32FastMath, Fold{}, none, V::kSin),
+    alu(Op::FDIV, "FDIV", 2, A::kF32, Fold{}),
     plain(Op::MXU_DOT, "MXU_DOT", 0, A::kNever),
     plain(Op::LANE_REDUCE, "LANE_REDUCE", 0, A::kNever),
     plain(Op::LANE_BROADCAST, "LANE_BROADCAST", 0, A::kNever),

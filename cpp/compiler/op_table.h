@@ -4,6 +4,7 @@
 
 #include "compiler/ir.h"
 #include "isa/vpu_ops.h"
+#include "sim/tile.h"
 
 namespace tinytpu::compiler {
 
@@ -28,6 +29,14 @@ struct ReduceOps {
   VpuOpcode tile, row, col;
 };
 
+// Index arithmetic on known lane values (the tracer), with the result wrapped to the dtype: one lane, and
+// all of a tile's lanes in one call (the same fold, instantiated over the lanes: the tracer's hottest loop).
+struct Fold {
+  int64_t (*one)(DType d, int64_t a, int64_t b, int64_t c) = nullptr;
+  void (*lanes)(DType d, const int64_t* a, const int64_t* b, const int64_t* c, int64_t* out) = nullptr;
+  explicit operator bool() const { return one != nullptr; }
+};
+
 // One row per tinygrad op: what the IR may hold, how index arithmetic folds it, the VPU instruction it
 // lowers to when that is one instruction, and how a reduction over it runs. A pass reads these columns
 // instead of listing ops, so changing a property touches one row. Lowerings longer than one instruction
@@ -38,9 +47,7 @@ struct OpInfo {
   const char* name;  // as the renderer serialises it
   int sources;       // the fewest sources a well-formed IR line has
   Accepts accepts;
-  // Index arithmetic on known lane values (the tracer), with the result wrapped to the dtype; null: no
-  // fold (floats, memory, control).
-  int64_t (*fold)(DType d, int64_t a, int64_t b, int64_t c);
+  Fold fold;                                // none for floats, memory and control
   std::optional<VpuOpcode> int_op, f32_op;  // the one instruction on integer / float32 lanes
   bool mxu_epilogue;  // the MXU's generic epilogue (46) computes it on the column sums (its int_op)
   // Cross-lane reductions (lane packing): integer lanes (signed only when `signed_reduce`), float32
