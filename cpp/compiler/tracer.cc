@@ -41,6 +41,23 @@ int64_t fold(Op op, DType d, int64_t a, int64_t b, int64_t c) { return folder(op
 
 bool is_alu(Op op) { return op >= Op::ADD && op <= Op::TRUNC; }
 
+// Every lane of `v` is known to be `x`.
+bool all_lanes(const TraceValue& v, int64_t x) {
+  return v.kind == TraceValue::kConst &&
+         std::all_of(v.v.begin(), v.v.end(), [&](int64_t l) { return l == x; });
+}
+
+// A float32 op on known lanes, computed by its VPU instruction: the lanes the hardware would compute.
+void vpu_f32(VpuOpcode op, const Lanes& x, const Lanes& y, Lanes& res) {
+  Tile a, b, out;
+  for (int l = 0; l < kLanes; ++l) {
+    a[l] = int32_t(uint32_t(x[l]));
+    b[l] = int32_t(uint32_t(y[l]));
+  }
+  kVpuOps[size_t(op)].fn(a, b, Tile{}, out);
+  for (int l = 0; l < kLanes; ++l) res[l] = uint32_t(out[l]);
+}
+
 // A float32 value that no lane holds as -0.0: a constant without it, or a tile that adds +0.0 exactly.
 bool never_negative_zero(const TraceValue& v) {
   if (v.kind == TraceValue::kTile) return v.adds_zero_exactly;
@@ -104,10 +121,10 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
     : k_(k), sizes_(buffer_sizes), limits_(limits) {
   last_reader_.assign(k.nodes.size(), -1);
   enclosing_loop_.assign(k.nodes.size(), -1);
+  loop_end_.assign(k.nodes.size(), -1);
   for (int i = 0; i < int(k.nodes.size()); ++i)
     for (int s : k.nodes[i].src)
       if (s >= 0 && s < int(k.nodes.size())) last_reader_[s] = i;
-  find_guarded_loops();
   // Scalar variables arrive in `vals` in PARAM slot order; index them by slot.
   std::vector<int64_t> var_slots;
   for (const Node& n : k.nodes)
@@ -136,6 +153,7 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
       open.push_back(i);
     } else if (n.op == Op::END) {
       if (n.src.size() != 2) throw Unsupported("kernel " + k.name + " has a conditional loop back-edge");
+      loop_end_[n.src[1]] = i;
       open.erase(std::remove(open.begin(), open.end(), n.src[1]), open.end());
       const Node& r = k.nodes[n.src[1]];
       if (reduce_depth > 0 &&
@@ -143,6 +161,7 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
         --reduce_depth;
     }
   }
+  find_guarded_loops();
   size_t np = parallel_.size();
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
                              [](const Node& n) { return n.op == Op::RANGE && n.reduce; });
@@ -367,9 +386,8 @@ void Tracer::trace_range(size_t& ip) {
                                   [&](const GuardedAccumulation& acc) { return this->adds_nothing(acc); });
   loops_skipped_ += adds_nothing && st_.bound[ip] > 0;
   if (st_.bound[ip] <= 0 || adds_nothing) {  // skip to after the matching END
-    size_t e = ip + 1;
-    while (!(k_.nodes[e].op == Op::END && k_.nodes[e].src[1] == int(ip))) ++e;
-    ip = e;
+    if (loop_end_[ip] < 0) throw Unsupported("kernel " + k_.name + ": a loop without its END");
+    ip = size_t(loop_end_[ip]);
     return;
   }
   st_.iteration_start[ip] = traced_;
@@ -415,10 +433,9 @@ void Tracer::find_guarded_loops() {
   for (int r = 0; r < size; ++r) {
     if (nodes[r].op != Op::RANGE || !nodes[r].reduce) continue;
     std::vector<GuardedAccumulation> accs;
-    bool guarded = true;
-    for (int i = r + 1; i < size && guarded; ++i) {
+    bool guarded = loop_end_[r] >= 0;
+    for (int i = r + 1; i < loop_end_[r] && guarded; ++i) {
       const Node& n = nodes[i];
-      if (n.op == Op::END && n.src.size() == 2 && n.src[1] == r) break;
       if (n.op == Op::IF) guarded = false;
       if (n.op != Op::STORE) continue;
       auto acc = match(r, n);
@@ -430,10 +447,7 @@ void Tracer::find_guarded_loops() {
 }
 
 bool Tracer::adds_nothing(const GuardedAccumulation& acc) {
-  auto all_zero = [&](int node) {
-    const Value& v = st_.val[node];
-    return v.kind == Value::kConst && std::all_of(v.v.begin(), v.v.end(), [](int64_t x) { return x == 0; });
-  };
+  auto all_zero = [&](int node) { return all_lanes(st_.val[node], 0); };
   const Value& elem = st_.val[acc.elem];
   if (!all_zero(acc.zero) || elem.kind != Value::kConst ||
       std::none_of(acc.guards.begin(), acc.guards.end(), all_zero))
@@ -448,10 +462,9 @@ bool Tracer::adds_nothing(const GuardedAccumulation& acc) {
     return std::all_of(x.v.begin(), x.v.end(),
                        [&](int64_t l) { return fold(Op::ADD, x.dtype, l, 0, 0) == l; });
   if (x.dtype != DType::kF32) return false;
-  Tile lanes, zero{}, sum;  // x + (+0.0) on the VPU: x unless a lane is -0.0 or a signalling NaN
-  for (int l = 0; l < kLanes; ++l) lanes[l] = int32_t(uint32_t(x.v[l]));
-  kVpuOps[size_t(*op_info(Op::ADD).f32_op)].fn(lanes, zero, Tile{}, sum);
-  return sum == lanes;
+  Lanes sum;  // x + (+0.0) on the VPU: x unless a lane is -0.0 or a signalling NaN
+  vpu_f32(*op_info(Op::ADD).f32_op, x.v, Lanes{}, sum);
+  return sum == x.v;
 }
 
 // The END of a loop: the next iteration (ip moves back to its RANGE), or the loop is done. False: the
@@ -649,14 +662,8 @@ bool Tracer::fold_float(const Node& n, TraceValue& res) {
   if (n.dtype != DType::kF32 || !f32_op || n.src.size() != 2) return false;
   for (int s : n.src)
     if (st_.val[s].kind != Value::kConst || st_.val[s].dtype != DType::kF32) return false;
-  Tile a, b, out;
-  for (int l = 0; l < kLanes; ++l) {
-    a[l] = int32_t(uint32_t(src(n, 0).v[l]));
-    b[l] = int32_t(uint32_t(src(n, 1).v[l]));
-  }
-  kVpuOps[size_t(*f32_op)].fn(a, b, Tile{}, out);
   set_const(res, n.dtype);
-  for (int l = 0; l < kLanes; ++l) res.v[l] = uint32_t(out[l]);
+  vpu_f32(*f32_op, src(n, 0).v, src(n, 1).v, res.v);
   return true;
 }
 
@@ -665,26 +672,20 @@ bool Tracer::fold_float(const Node& n, TraceValue& res) {
 // term of a reduction whose index test fails in every lane of the chunk (a padded convolution's gradient,
 // say) so costs nothing.
 bool Tracer::simplify(const Node& n, TraceValue& res) {
-  auto known = [&](const Value& v, int64_t x) {
-    if (v.kind != Value::kConst) return false;
-    for (int l = 0; l < kLanes; ++l)
-      if (v.v[l] != x) return false;
-    return true;
-  };
   const Value* same = nullptr;
   if (n.op == Op::WHERE) {
     const Value& c = src(n, 0);
-    if (known(c, 1) || known(c, 0)) same = &src(n, known(c, 1) ? 1 : 2);
+    if (all_lanes(c, 1) || all_lanes(c, 0)) same = &src(n, all_lanes(c, 1) ? 1 : 2);
   } else if (n.op == Op::AND) {  // x & 0 is 0: a conjunction with a test failing in every lane fails
     for (int i : {0, 1})
-      if (known(src(n, i), 0)) same = &src(n, i);
+      if (all_lanes(src(n, i), 0)) same = &src(n, i);
   } else if (n.op == Op::ADD) {
     for (int i : {0, 1}) {
       const Value& x = src(n, i);
       const Value& zero = src(n, 1 - i);
       bool exact =
           n.dtype == DType::kF32 ? x.kind == Value::kTile && x.adds_zero_exactly : !is_float(n.dtype);
-      if (exact && known(zero, 0) && (x.kind == Value::kTile || x.kind == Value::kConst)) same = &x;
+      if (exact && all_lanes(zero, 0) && (x.kind == Value::kTile || x.kind == Value::kConst)) same = &x;
     }
   }
   if (!same) return false;

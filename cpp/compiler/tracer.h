@@ -213,6 +213,7 @@ class Tracer {
   int64_t loops_skipped_ = 0;
   int64_t traced_ = 0;               // tile nodes made so far, over all chunks and parts
   std::vector<int> enclosing_loop_;  // per RANGE node: the loop around it (-1: none, or a lane-parallel one)
+  std::vector<int> loop_end_;        // per RANGE node: its END node (-1: none)
   // The chunk being traced: the interpreter's state, kept across a cut.
   struct ChunkState {
     int64_t chunk = -1;
