@@ -326,13 +326,14 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
   TileProgram prog;
   int chains = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
   ReplayCache replays;
+  BatchShape shape;                         // the current batch's, in storage kept across batches
   auto next_batch = [&] { prog.clear(); };  // emptied, not freed: the next batch is mostly as large
   auto compile_batch = [&] {
     if (prog.stores.empty()) return;
     why.passed(0);
-    std::optional<BatchShape> shape = batch_shape(prog);
+    const bool has_shape = batch_shape(prog, shape);
     why.passed(1);
-    if (auto hit = shape ? replays.find(*shape) : std::nullopt) {  // an earlier batch's launches, shifted
+    if (auto hit = has_shape ? replays.find(shape) : std::nullopt) {  // an earlier batch's launches, shifted
       replay(*hit, sizes, plan);
       why.counted(*hit->batch);
       why.passed(5);
@@ -361,8 +362,8 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
     for (const Launch& l : launches)
       if (l.cut) ++batch.cuts[l.cut];
     why.counted(batch);
-    if (shape && chains == first_chain && prog.mxu.empty())  // no MXU chain: nothing data-dependent
-      replays.add(std::move(*shape), std::move(batch));
+    if (has_shape && chains == first_chain && prog.mxu.empty())  // no MXU chain: nothing data-dependent
+      replays.add(shape, std::move(batch));
     next_batch();
   };
   const int64_t chunks = std::max<int64_t>(tracer.num_chunks(), 1);

@@ -8,22 +8,55 @@ namespace tinytpu::compiler {
 
 namespace {
 
-// Appends element indices relative to their buffer's base (set by the first index seen); false when
-// one is too far from it to encode.
+// Writes words into a shape's storage through a pointer (the words of a batch are millions, and a
+// push_back per word was most of this pass's time), and element indices relative to their buffer's base (set
+// by the first index seen).
 class ShapeWriter {
  public:
-  explicit ShapeWriter(BatchShape& s) : s_(s) {}
-  void put(int64_t v) { s_.code.push_back(int32_t(v)); }
+  ShapeWriter(BatchShape& s, size_t max_words) : s_(s) {
+    if (s.code.size() < max_words) s.code.resize(max_words);
+    at_ = s.code.data();
+  }
+  size_t size() const { return size_t(at_ - s_.code.data()); }
+  void put(int64_t v) { *at_++ = int32_t(v); }
+  // False when an index is too far from its base to encode.
   bool index(int buf, int64_t index) {
-    if (buf < 0) return fits(index) && (put(index), true);  // a constant lane's index (0)
-    if (size_t(buf) >= s_.base.size()) s_.base.resize(buf + 1, BatchShape::kNoBase);
-    if (s_.base[buf] == BatchShape::kNoBase) s_.base[buf] = index;
-    int64_t rel = index - s_.base[buf];
+    const int64_t rel = relative(buf, index);
     return fits(rel) && (put(rel), true);
   }
+  // Lanes whose indices form a strided pattern, index(l) = i0 + (l % kRows) * col + (l / kRows) * row (16
+  // consecutive elements, a 4x4 block, one repeated element): kStrided and its three numbers, else
+  // kEachLane and each lane's index. indices(l) gives lane l's index.
+  template <class Index>
+  bool lanes(int buf, Index indices) {
+    const int64_t i0 = indices(0), col = indices(1) - i0, row = indices(kRows) - i0;
+    bool strided = fits(col) && fits(row);
+    for (int l = 0; strided && l < kLanes; ++l)
+      strided = indices(l) == i0 + (l % kRows) * col + (l / kRows) * row;
+    if (strided) {
+      put(kStrided);
+      put(col);
+      put(row);
+      return index(buf, i0);
+    }
+    put(kEachLane);
+    for (int l = 0; l < kLanes; ++l)
+      if (!index(buf, indices(l))) return false;
+    return true;
+  }
+  // Markers (a buffer slot is >= 0): a leaf of one constant, a leaf mixing constants and buffers; a lane
+  // pattern.
+  static constexpr int32_t kUniform = -2, kMixed = -3, kStrided = -4, kEachLane = -5;
 
  private:
   BatchShape& s_;
+  int32_t* at_;
+  int64_t relative(int buf, int64_t index) {
+    if (buf < 0) return index;  // a constant lane's index (0), or a pin's store
+    if (size_t(buf) >= s_.base.size()) s_.base.resize(buf + 1, BatchShape::kNoBase);
+    if (s_.base[buf] == BatchShape::kNoBase) s_.base[buf] = index;
+    return index - s_.base[buf];
+  }
   static bool fits(int64_t v) {
     return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
   }
@@ -31,13 +64,13 @@ class ShapeWriter {
 
 // Two code words to a 64-bit word, in four independent streams: a batch's code is millions of words, and
 // one multiply chain over them was most of this pass's time.
-uint64_t hash_words(const std::vector<int32_t>& code) {
-  std::array<uint64_t, 4> h{0x9e3779b97f4a7c15ull ^ code.size(), 1, 2, 3};
+uint64_t hash_words(const int32_t* code, size_t size) {
+  std::array<uint64_t, 4> h{0x9e3779b97f4a7c15ull ^ size, 1, 2, 3};
   auto mix = [](uint64_t& x, uint64_t w) {
     x = (x ^ w) * 0xff51afd7ed558ccdull;
     x ^= x >> 29;
   };
-  const size_t words = code.size() / 2;
+  const size_t words = size / 2;
   size_t i = 0;
   for (; i + 4 <= words; i += 4)
     for (size_t j = 0; j < 4; ++j) {
@@ -45,65 +78,86 @@ uint64_t hash_words(const std::vector<int32_t>& code) {
       std::memcpy(&w, &code[2 * (i + j)], 8);
       mix(h[j], w);
     }
-  for (size_t k = 2 * i; k < code.size(); ++k) mix(h[0], uint32_t(code[k]));
+  for (size_t k = 2 * i; k < size; ++k) mix(h[0], uint32_t(code[k]));
   for (size_t j = 1; j < 4; ++j) mix(h[0], h[j]);
   return h[0];
 }
 
 }  // namespace
 
-std::optional<BatchShape> batch_shape(const TileProgram& p) {
-  if (!p.mxu.empty()) return std::nullopt;
-  BatchShape s;
-  s.code.reserve(p.nodes.size() * 6 + p.leaves.size() * 3 * kLanes);
-  ShapeWriter w(s);
+bool batch_shape(const TileProgram& p, BatchShape& s) {
+  if (!p.mxu.empty()) return false;
+  s.base.clear();
+  // at most: a node's five words and a leaf's marker and three words per lane; a store's four words, its
+  // active words, a marker and an index per lane
+  constexpr size_t kActiveWords = (kLanes + 31) / 32;
+  ShapeWriter w(s, p.nodes.size() * (5 + 1 + 3 * kLanes) + p.stores.size() * (4 + kActiveWords + 1 + kLanes));
   for (const TileNode& n : p.nodes) {  // every field of TileNode; the small ones in one word
-    if (n.dynamic || n.mxu >= 0) return std::nullopt;
+    if (n.dynamic || n.mxu >= 0) return false;
     static_assert(int(Op::kCount) <= 64 && int(DType::kOther) < 16, "the packed word's field widths");
     w.put(int64_t(n.op) | int64_t(n.dtype) << 6 | int64_t(n.from) << 10 | int64_t(n.gated) << 14 |
           int64_t(n.reduce) << 15 | int64_t(n.axis) << 21 | int64_t(n.lane) << 23);
     for (int64_t v : {int64_t(n.a), int64_t(n.b), int64_t(n.c), int64_t(n.pinned)}) w.put(v);
     if (n.op != Op::LOAD) continue;
-    for (const LeafLane& l : p.lanes(n)) {
+    const LeafLanes& lanes = p.lanes(n);
+    const LeafLane& first = lanes[0];
+    bool same = true;  // every lane of one buffer (or a constant), with equal bits
+    for (const LeafLane& l : lanes) same = same && l.buf == first.buf && l.bits == first.bits;
+    if (same && first.buf >= 0) {
+      w.put(first.buf);
+      w.put(int32_t(first.bits));
+      if (!w.lanes(first.buf, [&](int l) { return lanes[l].index; })) return false;
+      continue;
+    }
+    if (same) {  // one constant
+      w.put(ShapeWriter::kUniform);
+      w.put(int32_t(first.bits));
+      continue;
+    }
+    w.put(ShapeWriter::kMixed);
+    for (const LeafLane& l : lanes) {
       w.put(l.buf);
       w.put(int32_t(l.bits));
-      if (l.buf >= 0 && !w.index(l.buf, l.index)) return std::nullopt;  // a constant lane has no index
+      if (l.buf >= 0 && !w.index(l.buf, l.index)) return false;  // a constant lane has no index
     }
   }
   for (const TileStore& st : p.stores) {  // every field of TileStore
-    if (st.index_node >= 0) return std::nullopt;
+    if (st.index_node >= 0) return false;
     for (int64_t v : {int64_t(st.buf), int64_t(st.value), int64_t(st.gate), int64_t(st.pin)}) w.put(v);
     for (int l = 0; l < kLanes; l += 32) {  // the active lanes, 32 to a word
       uint32_t active = 0;
       for (int k = l; k < std::min(l + 32, kLanes); ++k) active |= uint32_t(st.active[k]) << (k - l);
       w.put(int32_t(active));
     }
-    for (int64_t i : st.index)
-      if (!w.index(st.buf, i)) return std::nullopt;
+    if (!w.lanes(st.buf, [&](int l) { return st.index[l]; })) return false;
   }
-  s.hash = hash_words(s.code);
-  return s;
+  s.size = w.size();
+  s.hash = hash_words(s.code.data(), s.size);
+  return true;
 }
 
 std::optional<ReplayCache::Hit> ReplayCache::find(const BatchShape& s) const {
   auto it = entries_.find(s.hash);
   if (it == entries_.end()) return std::nullopt;
   for (const auto& e : it->second) {
-    if (e->shape.code != s.code || e->shape.base.size() != s.base.size()) continue;
+    if (e->code.size() != s.size || e->base.size() != s.base.size() ||
+        std::memcmp(e->code.data(), s.code.data(), s.size * sizeof(int32_t)) != 0)
+      continue;
     std::vector<int64_t> shift(s.base.size(), 0);
     for (size_t b = 0; b < s.base.size(); ++b)
-      if (s.base[b] != BatchShape::kNoBase) shift[b] = s.base[b] - e->shape.base[b];
+      if (s.base[b] != BatchShape::kNoBase) shift[b] = s.base[b] - e->base[b];
     return Hit{&e->batch, std::move(shift)};
   }
   return std::nullopt;
 }
 
-void ReplayCache::add(BatchShape s, CompiledBatch b) {
-  size_t bytes = s.code.size() * sizeof(int32_t) + b.bounds.size() * sizeof(b.bounds[0]);
+void ReplayCache::add(const BatchShape& s, CompiledBatch b) {
+  size_t bytes = s.size * sizeof(int32_t) + b.bounds.size() * sizeof(b.bounds[0]);
   if (bytes_ + bytes > kBudgetBytes) return;
   bytes_ += bytes;
   uint64_t h = s.hash;
-  entries_[h].push_back(std::make_unique<Entry>(Entry{std::move(s), std::move(b)}));
+  entries_[h].push_back(std::make_unique<Entry>(
+      Entry{std::vector<int32_t>(s.code.begin(), s.code.begin() + int64_t(s.size)), s.base, std::move(b)}));
 }
 
 }  // namespace tinytpu::compiler

@@ -21,13 +21,17 @@ namespace tinytpu::compiler {
 // A batch's program with every element index taken relative to the first index of its buffer in the
 // program (`base`): equal shapes differ only by a shift per buffer. None for batches whose compilation
 // may depend on more than that: data-dependent gathers or scatters, and indices too far apart to encode.
+// A leaf's or a store's lanes are written as a strided pattern (plan.h's StridedGather) when they form one.
 struct BatchShape {
-  std::vector<int32_t> code;
+  std::vector<int32_t> code;  // the first `size` words (the rest is capacity kept for the next batch)
+  size_t size = 0;
   std::vector<int64_t> base;  // per buffer slot; kNoBase where the buffer is not read or written
   uint64_t hash = 0;
   static constexpr int64_t kNoBase = INT64_MIN;
 };
-std::optional<BatchShape> batch_shape(const TileProgram& p);
+// Writes p's shape into `s`, reusing its storage (a batch's shape is written for every batch, and most are
+// replayed: the shape is then dropped). False when p has none.
+[[nodiscard]] bool batch_shape(const TileProgram& p, BatchShape& s);
 
 // What compiling a batch gave: its launches in the plan, and what the decision log counts of it.
 struct CompiledBatch {
@@ -47,12 +51,13 @@ class ReplayCache {
     std::vector<int64_t> shift;  // per buffer slot: this batch's indices minus the cached batch's
   };
   std::optional<Hit> find(const BatchShape& s) const;
-  void add(BatchShape s, CompiledBatch b);
+  void add(const BatchShape& s, CompiledBatch b);  // keeps a copy of s's words
   int64_t hits = 0;
 
  private:
   struct Entry {
-    BatchShape shape;
+    std::vector<int32_t> code;
+    std::vector<int64_t> base;
     CompiledBatch batch;
   };
   std::unordered_map<uint64_t, std::vector<std::unique_ptr<Entry>>> entries_;
