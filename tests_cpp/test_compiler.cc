@@ -485,3 +485,94 @@ TEST_CASE(
   for (int i = 0; i < 16; ++i)
     CHECK(reinterpret_cast<int32_t*>(bufs[0].data())[i] == outer * (a[i] + a[16 + i] + a[32 + i]));
 }
+
+namespace {
+// out[i] = b[i] ^ u32(i + offset), u32: the XOR's second operand is a constant that differs across lanes
+// and moves with the chunk.
+std::string counter_ir(int n, int64_t offset) {
+  return "KERNEL counter\nCONST idx 0 " + std::to_string(n) +
+         "\n"                                                        // 0
+         "PARAM u32 1 0 0 GLOBAL 0 0\nPARAM u32 1 0 1 GLOBAL 0 0\n"  // 1 out, 2 b
+         "RANGE i32 1 0 0 WEAK\nINDEX u32 2 2 3\nLOAD u32 1 4\n"     // 3, 4, 5
+         "CAST u32 1 3\nCONST u32 0 " +
+         std::to_string(offset) +
+         "\n"                                                                  // 6, 7
+         "ADD u32 2 6 7\nXOR u32 2 5 8\nINDEX u32 2 1 3\nSTORE void 2 10 9\n"  // 8..11
+         "END void 2 11 3\nSINK void 1 12\n";
+}
+// out[i] = b[i] + k for i < n, int32, where k is computed before the loop from a[0] and a[1]: `((a[0] * 3) ^
+// 5) + a[1]` (three operations), or just a[0].
+std::string prefix_ir(int n, bool computed) {
+  std::string k = computed
+                      ? "CONST i32 0 3\nMUL i32 2 7 13\nCONST i32 0 5\nXOR i32 2 14 15\nADD i32 2 16 11\n"
+                      : "NOOP void 0\nNOOP void 0\nNOOP void 0\nNOOP void 0\nAFTER i32 1 7\n";
+  return "KERNEL prefix\nCONST idx 0 " + std::to_string(n) +
+         "\n"                                                                                    // 0
+         "PARAM i32 1 0 0 GLOBAL 0 0\nPARAM i32 1 0 1 GLOBAL 0 0\nPARAM i32 1 0 2 GLOBAL 0 0\n"  // 1 out, 2
+                                                                                                 // b, 3 a
+         "CONST idx 0 0\nCAST i32 1 4\nINDEX i32 2 3 5\nLOAD i32 1 6\n"                          // 4..7 a[0]
+         "CONST idx 0 1\nCAST i32 1 8\nINDEX i32 2 3 9\nLOAD i32 1 10\n"                         // 8..11 a[1]
+         "NOOP void 0\n" +                                                                       // 12
+         k +                                                                                     // 13..17: k
+         "RANGE i32 1 0 0 WEAK\nINDEX i32 2 2 18\nLOAD i32 1 19\nADD i32 2 20 17\n"              // 18..21
+         "INDEX i32 2 1 18\nSTORE void 2 22 21\nEND void 2 23 18\nSINK void 1 24\n";
+}
+}  // namespace
+
+TEST_CASE(
+    "replay: an integer constant that differs across lanes moves with the chunk, so its batches replay") {
+  const int n = 16 * 2000;
+  const int64_t offset = 4294967296 - 16000;  // u32 wraps halfway through
+  Plan plan = compile(parse_kernel(counter_ir(n, offset)), {}, {}, {n, n});
+  REQUIRE(counter_slot({n, n}) == 2);
+  int shifted = 0;
+  for (const LaunchRun& r : plan.runs) {
+    if (r.shift < 0) continue;
+    ++shifted;
+    const std::vector<int64_t>& by = plan.shifts[r.shift];
+    REQUIRE(by.size() == 3);
+    CHECK(by[0] > 0);
+    CHECK(by[0] == by[1]);
+    CHECK(uint32_t(by[2]) == uint32_t(by[0]));  // the counter moves as the elements do (mod 2^32: it wraps)
+  }
+  INFO(plan.runs.size() << " runs");
+  CHECK(shifted >= int(plan.runs.size()) - 3);
+
+  CompiledKernel k(counter_ir(n, offset));
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(n * 4), DeviceBuffer(n * 4)};
+  auto* b = reinterpret_cast<uint32_t*>(bufs[1].data());
+  for (int i = 0; i < n; ++i) b[i] = uint32_t(i) * 2654435761u;
+  k.run(bufs, {}, false);
+  int wrong = 0;
+  for (int i = 0; i < n; ++i)
+    wrong += reinterpret_cast<uint32_t*>(bufs[0].data())[i] != (b[i] ^ uint32_t(i + offset));
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("tracer: a prefix without a loop is pinned when it computes more tiles than it keeps") {
+  const int n = 16 * 8;
+  for (bool computed : {true, false}) {
+    INFO((computed ? "k computed from a[0] and a[1]" : "k = a[0]"));
+    Kernel ir = parse_kernel(prefix_ir(n, computed));
+    Tracer t(ir, {}, {n, n, 2});
+    TileProgram first, second;
+    REQUIRE(t.trace_chunk(0, first));
+    CHECK(t.pinned_prefix() == computed);
+    REQUIRE(t.trace_chunk(1, second));
+    CHECK(count(first, Op::MUL) == (computed ? 1 : 0));
+    CHECK(count(second, Op::MUL) == 0);  // later chunks read the pinned k
+
+    CompiledKernel k(prefix_ir(n, computed));
+    std::vector<DeviceBuffer> bufs{DeviceBuffer(n * 4), DeviceBuffer(n * 4), DeviceBuffer(2 * 4)};
+    auto* a = reinterpret_cast<int32_t*>(bufs[2].data());
+    auto* b = reinterpret_cast<int32_t*>(bufs[1].data());
+    a[0] = -123457;
+    a[1] = 99;
+    for (int i = 0; i < n; ++i) b[i] = i * 1000 - 7;
+    k.run(bufs, {}, false);
+    const int32_t key = computed ? ((a[0] * 3) ^ 5) + a[1] : a[0];
+    int wrong = 0;
+    for (int i = 0; i < n; ++i) wrong += reinterpret_cast<int32_t*>(bufs[0].data())[i] != b[i] + key;
+    CHECK(wrong == 0);
+  }
+}

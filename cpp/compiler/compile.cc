@@ -89,7 +89,7 @@ class PlanBuilder {
   }
   // A lane reads a constant or an element of its buffer: one out of range is an error.
   void in_range(const LeafLane& s) {
-    if (s.buf < 0) return;
+    if (s.buf < 0 || s.buf == counter_slot(sizes_)) return;
     check_gather(s.index, s.buf, sizes_[s.buf]);
     if (size_t(s.buf) >= bounds_->size()) bounds_->resize(s.buf + 1, {INT64_MAX, INT64_MIN});
     auto& [lo, hi] = (*bounds_)[s.buf];

@@ -177,13 +177,13 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
     if (blocked_) chunks_ = blocks;
     layout_open_ = blockable && !int_data;  // the layout of a float reduction is the caller's to choose
   }
-  // A prefix is pinned when it loops (the work worth sharing), writes no global memory and opens no IF.
+  // A prefix may be pinned when it writes no global memory and opens no IF (pin_prefix decides whether it is
+  // worth it).
   if (parallel_.empty() || num_chunks() < 2) return;
   int end = *std::min_element(parallel_.begin(), parallel_.end());
-  bool loops = false;
   for (int i = 0; i < end; ++i) {
     const Node& n = k.nodes[i];
-    loops = loops || n.op == Op::RANGE;
+    prefix_loops_ = prefix_loops_ || n.op == Op::RANGE;
     if (n.op == Op::IF) return;
     if (n.op == Op::STORE) {
       int base = n.src[0];
@@ -191,7 +191,6 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
       if (k.nodes[base].op == Op::PARAM) return;
     }
   }
-  if (!loops) return;
   std::vector<bool> used(end, false);
   for (int i = end; i < int(k.nodes.size()); ++i)
     for (int s : k.nodes[i].src)
@@ -211,6 +210,7 @@ int Tracer::pin(TileProgram& out, int tile, int number) {
 
 void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
   std::vector<Value> kept(prefix_end_);
+  int tiles = 0;
   for (int s : prefix_uses_) {
     const Value& v = val[s];
     if (v.reg || v.dyn >= 0) {  // registers and data-indexed pointers are not carried over: no pinning
@@ -218,6 +218,15 @@ void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
       return;
     }
     kept[s] = v;
+    tiles += v.kind == Value::kTile;
+  }
+  // Worth it when the prefix loops, or computes more tiles than it keeps: each kept tile is a leaf the loader
+  // fills in every later chunk, in place of the prefix's operations (a random kernel's key schedule, say).
+  const auto computed = std::count_if(out.nodes.begin() + int64_t(first_node_), out.nodes.end(),
+                                      [](const TileNode& n) { return n.op != Op::LOAD; });
+  if (!prefix_loops_ && computed <= tiles) {
+    prefix_end_ = -1;
+    return;
   }
   for (int s : prefix_uses_)
     if (kept[s].kind == Value::kTile) kept[s].tile = pin(out, kept[s].tile, 3 * prefix_pins_++);
@@ -335,7 +344,9 @@ int Tracer::to_tile(const TraceValue& x) {  // constants become leaf tiles
   if (x.kind != Value::kConst) throw Unsupported("kernel " + k_.name + ": a pointer used as a value");
   TileNode t{Op::LOAD, x.dtype};
   LeafLanes& lanes = out_->lanes(t);
-  for (int l = 0; l < kLanes; ++l) lanes[l].bits = uint32_t(x.v[l]);
+  const bool counter = (x.dtype == DType::kI32 || x.dtype == DType::kU32) && !all_lanes(x, x.v[0]);
+  for (int l = 0; l < kLanes; ++l)
+    lanes[l] = counter ? LeafLane(counter_slot(sizes_), x.v[l]) : LeafLane(-1, 0, uint32_t(x.v[l]));
   return new_tile(t);
 }
 

@@ -41,6 +41,11 @@ struct MxuLane {
 };
 using MxuTile = std::array<MxuLane, kLanes>;
 using LeafLanes = std::array<LeafLane, kLanes>;
+// The counter slot, one past the kernel's buffer slots: its "elements" are their own indices. An integer
+// constant that differs across lanes (a chunk's point numbers, a random kernel's counter) is a leaf of this
+// slot, so that a batch whose counters move with the chunk has the shape of an earlier batch with its
+// indices shifted, and is replayed (replay.h). The loader fills it like any leaf.
+inline int counter_slot(const std::vector<int64_t>& buffer_sizes) { return int(buffer_sizes.size()); }
 
 // Which lanes a LANE_REDUCE combines (the 4x4 tile is row-major: lane 4r+c is row r, column c): all
 // sixteen, the four of each row, or the four of each column; every combined lane gets the result. For
@@ -292,7 +297,8 @@ class Tracer {
   // The uniform prefix: nodes before the first lane-parallel RANGE compute the same lanes in every
   // chunk (a whole-tensor reduce before a broadcast, say). The first chunk traces it and pins the tiles
   // used later; the others start at prefix_end_ with those as leaves the loader fills.
-  int prefix_end_ = -1;                  // -1: no prefix worth pinning
+  int prefix_end_ = -1;  // -1: no prefix worth pinning
+  bool prefix_loops_ = false;
   std::vector<int> prefix_uses_;         // prefix nodes read at or after prefix_end_
   std::vector<TraceValue> prefix_vals_;  // their values (pinned tiles by pin number in .tile)
   bool prefix_ready_ = false;

@@ -104,8 +104,12 @@ class DataPlan {
     switch (s.kind) {
       case TileSource::Kind::kStrided: {
         const StridedGather& g = p_.strided[s.id];
-        const Slot& b = slots_[g.buf];
         const int64_t moved = shift(g.buf);
+        if (g.buf == counter_slot()) {
+          for (int l = 0; l < g.lanes; ++l) out[l] = counter(g.index(l) + moved);
+          break;
+        }
+        const Slot& b = slots_[g.buf];
         for (int l = 0; l < g.lanes; ++l) {
           const int64_t at = g.index(l) + moved;
           if (!s.gated || (at >= 0 && at < b.size)) out[l] = read_lane(b.read + at * b.bytes, b.dtype);
@@ -121,6 +125,10 @@ class DataPlan {
           const LeafLane& lane = p_.lanes[s.id][l];
           if (lane.buf < 0) {
             out[l] = int32_t(lane.bits);
+            continue;
+          }
+          if (lane.buf == counter_slot()) {
+            out[l] = counter(lane.index + shift(lane.buf));
             continue;
           }
           const Slot& b = slots_[lane.buf];
@@ -226,6 +234,8 @@ class DataPlan {
   const std::vector<Slot>& slots_;
   std::vector<Tile> scratch_, pinned_;
   const std::vector<int64_t>* shift_ = nullptr;
+  int counter_slot() const { return int(slots_.size()); }  // tracer.h
+  static int32_t counter(int64_t value) { return int32_t(uint32_t(value)); }
   int64_t shift(int buf) const { return shift_ && size_t(buf) < shift_->size() ? (*shift_)[buf] : 0; }
 };
 
