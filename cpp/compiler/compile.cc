@@ -152,7 +152,7 @@ class PlanBuilder {
       const TileStore& st = prog.stores[d.store];
       if (st.pin >= 0) {
         out.keeps.push_back({k, true, st.pin});
-        plan_.pinned_tiles = std::max(plan_.pinned_tiles, st.pin + 1);
+        plan_.pinned_tiles = std::max({plan_.pinned_tiles, st.pin + 1, other_bank(st.pin) + 1});
         continue;
       }
       Scatter s{st.buf, k};
@@ -287,7 +287,7 @@ void replay(const ReplayCache::Hit& hit, const std::vector<int64_t>& sizes, Plan
     check_gather(hi + hit.shift[buf], buf, sizes[buf]);
   }
   plan.shifts.push_back(hit.shift);
-  plan.runs.push_back({b.first, b.count, int(plan.shifts.size()) - 1});
+  plan.runs.push_back({b.first, b.count, int(plan.shifts.size()) - 1, hit.swap_banks});
 }
 
 // A float reduction's chunk layout, by compiling its first chunk both ways: the one whose estimated

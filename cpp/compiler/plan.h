@@ -100,9 +100,12 @@ struct MxuOperand {
 // Launches [first, first + count) of Plan::launches, run with every static element index of buffer b
 // moved by shift[b] (Plan::shifts[shift]; -1: not moved). A batch of chunks that compiles like an
 // earlier one with its indices shifted runs that batch's launches (compiler/replay.h).
+// With swap_banks, pinned tile numbers are read as the other bank's (other_bank): a part of a long chunk that
+// is an earlier part with the banks it reads and fills exchanged.
 struct LaunchRun {
   int64_t first, count;
   int shift = -1;
+  bool swap_banks = false;
 };
 
 // A compiled kernel for one set of symbolic-variable values and buffer sizes: everything a call does

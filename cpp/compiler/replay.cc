@@ -83,6 +83,15 @@ uint64_t hash_words(const int32_t* code, size_t size) {
   return h[0];
 }
 
+// Whether a batch fills bank 1, or else reads bank 2 (a part reads the pins of the cut before it, first).
+bool fills_bank_1(const TileProgram& p) {
+  for (const TileStore& st : p.stores)
+    if (st.pin >= 0 && st.pin % 3 != 0) return st.pin % 3 == 1;
+  for (const TileNode& n : p.nodes)
+    if (n.pinned >= 0 && n.pinned % 3 != 0) return n.pinned % 3 == 2;
+  return false;
+}
+
 }  // namespace
 
 bool batch_shape(const TileProgram& p, BatchShape& s) {
@@ -92,12 +101,14 @@ bool batch_shape(const TileProgram& p, BatchShape& s) {
   // active words, a marker and an index per lane
   constexpr size_t kActiveWords = (kLanes + 31) / 32;
   ShapeWriter w(s, p.nodes.size() * (5 + 1 + 3 * kLanes) + p.stores.size() * (4 + kActiveWords + 1 + kLanes));
+  s.swapped = fills_bank_1(p);
+  auto pin = [&](int number) { return s.swapped && number >= 0 ? other_bank(number) : number; };
   for (const TileNode& n : p.nodes) {  // every field of TileNode; the small ones in one word
     if (n.dynamic || n.mxu >= 0) return false;
     static_assert(int(Op::kCount) <= 64 && int(DType::kOther) < 16, "the packed word's field widths");
     w.put(int64_t(n.op) | int64_t(n.dtype) << 6 | int64_t(n.from) << 10 | int64_t(n.gated) << 14 |
           int64_t(n.reduce) << 15 | int64_t(n.axis) << 21 | int64_t(n.lane) << 23);
-    for (int64_t v : {int64_t(n.a), int64_t(n.b), int64_t(n.c), int64_t(n.pinned)}) w.put(v);
+    for (int64_t v : {int64_t(n.a), int64_t(n.b), int64_t(n.c), int64_t(pin(n.pinned))}) w.put(v);
     if (n.op != Op::LOAD) continue;
     const LeafLanes& lanes = p.lanes(n);
     const LeafLane& first = lanes[0];
@@ -123,7 +134,7 @@ bool batch_shape(const TileProgram& p, BatchShape& s) {
   }
   for (const TileStore& st : p.stores) {  // every field of TileStore
     if (st.index_node >= 0) return false;
-    for (int64_t v : {int64_t(st.buf), int64_t(st.value), int64_t(st.gate), int64_t(st.pin)}) w.put(v);
+    for (int64_t v : {int64_t(st.buf), int64_t(st.value), int64_t(st.gate), int64_t(pin(st.pin))}) w.put(v);
     for (int l = 0; l < kLanes; l += 32) {  // the active lanes, 32 to a word
       uint32_t active = 0;
       for (int k = l; k < std::min(l + 32, kLanes); ++k) active |= uint32_t(st.active[k]) << (k - l);
@@ -146,7 +157,7 @@ std::optional<ReplayCache::Hit> ReplayCache::find(const BatchShape& s) const {
     std::vector<int64_t> shift(s.base.size(), 0);
     for (size_t b = 0; b < s.base.size(); ++b)
       if (s.base[b] != BatchShape::kNoBase) shift[b] = s.base[b] - e->base[b];
-    return Hit{&e->batch, std::move(shift)};
+    return Hit{&e->batch, std::move(shift), s.swapped != e->swapped};
   }
   return std::nullopt;
 }
@@ -156,8 +167,9 @@ void ReplayCache::add(const BatchShape& s, CompiledBatch b) {
   if (bytes_ + bytes > kBudgetBytes) return;
   bytes_ += bytes;
   uint64_t h = s.hash;
-  entries_[h].push_back(std::make_unique<Entry>(
-      Entry{std::vector<int32_t>(s.code.begin(), s.code.begin() + int64_t(s.size)), s.base, std::move(b)}));
+  entries_[h].push_back(
+      std::make_unique<Entry>(Entry{std::vector<int32_t>(s.code.begin(), s.code.begin() + int64_t(s.size)),
+                                    s.base, s.swapped, std::move(b)}));
 }
 
 }  // namespace tinytpu::compiler

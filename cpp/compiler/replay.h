@@ -26,6 +26,9 @@ struct BatchShape {
   std::vector<int32_t> code;  // the first `size` words (the rest is capacity kept for the next batch)
   size_t size = 0;
   std::vector<int64_t> base;  // per buffer slot; kNoBase where the buffer is not read or written
+  // Pinned tile numbers are written as if the batch read bank 1 and filled bank 2 (tracer.h other_bank): true
+  // when it does the opposite, and its numbers were written exchanged.
+  bool swapped = false;
   uint64_t hash = 0;
   static constexpr int64_t kNoBase = INT64_MIN;
 };
@@ -49,6 +52,7 @@ class ReplayCache {
   struct Hit {
     const CompiledBatch* batch;
     std::vector<int64_t> shift;  // per buffer slot: this batch's indices minus the cached batch's
+    bool swap_banks;             // this batch reads and fills the other banks
   };
   std::optional<Hit> find(const BatchShape& s) const;
   void add(const BatchShape& s, CompiledBatch b);  // keeps a copy of s's words
@@ -58,6 +62,7 @@ class ReplayCache {
   struct Entry {
     std::vector<int32_t> code;
     std::vector<int64_t> base;
+    bool swapped;
     CompiledBatch batch;
   };
   std::unordered_map<uint64_t, std::vector<std::unique_ptr<Entry>>> entries_;

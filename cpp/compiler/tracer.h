@@ -46,6 +46,10 @@ using LeafLanes = std::array<LeafLane, kLanes>;
 // slot, so that a batch whose counters move with the chunk has the shape of an earlier batch with its
 // indices shifted, and is replayed (replay.h). The loader fills it like any leaf.
 inline int counter_slot(const std::vector<int64_t>& buffer_sizes) { return int(buffer_sizes.size()); }
+// Pinned tile numbers (Tracer::cut): the uniform prefix's are 3i, a cut's 3i+1 (bank 1) or 3i+2 (bank 2) by
+// the cut's parity. A part of a long chunk reads one bank and fills the other. The same tile in the other
+// bank:
+inline int other_bank(int pin) { return pin % 3 == 0 ? pin : pin % 3 == 1 ? pin + 1 : pin - 1; }
 
 // Which lanes a LANE_REDUCE combines (the 4x4 tile is row-major: lane 4r+c is row r, column c): all
 // sixteen, the four of each row, or the four of each column; every combined lane gets the result. For

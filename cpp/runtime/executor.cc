@@ -142,7 +142,7 @@ class DataPlan {
         break;
       }
       case TileSource::Kind::kPinned:
-        return pinned_[s.id];
+        return pinned_[pinned(s.id, swap_)];
       case TileSource::Kind::kScratch:
         return scratch_[s.id];
     }
@@ -192,7 +192,8 @@ class DataPlan {
 
   // Keeps spilled and pinned tiles, then stores the drained values in program order.
   void drain(const PlanLaunch& l, const std::vector<Tile>& out) {
-    for (const Keep& k : l.keeps) (k.pinned ? pinned_ : scratch_)[k.id] = out[k.output];
+    for (const Keep& k : l.keeps) (k.pinned ? pinned_[pinned(k.id, swap_)] : scratch_[k.id]) = out[k.output];
+    drained_swap_ = swap_;
     for (const Scatter& s : l.scatters) {
       const Slot& b = slots_[s.buf];
       const Tile& value = out[s.value];
@@ -212,8 +213,10 @@ class DataPlan {
   // prefetch variant loads such a launch only after that output.
   bool reads_output_of(const PlanLaunch& l, const PlanLaunch& before) const {
     auto kept = [&](const TileSource& s) {
+      const bool pin = s.kind == TileSource::Kind::kPinned;
       for (const Keep& k : before.keeps)
-        if (k.id == s.id && k.pinned == (s.kind == TileSource::Kind::kPinned)) return true;
+        if (k.pinned == pin && (pin ? pinned(k.id, drained_swap_) == pinned(s.id, swap_) : k.id == s.id))
+          return true;
       return false;
     };
     for (const PlanLaunch::Fill& f : l.fills)
@@ -227,13 +230,18 @@ class DataPlan {
   }
 
   // The run about to execute: its element indices are moved by the run's shift.
-  void start(const LaunchRun& r) { shift_ = r.shift < 0 ? nullptr : &p_.shifts[r.shift]; }
+  void start(const LaunchRun& r) {
+    shift_ = r.shift < 0 ? nullptr : &p_.shifts[r.shift];
+    swap_ = r.swap_banks;
+  }
 
  private:
   const Plan& p_;
   const std::vector<Slot>& slots_;
   std::vector<Tile> scratch_, pinned_;
   const std::vector<int64_t>* shift_ = nullptr;
+  bool swap_ = false, drained_swap_ = false;  // the run's banks exchanged; those of the last launch drained
+  static int pinned(int id, bool swap) { return swap ? other_bank(id) : id; }
   int counter_slot() const { return int(slots_.size()); }  // tracer.h
   static int32_t counter(int64_t value) { return int32_t(uint32_t(value)); }
   int64_t shift(int buf) const { return shift_ && size_t(buf) < shift_->size() ? (*shift_)[buf] : 0; }
