@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "compiler/op_table.h"
 
@@ -27,11 +28,15 @@ constexpr DTypeRow kDTypes[] = {
     {DType::kF32, "f32", 4, true, true},      {DType::kIndex, "idx", 8, false, true},
     {DType::kWeakFloat, "wf", 4, true, true},
 };
+constexpr bool in_enum_order() {  // so that a dtype's row is found by its number (the tracer asks per node)
+  for (size_t i = 0; i < std::size(kDTypes); ++i)
+    if (int(kDTypes[i].d) != int(i)) return false;
+  return std::size(kDTypes) == size_t(DType::kOther);
+}
+static_assert(in_enum_order(), "kDTypes lists every DType but kOther, in enum order");
 const DTypeRow& row(DType d) {
-  for (const auto& r : kDTypes)
-    if (r.d == d) return r;
   static const DTypeRow other{DType::kOther, "other", 0, false, false};
-  return other;
+  return d < DType::kOther ? kDTypes[int(d)] : other;
 }
 
 // One IR line's whitespace-separated words; a missing or malformed one is std::invalid_argument naming

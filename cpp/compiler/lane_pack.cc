@@ -28,13 +28,15 @@ bool movable(const TileNode& n) {
 }
 
 // Rebuilds a program into `out`: nodes copied one by one in program order (operands remapped), plus
-// packed trees made from the input's nodes.
+// packed trees made from the input's nodes. A pass first looks for what to pack and calls begin() only when
+// it found something: a pass with nothing to pack leaves the program as it is, without copying it.
 class Builder {
  public:
-  explicit Builder(const TileProgram& in) : in_(in), remap_(in.nodes.size(), -1) {
-    out.mxu = in.mxu;
-    out.leaves = in.leaves;              // copied nodes keep their leaves; packed ones add theirs
-    out.nodes.reserve(in.nodes.size());  // nodes are large: one allocation, not log n copies
+  explicit Builder(const TileProgram& in) : in_(in), remap_(in.nodes.size(), -1) {}
+  void begin() {
+    out.mxu = in_.mxu;
+    out.leaves = in_.leaves;              // copied nodes keep their leaves; packed ones add theirs
+    out.nodes.reserve(in_.nodes.size());  // nodes are large: one allocation, not log n copies
   }
   TileProgram out;
 
@@ -160,10 +162,10 @@ std::vector<int> lanes_of(const LaneSet& s) {
 
 // Consecutive stores to one buffer with equal live lanes and isomorphic values, at distinct elements,
 // become one store at the position of the group's last (their values read only leaves and tiles).
-TileProgram pack_stores(const TileProgram& p) {
+std::optional<TileProgram> pack_stores(const TileProgram& p) {
   Builder b(p);
-  for (size_t i = 0; i < p.nodes.size(); ++i) b.copy(int(i));
   auto plain = [&](const TileStore& s) { return s.gate < 0 && s.index_node < 0 && s.pin < 0 && s.buf >= 0; };
+  std::vector<size_t> ends;  // the groups of stores, [previous end, end)
   for (size_t s = 0; s < p.stores.size();) {
     const TileStore& head = p.stores[s];
     std::vector<int> lanes = lanes_of(head.active);
@@ -182,11 +184,21 @@ TileProgram pack_stores(const TileProgram& p) {
         if (!distinct) break;
       }
     }
+    ends.push_back(e);
+    s = e;
+  }
+  if (ends.size() == p.stores.size()) return std::nullopt;  // every group a single store
+  b.begin();
+  for (size_t i = 0; i < p.nodes.size(); ++i) b.copy(int(i));
+  size_t s = 0;
+  for (size_t e : ends) {
+    const TileStore& head = p.stores[s];
     if (e == s + 1) {
       b.out.stores.push_back(b.copy_store(head));
       ++s;
       continue;
     }
+    std::vector<int> lanes = lanes_of(head.active);
     TileStore packed{head.buf, {}, {}, -1};
     LaneMap map;
     std::vector<int> roots;
@@ -277,12 +289,14 @@ class ReductionPacker {
   explicit ReductionPacker(const TileProgram& p)
       : p_(p), b_(p), uses_(node_uses(p)), rep_(replication(p, uses_)) {}
 
-  TileProgram run() {
+  std::optional<TileProgram> run() {
     std::map<int, Reduction> plans;
     std::vector<bool> absorbed(p_.nodes.size(), false);
     for (int root = int(p_.nodes.size()) - 1; root >= 0; --root)
       if (!absorbed[root] && reducible(p_.nodes[root].op, p_.nodes[root].dtype))
         if (auto r = plan(root, absorbed)) plans[root] = *r;
+    if (plans.empty()) return std::nullopt;
+    b_.begin();
     for (int i = 0; i < int(p_.nodes.size()); ++i) {
       auto it = plans.find(i);
       if (it == plans.end())
@@ -484,8 +498,10 @@ class ReplicaPacker {
   explicit ReplicaPacker(const TileProgram& p)
       : p_(p), b_(p), uses_(node_uses(p)), rep_(replication(p, uses_)) {}
 
-  TileProgram run() {
+  std::optional<TileProgram> run() {
     classify();
+    if (groups_.empty()) return std::nullopt;
+    b_.begin();
     std::vector<int> group_of(p_.nodes.size(), -1);  // root -> its group
     for (size_t g = 0; g < groups_.size(); ++g)
       for (int r : groups_[g].roots) group_of[r] = int(g);
@@ -618,9 +634,9 @@ class ReplicaPacker {
 }  // namespace
 
 void pack_lanes(TileProgram& prog) {
-  prog = pack_stores(prog);
-  prog = ReductionPacker(prog).run();
-  prog = ReplicaPacker(prog).run();
+  if (auto packed = pack_stores(prog)) prog = std::move(*packed);
+  if (auto packed = ReductionPacker(prog).run()) prog = std::move(*packed);
+  if (auto packed = ReplicaPacker(prog).run()) prog = std::move(*packed);
 }
 
 }  // namespace tinytpu::compiler
