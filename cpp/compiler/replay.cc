@@ -86,9 +86,9 @@ uint64_t hash_words(const int32_t* code, size_t size) {
 // Whether a batch fills bank 1, or else reads bank 2 (a part reads the pins of the cut before it, first).
 bool fills_bank_1(const TileProgram& p) {
   for (const TileStore& st : p.stores)
-    if (st.pin >= 0 && st.pin % 3 != 0) return st.pin % 3 == 1;
+    if (st.pin >= 0 && pin_bank(st.pin) != 0) return pin_bank(st.pin) == 1;
   for (const TileNode& n : p.nodes)
-    if (n.pinned >= 0 && n.pinned % 3 != 0) return n.pinned % 3 == 2;
+    if (n.pinned >= 0 && pin_bank(n.pinned) != 0) return pin_bank(n.pinned) == 2;
   return false;
 }
 

@@ -19,7 +19,7 @@ namespace tinytpu::compiler {
 // indices shifted (Plan::runs), which is exactly what compiling it would give.
 
 // A batch's program with every element index taken relative to the first index of its buffer in the
-// program (`base`): equal shapes differ only by a shift per buffer. None for batches whose compilation
+// program (`base`): equal shapes differ only by a shift per buffer. No shape for batches whose compilation
 // may depend on more than that: data-dependent gathers or scatters, and indices too far apart to encode.
 // A leaf's or a store's lanes are written as a strided pattern (plan.h's StridedGather) when they form one.
 struct BatchShape {

@@ -229,7 +229,7 @@ void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
     return;
   }
   for (int s : prefix_uses_)
-    if (kept[s].kind == Value::kTile) kept[s].tile = pin(out, kept[s].tile, 3 * prefix_pins_++);
+    if (kept[s].kind == Value::kTile) kept[s].tile = pin(out, kept[s].tile, prefix_pin(prefix_pins_++));
   prefix_vals_ = std::move(kept);
   prefix_ready_ = true;
 }
@@ -295,7 +295,7 @@ void Tracer::cut(TileProgram& out) {
   for_live_tiles([&](int& tile) {
     auto it = pin_of.find(tile);
     if (it == pin_of.end()) {
-      int p = pin(out, tile, 3 * int(pin_of.size()) + 1 + int(parts_cut_ % 2));
+      int p = pin(out, tile, cut_pin(int(pin_of.size()), 1 + int(parts_cut_ % 2)));
       st_.pin_dtypes[p] = out.nodes[tile].dtype;
       it = pin_of.emplace(tile, p).first;
     }

@@ -46,10 +46,12 @@ using LeafLanes = std::array<LeafLane, kLanes>;
 // slot, so that a batch whose counters move with the chunk has the shape of an earlier batch with its
 // indices shifted, and is replayed (replay.h). The loader fills it like any leaf.
 inline int counter_slot(const std::vector<int64_t>& buffer_sizes) { return int(buffer_sizes.size()); }
-// Pinned tile numbers (Tracer::cut): the uniform prefix's are 3i, a cut's 3i+1 (bank 1) or 3i+2 (bank 2) by
-// the cut's parity. A part of a long chunk reads one bank and fills the other. The same tile in the other
-// bank:
-inline int other_bank(int pin) { return pin % 3 == 0 ? pin : pin % 3 == 1 ? pin + 1 : pin - 1; }
+// Pinned tile numbers: the uniform prefix's i-th tile is 3i (bank 0); a cut's i-th is 3i+1 in bank 1 or 3i+2
+// in bank 2, by the cut's parity. A part of a long chunk reads one bank and fills the other.
+inline int prefix_pin(int i) { return 3 * i; }
+inline int cut_pin(int i, int bank) { return 3 * i + bank; }
+inline int pin_bank(int pin) { return pin % 3; }
+inline int other_bank(int pin) { return pin_bank(pin) == 0 ? pin : pin_bank(pin) == 1 ? pin + 1 : pin - 1; }
 
 // Which lanes a LANE_REDUCE combines (the 4x4 tile is row-major: lane 4r+c is row r, column c): all
 // sixteen, the four of each row, or the four of each column; every combined lane gets the result. For
@@ -214,8 +216,8 @@ class Tracer {
   std::vector<int64_t> vals_, sizes_;
   TraceLimits limits_;
   std::vector<int> last_reader_;  // per IR node: the last node that reads it (-1: none)
-  // Pinned tile numbers: the prefix's are 3i, a cut's 3i+1 or 3i+2 by the cut's parity. A cut's tiles are
-  // read only by the part after it, which ends at the next cut, so two banks suffice, and the parts of one
+  // Pinned tile numbers (prefix_pin, cut_pin): a cut's bank is its parity. A cut's tiles are read only by the
+  // part after it, which ends at the next cut, so two banks suffice, and the parts of one
   // chunk are numbered as the same parts of a chunk two before: equal shapes, so replayed (compile.cc).
   int prefix_pins_ = 0;
   int64_t parts_cut_ = 0;
@@ -301,8 +303,8 @@ class Tracer {
   // The uniform prefix: nodes before the first lane-parallel RANGE compute the same lanes in every
   // chunk (a whole-tensor reduce before a broadcast, say). The first chunk traces it and pins the tiles
   // used later; the others start at prefix_end_ with those as leaves the loader fills.
-  int prefix_end_ = -1;  // -1: no prefix worth pinning
-  bool prefix_loops_ = false;
+  int prefix_end_ = -1;                  // -1: no prefix worth pinning
+  bool prefix_loops_ = false;            // it has a loop: always worth pinning
   std::vector<int> prefix_uses_;         // prefix nodes read at or after prefix_end_
   std::vector<TraceValue> prefix_vals_;  // their values (pinned tiles by pin number in .tile)
   bool prefix_ready_ = false;
