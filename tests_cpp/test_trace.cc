@@ -224,6 +224,52 @@ TEST_CASE("each stall is named by what the SXU waits for, with the cycles test_s
   CHECK(stall_cycles(epi)["VPU write-back"] == 1);
 }
 
+TEST_CASE(
+    "an untraced run takes a wait for a multi-cycle VPU op at once, with the traced run's every count") {
+  // run_cycles skips the cycles in which the SXU only waits for the FpReducer or TranscUnit (vpu_wait_ahead);
+  // a traced run ticks each of them. Both must agree on cycles, unit counts and results, also when the MXU
+  // or the XLU works during the wait (no skipping then) and when the timeout falls inside it.
+  const std::string programs[] = {
+      "LOAD v0, VMEM[0]\nVPU v1 = EXP2(v0)\nVPU v2 = SIN(v1)\nSTORE VMEM[1], v2\nHALT\nOUTPUT_VMEM "
+      "VMEM[1]\nEND",
+      "LOAD v0, VMEM[0]\nVPU_BG v1 = LOG2(v0)\nVPU v2 = ADD(v0, v0)\nVPU_BG v3 = FSUM_REDUCE_TILE(v2)\n"
+      "LOAD_VPU_RESULT v4\nSTORE VMEM[1], v4\nHALT\nOUTPUT_VMEM VMEM[1]\nEND",
+      "LOAD v0, VMEM[0]\nMXU WMEM[0], AMEM[0], tiles=1\nVPU v1 = COS(v0)\nWAIT_MXU\nSTORE VMEM[1], v1\nHALT\n"
+      "OUTPUT_VMEM VMEM[1]\nEND",
+      "LOAD v0, VMEM[0]\nVPU_BG v1 = EXP2(v0)\nTRANSPOSE v2, v0\nSELECT v3 = SELECT(v2, v1, v0)\n"
+      "STORE VMEM[1], v3\nHALT\nOUTPUT_VMEM VMEM[1]\nEND",
+  };
+  for (const std::string& program : programs) {
+    INFO(program);
+    const Bundle b = assemble(std::string(kData) + program);
+    const RunResult plain = run_bundle(b);
+    TraceLog log;
+    const RunResult traced = run_bundle(b, {}, &log);
+    CHECK(plain.output() == traced.output());
+    CHECK(plain.sxu_cycles == traced.sxu_cycles);
+    CHECK(plain.busy.vpu == traced.busy.vpu);
+    CHECK(plain.busy.sxu_stall == traced.busy.sxu_stall);
+    CHECK(plain.busy.mxu == traced.busy.mxu);
+    CHECK(plain.busy.sxu_stall > 80);  // the TranscUnit's waits are there to be skipped
+    TensorCoreConfig cfg;
+    cfg.max_cycles = plain.start + 60;  // inside the first op's wait
+    std::string plain_error, traced_error;
+    try {
+      run_bundle(b, cfg);
+    } catch (const SimError& e) {
+      plain_error = e.what();
+    }
+    try {
+      TraceLog timed_out;
+      run_bundle(b, cfg, &timed_out);
+    } catch (const SimError& e) {
+      traced_error = e.what();
+    }
+    CHECK_THAT(plain_error, Catch::Contains("no HALT after"));
+    CHECK(plain_error == traced_error);
+  }
+}
+
 TEST_CASE("a run that fails keeps its trace up to the error") {
   TraceLog log;
   TensorCoreConfig cfg;

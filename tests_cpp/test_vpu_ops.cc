@@ -2,10 +2,12 @@
 // the section cited in the test; float operands are written as IEEE-754 bit patterns.
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <random>
 #include <set>
 #include <string>
 
 #include "isa/vpu_ops.h"
+#include "sim/fp32.h"
 
 using namespace tinytpu;
 
@@ -506,6 +508,52 @@ TEST_CASE("VPU FRECIP (§3.4 op 23)", "[vpu]") {
                           {u(0xC0800000), 0, u(0xBE800000)}}});
   check_lanes("FRECIP",
               {{{u(F1), 0, u(F1)}, {u(FN1), 0, u(FN1)}, {u(FQUARTER), 0, 0x40800000}, {u(FHALF), 0, u(F2)}}});
+}
+
+TEST_CASE("VPU float lane ops equal fp32's lane functions on every lane, with and without NaN lanes",
+          "[vpu]") {
+  // The VPU computes float lanes on the host FPU and redoes a tile exactly only when a result is a NaN
+  // (vpu_ops.cc): tiles of ordinary values, and tiles where one lane meets a NaN, an invalid operation or
+  // an infinity, must give fp32.h's per-lane results.
+  std::mt19937 rng(7);
+  const uint32_t special[] = {0,          fp32::kSignBit, FINF,       FNINF,      FNAN,      0xFFC00001,
+                              0x7F800001, 0x00000001,     0x807FFFFF, 0x7F7FFFFF, 0x00800000};
+  auto ordinary = [&] {  // a finite float of any magnitude and sign, subnormals included
+    uint32_t bits = rng();
+    return (bits & 0x7F800000) == 0x7F800000 ? bits & ~0x40000000u : bits;
+  };
+  auto recip = [](uint32_t a) {  // frecip by its definition in §3.4, through fp32's lane functions
+    uint32_t x = (a & fp32::kSignBit) | ((0x7F000000u - (a & ~fp32::kSignBit)) & ~fp32::kSignBit);
+    for (int i = 0; i < 3; ++i) x = fp32::mul(x, fp32::add(F2, fp32::mul(a, x) ^ fp32::kSignBit));
+    return x;
+  };
+  int exact_redone = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    Tile a, b;
+    for (int i = 0; i < kTileElems; ++i) a[i] = u(ordinary()), b[i] = u(ordinary());
+    if (trial % 2) {  // one lane special in a or b
+      const int lane = int(rng() % kTileElems);
+      (rng() % 2 ? a : b)[lane] = u(special[rng() % std::size(special)]);
+    }
+    if (trial % 5 == 0) b = a;  // x - x, x * x
+    Tile add, sub, mul, rcp, mx, mn, lt;
+    for (int i = 0; i < kTileElems; ++i) {
+      const uint32_t x = uint32_t(a[i]), y = uint32_t(b[i]);
+      add[i] = u(fp32::add(x, y)), sub[i] = u(fp32::sub(x, y)), mul[i] = u(fp32::mul(x, y));
+      rcp[i] = u(recip(x)), mx[i] = u(fp32::max_of(x, y)), mn[i] = u(fp32::min_of(x, y));
+      lt[i] = fp32::compare(x, y) == fp32::Order::kLT;
+      exact_redone += fp32::is_nan(uint32_t(add[i])) || fp32::is_nan(uint32_t(rcp[i]));
+    }
+    INFO("trial " << trial);
+    CHECK(run("FADD", a, b) == add);
+    CHECK(run("FSUB", a, b) == sub);
+    CHECK(run("FMUL", a, b) == mul);
+    CHECK(run("FRECIP", a, b) == rcp);
+    CHECK(run("FMAX", a, b) == mx);
+    CHECK(run("FMIN", a, b) == mn);
+    CHECK(run("FCMPLT", a, b) == lt);
+  }
+  CHECK(exact_redone > 100);  // the NaN path was taken, not only the host one
 }
 
 TEST_CASE("VPU I2F/F2I (§3.4 ops 24, 25)", "[vpu]") {

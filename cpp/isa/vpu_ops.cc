@@ -217,7 +217,10 @@ int32_t fbin(int32_t a, int32_t b) {
   return int32_t(F(uint32_t(a), uint32_t(b)));
 }
 
-int32_t fcmplt(int32_t a, int32_t b) { return fp32::compare(uint32_t(a), uint32_t(b)) == fp32::Order::kLT; }
+// compare(a, b) == LT is the host's a < b, which is false for any NaN.
+int32_t fcmplt(int32_t a, int32_t b) {
+  return fp32::detail::to_float(uint32_t(a)) < fp32::detail::to_float(uint32_t(b));
+}
 int32_t i2f(int32_t a) { return int32_t(fp32::from_int(a)); }
 int32_t f2i(int32_t a) { return fp32::to_int(uint32_t(a)); }
 int32_t fabs_(int32_t a) { return int32_t(uint32_t(a) & ~fp32::kSignBit); }
@@ -229,11 +232,51 @@ int32_t fsign(int32_t a) {  // +-0 -> 0; otherwise +-1.0 by the sign bit (NaN, s
 // Estimate {sign, (0x7F000000 - |a|) mod 2^31}, then three Newton steps x = x * (2 - a*x). The
 // negation is a sign-bit flip and every op rounds (VPU.bsv order: multFP(a, x), addFP(2, -ax),
 // multFP(x, .)).
+uint32_t recip_estimate(uint32_t a) {
+  return (a & fp32::kSignBit) | ((0x7F000000u - (a & ~fp32::kSignBit)) & ~fp32::kSignBit);
+}
 int32_t frecip(int32_t a_bits) {
   const uint32_t a = uint32_t(a_bits), two = 0x40000000u;
-  uint32_t x = (a & fp32::kSignBit) | ((0x7F000000u - (a & ~fp32::kSignBit)) & ~fp32::kSignBit);
+  uint32_t x = recip_estimate(a);
   for (int i = 0; i < 3; ++i) x = fp32::mul(x, fp32::add(two, fp32::mul(a, x) ^ fp32::kSignBit));
   return int32_t(x);
+}
+
+// ---- Float lanes on the host FPU first ----
+// fp32::add and mul are the host's IEEE result unless an operand or the result is a NaN, whose bits bsc's
+// rules pick. A NaN operand always gives a NaN result, so: compute every lane on the host in a loop without
+// branches (which the compiler vectorises) and, only if some result is a NaN, every lane again exactly.
+
+using HostLane1 = float (*)(float);
+using HostLane2 = float (*)(float, float);
+float host_add(float a, float b) { return a + b; }
+float host_sub(float a, float b) { return a - b; }
+float host_mul(float a, float b) { return a * b; }
+float host_recip(float a) {  // frecip's steps; -(a*x) flips the sign bit as the reference's negation does
+  float x = fp32::detail::to_float(recip_estimate(fp32::detail::to_bits(a)));
+  for (int i = 0; i < 3; ++i) x = x * (2.0f + -(a * x));
+  return x;
+}
+
+bool any_nan(const Tile& t) {  // in one comparison per lane: |bits| above infinity's
+  int nan = 0;
+  for (int32_t x : t) nan |= int((uint32_t(x) & ~fp32::kSignBit) > 0x7F800000u);
+  return nan != 0;
+}
+
+template <HostLane2 Host, Lane2 Exact>
+void fbinary(const Tile& a, const Tile& b, const Tile& prev, Tile& out) {
+  for (int i = 0; i < kTileElems; ++i)
+    out[i] = int32_t(fp32::detail::to_bits(
+        Host(fp32::detail::to_float(uint32_t(a[i])), fp32::detail::to_float(uint32_t(b[i])))));
+  if (any_nan(out)) binary<Exact>(a, b, prev, out);
+}
+
+template <HostLane1 Host, Lane1 Exact>
+void funary(const Tile& a, const Tile& b, const Tile& prev, Tile& out) {
+  for (int i = 0; i < kTileElems; ++i)
+    out[i] = int32_t(fp32::detail::to_bits(Host(fp32::detail::to_float(uint32_t(a[i])))));
+  if (any_nan(out)) unary<Exact>(a, b, prev, out);
 }
 void pair_rotate(int32_t de, int32_t dd, int32_t c, int32_t s, int32_t& even, int32_t& odd) {
   using fp32::add;

@@ -187,6 +187,10 @@ template <bool kTraced>
       break;  // do_output_done prints `cycles N` in this cycle
     }
     tc.tick<kTraced>();
+    if constexpr (!kTraced) {  // a trace shows every cycle; without one, a wait for the VPU goes at once
+      const uint64_t wait = tc.vpu_wait_ahead();
+      if (wait > 0 && tc.cycle < check_at) tc.skip_vpu_wait(std::min(wait, check_at - tc.cycle));
+    }
   }
 }
 

@@ -19,6 +19,7 @@ namespace tinytpu {
 template <bool kTraced>
 void Sxu::tick(TensorCore& tc) {
   collecting = vpu_wb_pending && tc.vpu.is_done();
+  vpu_wait = false;
   if (xlu_busy) {
     tc.vrf[xlu_dst] = tc.xlu.result;
     xlu_busy = false;
@@ -49,6 +50,7 @@ void Sxu::tick(TensorCore& tc) {
     } else {
       ++stall_cycles;
       outcome = Exec::kStallVpuResult;
+      vpu_wait = true;
     }
   } else if (phase == Phase::kFetch) {
     ++cycles;
@@ -75,6 +77,7 @@ void Sxu::tick(TensorCore& tc) {
         break;
       default:  // a stall
         ++stall_cycles;
+        vpu_wait = outcome == Exec::kStallVpuBusy;
         break;
     }
   }
@@ -102,10 +105,15 @@ void Sxu::trace_cycle(TensorCore& tc, Exec outcome) {
 }
 
 void Sxu::fetch(TensorCore& tc) {
-  if (!loaded[pc]) tc.fail("fetch from program memory the bundle never wrote (no HALT on this path)");
-  cur = prog[pc];
-  if (cur.op >= kNumSxuOps) tc.fail("undefined SXU opcode: the reference stays in FETCH forever");
+  if (!loaded[pc] || prog[pc].op >= kNumSxuOps) [[unlikely]]
+    bad_fetch(tc);
   latch();
+}
+
+void Sxu::bad_fetch(TensorCore& tc) {
+  if (!loaded[pc]) tc.fail("fetch from program memory the bundle never wrote (no HALT on this path)");
+  cur = prog[pc];  // fail() names the instruction
+  tc.fail("undefined SXU opcode: the reference stays in FETCH forever");
 }
 
 // The overlapped FETCH of a good instruction. A bad one is left to an ordinary FETCH in the next cycle, which

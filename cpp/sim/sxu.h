@@ -22,6 +22,7 @@ struct Sxu {
   bool pred = false;
   bool xlu_busy = false, vpu_wb_pending = false;
   bool collecting = false;  // the VPU write-back retires in the current cycle
+  bool vpu_wait = false;    // the cycle stalled only because a multi-cycle VPU op is still running
   uint8_t xlu_dst = 0, vpu_wb_dst = 0;
   std::array<uint8_t, TensorCoreConfig::kMaxLoopDepth> loop_count{}, loop_ret{};
   uint8_t loop_top = 0;
@@ -46,6 +47,7 @@ struct Sxu {
 
  private:
   void fetch(TensorCore& tc);
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_fetch(TensorCore& tc);
   void overlapped_fetch();
   void latch() {  // the instruction at pc becomes the running one; HALT retires in its FETCH cycle
     cur = prog[pc];

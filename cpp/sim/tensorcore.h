@@ -70,6 +70,22 @@ class TensorCore {
     ++cycle;
   }
 
+  // How many of the next cycles are certain to repeat this one but for counters: the SXU waits for a
+  // multi-cycle VPU op (FpReducer, TranscUnit) and nothing else works. The op's last cycle, which delivers
+  // its result, is not one of them. An untraced run takes them at once (skip_vpu_wait): the same state and
+  // the same counts as ticking them one by one.
+  uint64_t vpu_wait_ahead() const {
+    const bool idle_else = sxu.vpu_wait && !sxu.xlu_busy && !ctrl.active();
+    return idle_else && vpu.busy_left > 1 ? uint64_t(vpu.busy_left - 1) : 0;
+  }
+  void skip_vpu_wait(uint64_t n) {
+    sxu.cycles += n;
+    sxu.stall_cycles += n;
+    vpu.busy_left -= int(n);
+    vpu.busy_cycles += n;
+    cycle += n;
+  }
+
   // A reference hang or other fatal condition, reported with pc and instruction.
   [[noreturn]] void fail(const std::string& what) const;
   std::string where() const;  // "pc N (MNEMONIC ...)"
