@@ -34,6 +34,12 @@ constexpr bool in_enum_order() {  // so that a dtype's row is found by its numbe
   return std::size(kDTypes) == size_t(DType::kOther);
 }
 static_assert(in_enum_order(), "kDTypes lists every DType but kOther, in enum order");
+constexpr bool floats_agree() {  // ir.h's inline is_float says what the table's column says
+  for (const DTypeRow& r : kDTypes)
+    if (is_float(r.d) != r.is_float) return false;
+  return !is_float(DType::kOther);
+}
+static_assert(floats_agree(), "is_float (ir.h) disagrees with kDTypes");
 const DTypeRow& row(DType d) {
   static const DTypeRow other{DType::kOther, "other", 0, false, false};
   return d < DType::kOther ? kDTypes[int(d)] : other;
@@ -79,7 +85,6 @@ struct Line {
 }  // namespace
 
 int dtype_bytes(DType d) { return row(d).bytes; }
-bool is_float(DType d) { return row(d).is_float; }
 bool is_signed(DType d) { return row(d).is_signed; }
 bool is_lane_int(DType d) {
   return d == DType::kI8 || d == DType::kU8 || d == DType::kI16 || d == DType::kU16 || d == DType::kI32 ||

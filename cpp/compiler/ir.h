@@ -27,7 +27,8 @@ enum class DType : uint8_t {
   kOther
 };
 int dtype_bytes(DType d);
-bool is_float(DType d);
+// Inline: the tracer asks per node. ir.cc checks it against the dtype table at compile time.
+constexpr bool is_float(DType d) { return d == DType::kF32 || d == DType::kWeakFloat; }
 bool is_signed(DType d);
 bool is_lane_int(DType d);  // an integer a 32-bit lane holds: int8..int32, uint8..uint32
 const char* dtype_name(DType d);

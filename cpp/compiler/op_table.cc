@@ -48,8 +48,15 @@ int64_t fold_or(DType, int64_t a, int64_t b, int64_t) { return a | b; }
 int64_t fold_xor(DType d, int64_t a, int64_t b, int64_t) { return wrap(d, a ^ b); }
 int64_t fold_shl(DType d, int64_t a, int64_t b, int64_t) { return wrap(d, int64_t(uint64_t(a) << (b & 63))); }
 int64_t fold_shr(DType, int64_t a, int64_t b, int64_t) { return a >> (b & 63); }
-int64_t fold_cdiv(DType, int64_t a, int64_t b, int64_t) { return b == 0 ? 0 : a / b; }
-int64_t fold_cmod(DType, int64_t a, int64_t b, int64_t) { return b == 0 ? 0 : a % b; }
+// Index arithmetic mostly divides small numbers: a 32-bit division then (the same truncated result) is
+// several times faster than a 64-bit one.
+bool both_fit_32(int64_t a, int64_t b) { return a == int32_t(a) && b > 0 && b == int32_t(b); }
+int64_t fold_cdiv(DType, int64_t a, int64_t b, int64_t) {
+  return b == 0 ? 0 : both_fit_32(a, b) ? int32_t(a) / int32_t(b) : a / b;
+}
+int64_t fold_cmod(DType, int64_t a, int64_t b, int64_t) {
+  return b == 0 ? 0 : both_fit_32(a, b) ? int32_t(a) % int32_t(b) : a % b;
+}
 
 // A reduction's padding lanes hold its identity, as lane bits (narrow integers live sign- or
 // zero-extended).
@@ -80,9 +87,27 @@ constexpr OpInfo plain(Op op, const char* name, int sources, Accepts accepts = A
   return {op, name, sources, accepts, Fold{}, none, none, false, none, none, false, nullptr};
 }
 // An op computed per lane: its fold and its one instruction, if any.
-template <int64_t (*F)(DType, int64_t, int64_t, int64_t)>
+using LaneFold = int64_t (*)(DType, int64_t, int64_t, int64_t);
+template <LaneFold F, DType D>
+void lanes_of(const int64_t* a, const int64_t* b, const int64_t* c, int64_t* out) {
+  for (int l = 0; l < kTileElems; ++l) out[l] = F(D, a[l], b[l], c[l]);
+}
+// The dtype fixed per loop for the common index and 32-bit ones, so that wrap() is one cast, not a switch per
+// lane.
+template <LaneFold F>
 void over_lanes(DType d, const int64_t* a, const int64_t* b, const int64_t* c, int64_t* out) {
-  for (int l = 0; l < kTileElems; ++l) out[l] = F(d, a[l], b[l], c[l]);
+  switch (d) {
+    case DType::kIndex:
+      return lanes_of<F, DType::kIndex>(a, b, c, out);
+    case DType::kI32:
+      return lanes_of<F, DType::kI32>(a, b, c, out);
+    case DType::kU32:
+      return lanes_of<F, DType::kU32>(a, b, c, out);
+    case DType::kBool:
+      return lanes_of<F, DType::kBool>(a, b, c, out);
+    default:
+      for (int l = 0; l < kTileElems; ++l) out[l] = F(d, a[l], b[l], c[l]);
+  }
 }
 template <int64_t (*F)(DType, int64_t, int64_t, int64_t)>
 constexpr Fold folds{F, over_lanes<F>};

@@ -236,12 +236,16 @@ void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
 
 void Tracer::start_chunk(int64_t chunk) {
   ChunkState& s = st_;
+  // A fresh state, but the per-node vectors keep their storage: a kernel of many short chunks spent a
+  // noticeable part of tracing allocating them again.
+  auto val = std::move(s.val);
+  auto iter = std::move(s.iter), bound = std::move(s.bound), iteration_start = std::move(s.iteration_start);
   s = ChunkState{};
   s.chunk = chunk;
-  s.val.assign(k_.nodes.size(), Value{});
-  s.iter.assign(k_.nodes.size(), 0);
-  s.bound.assign(k_.nodes.size(), 0);
-  s.iteration_start.assign(k_.nodes.size(), 0);
+  (s.val = std::move(val)).assign(k_.nodes.size(), Value{});
+  (s.iter = std::move(iter)).assign(k_.nodes.size(), 0);
+  (s.bound = std::move(bound)).assign(k_.nodes.size(), 0);
+  (s.iteration_start = std::move(iteration_start)).assign(k_.nodes.size(), 0);
   s.lane_range.assign(parallel_.size(), Lanes{});
   std::array<bool, kLanes> active;
   int np = int(parallel_.size());
