@@ -529,7 +529,7 @@ TEST_CASE(
   const int n = 16 * 2000;
   const int64_t offset = 4294967296 - 16000;  // u32 wraps halfway through
   Plan plan = compile(parse_kernel(counter_ir(n, offset)), {}, {}, {n, n});
-  REQUIRE(counter_slot({n, n}) == 2);
+  REQUIRE(counter_slot(std::vector<int64_t>{n, n}) == 2);
   int shifted = 0;
   for (const LaunchRun& r : plan.runs) {
     if (r.shift < 0) continue;

@@ -109,7 +109,7 @@ void over_lanes(DType d, const int64_t* a, const int64_t* b, const int64_t* c, i
       for (int l = 0; l < kTileElems; ++l) out[l] = F(d, a[l], b[l], c[l]);
   }
 }
-template <int64_t (*F)(DType, int64_t, int64_t, int64_t)>
+template <LaneFold F>
 constexpr Fold folds{F, over_lanes<F>};
 
 constexpr OpInfo alu(Op op, const char* name, int sources, Accepts accepts, Fold fold,

@@ -45,7 +45,11 @@ using LeafLanes = std::array<LeafLane, kLanes>;
 // constant that differs across lanes (a chunk's point numbers, a random kernel's counter) is a leaf of this
 // slot, so that a batch whose counters move with the chunk has the shape of an earlier batch with its
 // indices shifted, and is replayed (replay.h). The loader fills it like any leaf.
-inline int counter_slot(const std::vector<int64_t>& buffer_sizes) { return int(buffer_sizes.size()); }
+// `slots`: one entry per buffer slot (the tracer's sizes, the executor's buffers).
+template <class Slots>
+int counter_slot(const Slots& slots) {
+  return int(slots.size());
+}
 // Pinned tile numbers: the uniform prefix's i-th tile is 3i (bank 0); a cut's i-th is 3i+1 in bank 1 or 3i+2
 // in bank 2, by the cut's parity. A part of a long chunk reads one bank and fills the other.
 inline int prefix_pin(int i) { return 3 * i; }

@@ -105,7 +105,7 @@ class DataPlan {
       case TileSource::Kind::kStrided: {
         const StridedGather& g = p_.strided[s.id];
         const int64_t moved = shift(g.buf);
-        if (g.buf == counter_slot()) {
+        if (g.buf == counter_slot(slots_)) {
           for (int l = 0; l < g.lanes; ++l) out[l] = counter(g.index(l) + moved);
           break;
         }
@@ -127,7 +127,7 @@ class DataPlan {
             out[l] = int32_t(lane.bits);
             continue;
           }
-          if (lane.buf == counter_slot()) {
+          if (lane.buf == counter_slot(slots_)) {
             out[l] = counter(lane.index + shift(lane.buf));
             continue;
           }
@@ -242,7 +242,6 @@ class DataPlan {
   const std::vector<int64_t>* shift_ = nullptr;
   bool swap_ = false, drained_swap_ = false;  // the run's banks exchanged; those of the last launch drained
   static int pinned(int id, bool swap) { return swap ? other_bank(id) : id; }
-  int counter_slot() const { return int(slots_.size()); }  // tracer.h
   static int32_t counter(int64_t value) { return int32_t(uint32_t(value)); }
   int64_t shift(int buf) const { return shift_ && size_t(buf) < shift_->size() ? (*shift_)[buf] : 0; }
 };
