@@ -522,7 +522,88 @@ std::string prefix_ir(int n, bool computed) {
          "RANGE i32 1 0 0 WEAK\nINDEX i32 2 2 18\nLOAD i32 1 19\nADD i32 2 20 17\n"              // 18..21
          "INDEX i32 2 1 18\nSTORE void 2 22 21\nEND void 2 23 18\nSINK void 1 24\n";
 }
+// out[c * w + i] = x[c * w + i] * t(s[c]) for c < channels, i < w (float32), where t is `ops` operations on
+// the channel's s[c]: t = s; t = t * 1.5 + 0.25; ... (a batch norm's per-channel scale, say). With
+// `rewrite`, the kernel also stores s[c] back to s, which makes s no source of kept values.
+std::string channel_ir(int channels, int w, int ops, bool rewrite = false) {
+  std::string ir = "KERNEL channel\nCONST idx 0 " + std::to_string(channels * w) +
+                   "\n"                                                        // 0
+                   "PARAM f32 1 0 0 GLOBAL 0 0\nPARAM f32 1 0 1 GLOBAL 0 0\n"  // 1 out, 2 x
+                   "CONST idx 0 " +
+                   std::to_string(channels) +
+                   "\nPARAM f32 1 3 2 GLOBAL 0 0\n"  // 3, 4 s
+                   "CONST f32 0 0x1.8p+0\nCONST f32 0 0x1p-2\nCONST idx 0 " +
+                   std::to_string(w) +
+                   "\n"                                                      // 5, 6, 7
+                   "RANGE i32 1 3 0 WEAK\nINDEX f32 2 4 8\nLOAD f32 1 9\n";  // 8 c, 9, 10 s[c]
+  if (rewrite) ir += "STORE void 2 9 10\n";                                  // 11
+  int t = 10, at = rewrite ? 12 : 11;
+  for (int k = 0; k < ops; ++k, ++at) {
+    ir +=
+        (k % 2 == 0 ? "MUL f32 2 " + std::to_string(t) + " 5\n" : "ADD f32 2 " + std::to_string(t) + " 6\n");
+    t = at;
+  }
+  const int i = at;  // the inner loop and its element
+  ir +=
+      "RANGE i32 1 7 1 WEAK\n"  // i
+      "MUL i32 2 8 7\nADD i32 2 " +
+      std::to_string(i + 1) + " " + std::to_string(i) +                                       // i+1, i+2
+      "\nINDEX f32 2 2 " + std::to_string(i + 2) + "\nLOAD f32 1 " + std::to_string(i + 3) +  // i+3, i+4
+      "\nMUL f32 2 " + std::to_string(i + 4) + " " + std::to_string(t) +                      // i+5
+      "\nINDEX f32 2 1 " + std::to_string(i + 2) + "\nSTORE void 2 " + std::to_string(i + 6) + " " +
+      std::to_string(i + 5) + "\nEND void 2 " + std::to_string(i + 7) + " " + std::to_string(i) +
+      "\nEND void 2 " + std::to_string(i + 8) + " 8\nSINK void 1 " + std::to_string(i + 9) + "\n";
+  return ir;
+}
 }  // namespace
+
+TEST_CASE("tracer: a channel's value of enough operations is kept per element and read by later batches") {
+  const int channels = 6, w = 16 * 12;
+  struct Case {
+    int ops;
+    bool rewrite;
+    bool kept;
+  };
+  std::vector<std::pair<int, uint64_t>> fmuls_cycles;
+  // Worth keeping; the same with s also written by the kernel; too short to keep (Tracer::kMemoCost).
+  for (Case c : {Case{10, false, true}, Case{10, true, false}, Case{Tracer::kMemoCost - 2, false, false}}) {
+    INFO(c.ops << " operations on s[c]" << (c.rewrite ? ", s written back" : ""));
+    const std::string text = channel_ir(channels, w, c.ops, c.rewrite);
+    Plan plan = compile(parse_kernel(text), {}, {}, {channels * w, channels * w, channels});
+    CHECK(plan.memo_sizes == (c.kept ? std::vector<int64_t>{channels} : std::vector<int64_t>{}));
+
+    CompiledKernel k(text);
+    std::vector<DeviceBuffer> bufs{DeviceBuffer(channels * w * 4), DeviceBuffer(channels * w * 4),
+                                   DeviceBuffer(channels * 4)};
+    auto* x = reinterpret_cast<float*>(bufs[1].data());
+    auto* s = reinterpret_cast<float*>(bufs[2].data());
+    for (int ch = 0; ch < channels; ++ch) s[ch] = 0.37f * float(ch) - 1.1f;
+    for (int e = 0; e < channels * w; ++e) x[e] = float(e % 97) * 0.013f - 0.5f;
+    KernelStats st = k.run(bufs, {}, true);
+    int wrong = 0;
+    for (int ch = 0; ch < channels; ++ch) {
+      float t = s[ch];  // float32 add and mul are IEEE on the VPU and the host alike
+      for (int j = 0; j < c.ops; ++j) t = j % 2 == 0 ? t * 1.5f : t + 0.25f;
+      for (int e = ch * w; e < (ch + 1) * w; ++e) {
+        const float want = x[e] * t;
+        wrong += std::memcmp(&reinterpret_cast<float*>(bufs[0].data())[e], &want, 4) != 0;
+      }
+    }
+    CHECK(wrong == 0);
+    int fmuls = 0;
+    for (const std::string& tasm : st.tasm)
+      for (size_t at = tasm.find("FMUL("); at != std::string::npos; at = tasm.find("FMUL(", at + 1)) ++fmuls;
+    fmuls_cycles.push_back({fmuls, st.cycles});
+  }
+  // Kept, t is computed in a channel's first batches only; read from s, in every batch (lane packing puts
+  // several chunks' t side by side in one tile, so not one per chunk).
+  INFO("FMULs and cycles, kept: " << fmuls_cycles[0].first << ", " << fmuls_cycles[0].second
+                                  << "; s written: " << fmuls_cycles[1].first << ", "
+                                  << fmuls_cycles[1].second);
+  const int chunks = channels * w / 16;  // one FMUL each is x * t
+  CHECK(2 * (fmuls_cycles[0].first - chunks) < fmuls_cycles[1].first - chunks);
+  CHECK(fmuls_cycles[0].second < fmuls_cycles[1].second);
+}
 
 TEST_CASE(
     "replay: an integer constant that differs across lanes moves with the chunk, so its batches replay") {

@@ -24,8 +24,9 @@ constexpr size_t kBatchNodes = 96;  // tile nodes traced before a batch of chunk
 // every filled tile comes from and every drained tile goes.
 class PlanBuilder {
  public:
-  PlanBuilder(Plan& plan, const std::vector<int64_t>& sizes) : plan_(plan), sizes_(sizes) {
-    plan_.written.assign(sizes.size(), false);
+  // `sizes`: elements per slot, the memo buffers' too (the counter slot's is not read).
+  PlanBuilder(Plan& plan, const std::vector<int64_t>& sizes, size_t buffers) : plan_(plan), sizes_(sizes) {
+    plan_.written.assign(buffers, false);
   }
 
   size_t images() const {  // distinct programs so far
@@ -89,7 +90,7 @@ class PlanBuilder {
   }
   // A lane reads a constant or an element of its buffer: one out of range is an error.
   void in_range(const LeafLane& s) {
-    if (s.buf < 0 || s.buf == counter_slot(sizes_)) return;
+    if (s.buf < 0 || s.buf == counter_slot(plan_.written)) return;
     check_gather(s.index, s.buf, sizes_[s.buf]);
     if (size_t(s.buf) >= bounds_->size()) bounds_->resize(s.buf + 1, {INT64_MAX, INT64_MIN});
     auto& [lo, hi] = (*bounds_)[s.buf];
@@ -164,7 +165,7 @@ class PlanBuilder {
         s.index = int(plan_.store_lanes.size()) - 1;
       }
       for (int lane = 0; lane < kLanes; ++lane) s.active[lane] = st.active[lane];
-      plan_.written[st.buf] = true;
+      if (size_t(st.buf) < plan_.written.size()) plan_.written[st.buf] = true;  // not a memo buffer
       out.scatters.push_back(s);
     }
   }
@@ -321,7 +322,9 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
   Tracer tracer(k, vals, sizes, limits, choose_layout(k, cfg, vals, sizes, choices, limits));
   Plan plan;
   plan.config = cfg;
-  PlanBuilder builder(plan, sizes);
+  std::vector<int64_t> slot_sizes = sizes;  // then the counter slot and the memo buffers
+  slot_sizes.push_back(0);
+  PlanBuilder builder(plan, slot_sizes, sizes.size());
   Decisions why;
   TileProgram prog;
   int chains = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
@@ -331,10 +334,13 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
   auto compile_batch = [&] {
     if (prog.stores.empty()) return;
     why.passed(0);
+    tracer.batch_compiled();
+    for (size_t m = slot_sizes.size() - sizes.size() - 1; m < tracer.memo_sizes().size(); ++m)
+      slot_sizes.push_back(tracer.memo_sizes()[m]);
     const bool has_shape = batch_shape(prog, shape);
     why.passed(1);
     if (auto hit = has_shape ? replays.find(shape) : std::nullopt) {  // an earlier batch's launches, shifted
-      replay(*hit, sizes, plan);
+      replay(*hit, slot_sizes, plan);
       why.counted(*hit->batch);
       why.passed(5);
       ++replays.hits;
@@ -374,6 +380,7 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
     if (prog.nodes.size() >= kBatchNodes || (c == 0 && tracer.pinned_prefix())) compile_batch();
   }
   compile_batch();
+  plan.memo_sizes = tracer.memo_sizes();
   if (decision_log().should_log(spdlog::level::info)) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -390,6 +397,11 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
           "  long chunks traced in parts: {} cuts at a loop iteration's end, live values kept as pinned "
           "tiles",
           tracer.parts_cut());
+    if (tracer.memo_reads() > 0)
+      decision_log().info(
+          "  {} tiles read from {} memo buffers: values computed from one buffer's elements alone, kept per "
+          "element instead of computed again",
+          tracer.memo_reads(), plan.memo_sizes.size());
     if (tracer.loops_skipped() > 0)
       decision_log().info(
           "  {} reduction loops skipped: each term's guard, computed before the loop, false in "

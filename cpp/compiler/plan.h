@@ -122,6 +122,8 @@ struct Plan {
   std::vector<MxuOperand> mxu_operands;
   int scratch_tiles = 0, pinned_tiles = 0;
   std::vector<bool> written;  // per buffer slot: the kernel stores to it
+  // Elements of each memo buffer (memo_slot): scratch a call stores values into and later reads back.
+  std::vector<int64_t> memo_sizes;
 };
 
 }  // namespace tinytpu::compiler

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/ir.h"
@@ -49,6 +50,12 @@ using LeafLanes = std::array<LeafLane, kLanes>;
 template <class Slots>
 int counter_slot(const Slots& slots) {
   return int(slots.size());
+}
+// Memo slots follow the counter slot: memo buffer i (Tracer, "Values kept per element") is slot
+// counter_slot + 1 + i.
+template <class Slots>
+int memo_slot(const Slots& slots, int i) {
+  return counter_slot(slots) + 1 + i;
 }
 // Pinned tile numbers: the uniform prefix's i-th tile is 3i (bank 0); a cut's i-th is 3i+1 in bank 1 or 3i+2
 // in bank 2, by the cut's parity. A part of a long chunk reads one bank and fills the other.
@@ -214,6 +221,11 @@ class Tracer {
   int64_t loops_skipped() const { return loops_skipped_; }  // guarded loops that would add nothing
   // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
   bool pinned_prefix() const { return prefix_ready_; }
+  // The batch traced so far is compiled: the memo values it stores can be read by later batches.
+  void batch_compiled();
+  const std::vector<int64_t>& memo_sizes() const { return memo_sizes_; }  // elements per memo buffer
+  static constexpr int kMemoCost = 8;  // operations of a value worth keeping per element (below)
+  int64_t memo_reads() const { return memo_reads_; }  // tiles read from memo buffers (the decision log)
 
  private:
   const Kernel& k_;
@@ -314,6 +326,50 @@ class Tracer {
   bool prefix_ready_ = false;
   void pin_prefix(std::vector<TraceValue>& val, TileProgram& out);
   int pin(TileProgram& out, int tile, int number);  // a store keeping `tile` for later batches as #number
+
+  // Values kept per element. A float32 tile computed lane by lane from one element of a buffer, the same
+  // in every lane, and uniform constants (a batch norm's divisor from a channel's variance, say) is that
+  // element's function: every chunk of the channel computes it again. Where such a value of at least
+  // kMemoCost operations meets other data, it is stored into a memo buffer (a scratch buffer as large as
+  // its source, one slot per element) once the element is seen a second time, and read from there by
+  // every later batch: its operations become one gather. Loads see the buffers as they were when the
+  // kernel started (the runtime's snapshots), and the VPU's lane ops are the same in any lane, so the value
+  // read is the value computed, bit for bit.
+  static constexpr int64_t kMaxMemoElements = int64_t(1) << 24;  // over all memo buffers of a kernel
+  struct Derivation {    // a tile node of the current batch as the function of one element
+    int64_t key = 0;     // the function, numbered by functions_
+    LeafLane element;    // the element, in every lane
+    int cost = 0;        // operations, counted along every path (saturating); 0 once memoize() decided
+    int memo_leaf = -1;  // the leaf reading its kept value
+  };
+  // The functions, numbered exactly: a leaf (LOAD, dtype, buffer), an operation (op, dtype, source dtype,
+  // its operands' numbers or constants' kConstant keys). Open addressing over a power-of-two table.
+  class FunctionTable {
+   public:
+    using Function = std::array<int64_t, 6>;
+    int number(const Function& f);
+
+   private:
+    std::vector<Function> functions_;  // by number - 1
+    std::vector<int> slots_;           // function numbers (0: empty), by hash
+  };
+  FunctionTable functions_;
+  static constexpr int64_t kConstant = int64_t(1) << 62;  // | dtype << 32 | bits: a constant operand
+  std::vector<int> derived_;             // per node of *out_: its Derivation in derivations_ (-1: none)
+  std::vector<Derivation> derivations_;  // of the current batch's nodes (few: most nodes vary by lane)
+  struct Memo {
+    int buf = -1, slot = -1;  // the source buffer; the memo buffer's slot once a value is stored
+    std::vector<bool> seen, stored, ready;  // per source element: computed, stored by some batch, and
+                                            // stored by an already compiled batch
+    std::vector<int64_t> pending;           // stored by the batch being traced
+  };
+  std::map<int64_t, Memo> memos_;  // by Derivation::key
+  std::vector<Memo*> pending_memos_;
+  std::vector<int64_t> memo_sizes_;
+  int64_t memo_elements_ = 0, memo_reads_ = 0;
+  std::set<int> written_slots_;                         // buffer slots the kernel stores to: not memo sources
+  std::optional<Derivation> derive(const TileNode& t);  // an operation's, if it is an element's function
+  int memoize(int node);                                // `node`, or a leaf reading it from its memo buffer
 };
 
 }  // namespace tinytpu::compiler

@@ -95,8 +95,13 @@ struct Stopped {
 // The tiles a call moves: gathered from the buffers, pinned and scratch tiles; drained ones stored back.
 class DataPlan {
  public:
+  // `slots`: the buffers', then the counter slot's (unused) and the memo buffers'.
   DataPlan(const Plan& plan, const std::vector<Slot>& slots)
-      : p_(plan), slots_(slots), scratch_(plan.scratch_tiles), pinned_(plan.pinned_tiles) {}
+      : p_(plan),
+        slots_(slots),
+        counter_(counter_slot(plan.written)),
+        scratch_(plan.scratch_tiles),
+        pinned_(plan.pinned_tiles) {}
 
   Tile gather(int id) const {
     const TileSource& s = p_.sources[id];
@@ -105,7 +110,7 @@ class DataPlan {
       case TileSource::Kind::kStrided: {
         const StridedGather& g = p_.strided[s.id];
         const int64_t moved = shift(g.buf);
-        if (g.buf == counter_slot(slots_)) {
+        if (g.buf == counter_) {
           for (int l = 0; l < g.lanes; ++l) out[l] = counter(g.index(l) + moved);
           break;
         }
@@ -127,7 +132,7 @@ class DataPlan {
             out[l] = int32_t(lane.bits);
             continue;
           }
-          if (lane.buf == counter_slot(slots_)) {
+          if (lane.buf == counter_) {
             out[l] = counter(lane.index + shift(lane.buf));
             continue;
           }
@@ -219,14 +224,23 @@ class DataPlan {
           return true;
       return false;
     };
+    const bool stores_memo = std::any_of(before.scatters.begin(), before.scatters.end(),
+                                         [&](const Scatter& s) { return s.buf > counter_; });
     for (const PlanLaunch::Fill& f : l.fills)
       for (int id = f.source; id >= 0;) {  // a dynamic gather's indices come from another source
         const TileSource& s = p_.sources[id];
         if ((s.kind == TileSource::Kind::kScratch || s.kind == TileSource::Kind::kPinned) && kept(s))
           return true;
+        if (stores_memo && reads_memo(s)) return true;
         id = s.kind == TileSource::Kind::kDynamic ? s.index : -1;
       }
     return false;
+  }
+  bool reads_memo(const TileSource& s) const {
+    if (s.kind == TileSource::Kind::kStrided) return p_.strided[s.id].buf > counter_;
+    if (s.kind != TileSource::Kind::kLanes && s.kind != TileSource::Kind::kDynamic) return false;
+    const auto& lanes = p_.lanes[s.id];
+    return std::any_of(lanes.begin(), lanes.end(), [&](const LeafLane& l) { return l.buf > counter_; });
   }
 
   // The run about to execute: its element indices are moved by the run's shift.
@@ -238,6 +252,7 @@ class DataPlan {
  private:
   const Plan& p_;
   const std::vector<Slot>& slots_;
+  const int counter_;
   std::vector<Tile> scratch_, pinned_;
   const std::vector<int64_t>* shift_ = nullptr;
   bool swap_ = false, drained_swap_ = false;  // the run's banks exchanged; those of the last launch drained
@@ -376,6 +391,18 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
     slots[s].read = snapshots.back().data();
   }
   done.chunks_done = done.chunks;
+  // The memo buffers (compiler/tracer.h), after the counter slot: 32-bit lanes as they were drained.
+  std::vector<std::vector<int32_t>> memos;
+  auto add_memos = [&](const Plan& p) {
+    slots.resize(nslots + 1);
+    memos.clear();
+    for (int64_t elements : p.memo_sizes) {
+      memos.emplace_back(size_t(elements));
+      auto* data = reinterpret_cast<uint8_t*>(memos.back().data());
+      slots.push_back({data, data, DType::kI32, 4, elements});
+    }
+  };
+  add_memos(*plan);
 
   // Choices that depend on the data select another plan: MXU data out of int8 range keeps its chains on
   // the VPU, an operand with the values of another is loaded once.
@@ -388,6 +415,7 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
         "MXU operands once (equal values): the plan for these choices",
         kernel_.name, veto.size(), same.size());
     plan = this->plan({vals, sizes, veto, same}, choices, traced);
+    add_memos(*plan);
   }
 
   DataPlan data(*plan, slots);
