@@ -425,8 +425,8 @@ std::optional<Tracer::Derivation> Tracer::derive(const TileNode& t) {
 int Tracer::memoize(int node) {
   TileProgram& out = *out_;
   Derivation& d = derivations_[derived_[node]];
-  const TileNode& n = out.nodes[node];
-  if (d.cost < kMemoCost || n.dtype != DType::kF32 || n.op == Op::LOAD) return node;
+  const DType dtype = out.nodes[node].dtype;  // (a reference would not outlive the leaf pushed below)
+  if (d.cost < kMemoCost || dtype != DType::kF32 || out.nodes[node].op == Op::LOAD) return node;
   if (d.memo_leaf >= 0) return d.memo_leaf;
   Memo& m = memos_[d.key];
   const int64_t e = d.element.index;
@@ -438,7 +438,7 @@ int Tracer::memoize(int node) {
     m.ready.assign(elements, false);
   }
   if (m.ready[e]) {  // one gather in place of the operations
-    TileNode leaf{Op::LOAD, n.dtype};
+    TileNode leaf{Op::LOAD, dtype};
     out.lanes(leaf).fill(LeafLane(m.slot, e));
     out.nodes.push_back(leaf);
     derived_.push_back(-1);
