@@ -322,9 +322,7 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
   Tracer tracer(k, vals, sizes, limits, choose_layout(k, cfg, vals, sizes, choices, limits));
   Plan plan;
   plan.config = cfg;
-  std::vector<int64_t> slot_sizes = sizes;  // then the counter slot and the memo buffers
-  slot_sizes.push_back(0);
-  PlanBuilder builder(plan, slot_sizes, sizes.size());
+  PlanBuilder builder(plan, tracer.slot_sizes(), sizes.size());
   Decisions why;
   TileProgram prog;
   int chains = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
@@ -335,12 +333,10 @@ Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int
     if (prog.stores.empty()) return;
     why.passed(0);
     tracer.batch_compiled();
-    for (size_t m = slot_sizes.size() - sizes.size() - 1; m < tracer.memo_sizes().size(); ++m)
-      slot_sizes.push_back(tracer.memo_sizes()[m]);
     const bool has_shape = batch_shape(prog, shape);
     why.passed(1);
     if (auto hit = has_shape ? replays.find(shape) : std::nullopt) {  // an earlier batch's launches, shifted
-      replay(*hit, slot_sizes, plan);
+      replay(*hit, tracer.slot_sizes(), plan);
       why.counted(*hit->batch);
       why.passed(5);
       ++replays.hits;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "compiler/op_table.h"
@@ -40,6 +41,13 @@ auto folder(Op op) {
 int64_t fold(Op op, DType d, int64_t a, int64_t b, int64_t c) { return folder(op).one(d, a, b, c); }
 
 bool is_alu(Op op) { return op >= Op::ADD && op <= Op::TRUNC; }
+
+// The buffer under a pointer: `node` with its INDEX and AFTER wrappers taken off (-1: malformed IR).
+int pointer_base(const Kernel& k, int node) {
+  while (node >= 0 && (k.nodes[node].op == Op::INDEX || k.nodes[node].op == Op::AFTER))
+    node = k.nodes[node].src.empty() ? -1 : k.nodes[node].src[0];
+  return node;
+}
 
 // Every lane of `v` is known to be `x`.
 bool all_lanes(const TraceValue& v, int64_t x) {
@@ -118,7 +126,8 @@ int64_t Tracer::uniform_value(int node, const std::vector<int64_t>& known) const
 
 Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes,
                const TraceLimits& limits, ChunkLayout layout)
-    : k_(k), sizes_(buffer_sizes), limits_(limits) {
+    : k_(k), sizes_(buffer_sizes), limits_(limits), slot_sizes_(buffer_sizes) {
+  slot_sizes_.push_back(0);  // the counter slot (counter_slot): not gathered from as a buffer
   last_reader_.assign(k.nodes.size(), -1);
   enclosing_loop_.assign(k.nodes.size(), -1);
   loop_end_.assign(k.nodes.size(), -1);
@@ -163,10 +172,7 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
   }
   find_guarded_loops();
   for (const Node& n : k.nodes) {
-    if (n.op != Op::STORE || n.src.empty()) continue;
-    int base = n.src[0];
-    while (base >= 0 && (k.nodes[base].op == Op::INDEX || k.nodes[base].op == Op::AFTER))
-      base = k.nodes[base].src.empty() ? -1 : k.nodes[base].src[0];
+    const int base = n.op == Op::STORE && !n.src.empty() ? pointer_base(k, n.src[0]) : -1;
     if (base >= 0 && k.nodes[base].op == Op::PARAM && k.nodes[base].global)
       written_slots_.insert(int(k.nodes[base].ivalue));
   }
@@ -194,9 +200,8 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
     prefix_loops_ = prefix_loops_ || n.op == Op::RANGE;
     if (n.op == Op::IF) return;
     if (n.op == Op::STORE) {
-      int base = n.src[0];
-      while (k.nodes[base].op == Op::INDEX || k.nodes[base].op == Op::AFTER) base = k.nodes[base].src[0];
-      if (k.nodes[base].op == Op::PARAM) return;
+      const int base = pointer_base(k, n.src[0]);
+      if (base < 0 || k.nodes[base].op == Op::PARAM) return;
     }
   }
   std::vector<bool> used(end, false);
@@ -450,10 +455,11 @@ int Tracer::memoize(int node) {
   m.seen[e] = true;
   if (!again) return node;
   if (m.slot < 0) {
-    if (memo_elements_ + int64_t(m.seen.size()) > kMaxMemoElements) return node;
-    m.slot = memo_slot(sizes_, int(memo_sizes_.size()));
-    memo_sizes_.push_back(int64_t(m.seen.size()));
-    memo_elements_ += int64_t(m.seen.size());
+    const int64_t kept =
+        std::accumulate(slot_sizes_.begin() + memo_slot(sizes_, 0), slot_sizes_.end(), int64_t(0));
+    if (kept + int64_t(m.seen.size()) > kMaxMemoElements) return node;
+    m.slot = int(slot_sizes_.size());
+    slot_sizes_.push_back(int64_t(m.seen.size()));
   }
   TileStore keep{m.slot, {}, {}, node};
   keep.index.fill(e);
@@ -559,9 +565,7 @@ void Tracer::find_guarded_loops() {
     int ptr = store.src[0], sum = store.src[1];
     if (nodes[ptr].op != Op::INDEX || nodes[sum].op != Op::ADD) return std::nullopt;
     GuardedAccumulation acc;
-    acc.reg = src(ptr, 0);
-    while (acc.reg >= 0 && (nodes[acc.reg].op == Op::INDEX || nodes[acc.reg].op == Op::AFTER))
-      acc.reg = src(acc.reg, 0);
+    acc.reg = pointer_base(k_, src(ptr, 0));
     acc.elem = src(ptr, 1);
     acc.dtype = nodes[sum].dtype;
     if (acc.reg < 0 || nodes[acc.reg].op != Op::BUFFER || acc.elem < 0 || acc.elem >= r) return std::nullopt;

@@ -223,7 +223,11 @@ class Tracer {
   bool pinned_prefix() const { return prefix_ready_; }
   // The batch traced so far is compiled: the memo values it stores can be read by later batches.
   void batch_compiled();
-  const std::vector<int64_t>& memo_sizes() const { return memo_sizes_; }  // elements per memo buffer
+  // Elements per slot: the buffers', the counter slot's (0, not read) and the memo buffers' so far.
+  const std::vector<int64_t>& slot_sizes() const { return slot_sizes_; }
+  std::vector<int64_t> memo_sizes() const {  // elements per memo buffer
+    return {slot_sizes_.begin() + memo_slot(sizes_, 0), slot_sizes_.end()};
+  }
   static constexpr int kMemoCost = 8;  // operations of a value worth keeping per element (below)
   int64_t memo_reads() const { return memo_reads_; }  // tiles read from memo buffers (the decision log)
 
@@ -365,8 +369,8 @@ class Tracer {
   };
   std::map<int64_t, Memo> memos_;  // by Derivation::key
   std::vector<Memo*> pending_memos_;
-  std::vector<int64_t> memo_sizes_;
-  int64_t memo_elements_ = 0, memo_reads_ = 0;
+  std::vector<int64_t> slot_sizes_;
+  int64_t memo_reads_ = 0;
   std::set<int> written_slots_;                         // buffer slots the kernel stores to: not memo sources
   std::optional<Derivation> derive(const TileNode& t);  // an operation's, if it is an element's function
   int memoize(int node);                                // `node`, or a leaf reading it from its memo buffer
