@@ -1,6 +1,7 @@
 // The UOp compiler: IR parsing and checks, lane tracing, lowering within the hardware limits, execution.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
 #include <tuple>
 
@@ -660,5 +661,72 @@ TEST_CASE("tracer: a prefix without a loop is pinned when it computes more tiles
     int wrong = 0;
     for (int i = 0; i < n; ++i) wrong += reinterpret_cast<int32_t*>(bufs[0].data())[i] != b[i] + key;
     CHECK(wrong == 0);
+  }
+}
+
+namespace {
+// out[i] = x[i] / s for i < n, float32, where s = y[0] + ... + y[m-1] is summed before the loop over i
+// (softmax's sum, say), or with `per_element`, out[i] = x[i] / y[i].
+std::string quotient_ir(int n, int m, bool per_element) {
+  const std::string divisor =
+      per_element ? "INDEX f32 2 4 23\nLOAD f32 1 26\n" : "NOOP void 0\nNOOP void 0\n";
+  return "KERNEL quotient\nCONST idx 0 " + std::to_string(n) +
+         "\n"                                                        // 0
+         "PARAM f32 1 0 0 GLOBAL 0 0\nPARAM f32 1 0 1 GLOBAL 0 0\n"  // 1 out, 2 x
+         "CONST idx 0 " +
+         std::to_string(m) +
+         "\nPARAM f32 1 3 2 GLOBAL 0 0\n"                                       // 3, 4 y
+         "CONST idx 0 1\nBUFFER f32 1 5 REG\nCONST idx 0 0\nINDEX f32 2 6 7\n"  // 5..8: acc[0]
+         "CONST f32 0 0x0p+0\nSTORE void 2 8 9\n"                               // 9, 10
+         "RANGE i32 1 3 0 REDUCE\nINDEX f32 2 4 11\nLOAD f32 1 12\n"            // 11 j, 12, 13 y[j]
+         "AFTER f32 3 6 10 11\nINDEX f32 2 14 7\nLOAD f32 1 15\n"               // 14..16 acc
+         "ADD f32 2 16 13\nSTORE void 2 15 17\nEND void 2 18 11\n"              // 17..19
+         "AFTER f32 2 6 19\nINDEX f32 2 20 7\nLOAD f32 1 21\n"                  // 20..22 s
+         "RANGE i32 1 0 1 WEAK\nINDEX f32 2 2 23\nLOAD f32 1 24\n" +            // 23 i, 24, 25 x[i]
+         divisor +                                                              // 26, 27: y[i]
+         "FDIV f32 2 25 " +
+         (per_element ? "27" : "22") +  // 28
+         "\nINDEX f32 2 1 23\nSTORE void 2 29 28\nEND void 2 30 23\nSINK void 1 31\n";
+}
+}  // namespace
+
+TEST_CASE("compiler: a divisor's half of exact division is computed where the divisor is, once") {
+  const int n = 16 * 24, m = 8;
+  for (bool per_element : {false, true}) {
+    // Divisors of 1, 2^-130 (subnormal) or 2^100 times small integers: the divisor's scaling by a power of
+    // two (lower.cc div_scale) takes each of its three ways. Quotients are within the range where the
+    // division rounds exactly (lower.cc div_exact), or zeros, infinities and NaNs. The sum of these
+    // integers is exact in any order.
+    for (float unit : {1.0f, std::ldexp(1.0f, -130), std::ldexp(1.0f, 100)}) {
+      INFO((per_element ? "x[i] / y[i]" : "x[i] / sum(y)") << ", unit " << unit);
+      CompiledKernel k(quotient_ir(n, m, per_element));
+      std::vector<DeviceBuffer> bufs{DeviceBuffer(n * 4), DeviceBuffer(n * 4), DeviceBuffer(n * 4)};
+      auto* x = reinterpret_cast<float*>(bufs[1].data());
+      auto* y = reinterpret_cast<float*>(bufs[2].data());
+      const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
+      uint32_t seed = 12345;
+      for (int i = 0; i < n; ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        const float mantissa = float(seed >> 8) / float(1 << 23) - 1.0f;  // [-1, 1)
+        x[i] = i < 5 ? specials[i] : std::ldexp(mantissa, int(seed % 41) - 20) * unit;
+        y[i] = per_element ? (i % 17 == 3 ? specials[i % 5] : float(int(seed % 61) - 30) * unit)
+                           : (i < m ? float(i % 2 ? 3 : 6) * unit : 0.0f);
+      }
+      float s = 0.0f;
+      for (int j = 0; j < m; ++j) s += y[j];
+      KernelStats st = k.run(bufs, {}, true);
+      int wrong = 0;
+      for (int i = 0; i < n; ++i) {
+        const float want = x[i] / (per_element ? y[i] : s), got = reinterpret_cast<float*>(bufs[0].data())[i];
+        wrong += std::isnan(want) ? !std::isnan(got) : std::memcmp(&got, &want, 4) != 0;
+      }
+      CHECK(wrong == 0);
+      int frecips = 0;
+      for (const std::string& tasm : st.tasm)
+        for (size_t at = tasm.find("FRECIP("); at != std::string::npos; at = tasm.find("FRECIP(", at + 1))
+          ++frecips;
+      // The sum's reciprocal once, in the uniform prefix; a divisor of each element's own, once per tile.
+      CHECK(frecips == (per_element ? n / 16 : 1));
+    }
   }
 }

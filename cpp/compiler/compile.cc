@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "compiler/divide.h"
 #include "compiler/lane_pack.h"
 #include "compiler/log.h"
 #include "compiler/lower.h"
@@ -314,11 +315,12 @@ ChunkLayout choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const st
 
 }  // namespace
 
-Plan compile(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
+Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
              const std::vector<int64_t>& sizes, const Choices& choices,
              const std::function<void(int64_t, int64_t)>& traced, const TraceLimits& limits) {
   const auto start = std::chrono::steady_clock::now();
   cfg.check();
+  const Kernel k = split_divisions(ir);
   Tracer tracer(k, vals, sizes, limits, choose_layout(k, cfg, vals, sizes, choices, limits));
   Plan plan;
   plan.config = cfg;

@@ -7,8 +7,8 @@
 
 namespace tinytpu::compiler {
 
-// The compiler. It runs its passes over the kernel a batch of chunks at a time and returns the plan the
-// runtime executes:
+// The compiler. It splits exact divisions (split_divisions), then runs its passes over the kernel a batch
+// of chunks at a time and returns the plan the runtime executes:
 //   trace     Tracer::trace_chunk: the iteration space unrolled into tile nodes, a tile's lanes per chunk
 //   shape     batch_shape: a batch equal to an earlier one up to a shift of each buffer's element
 //             indices runs that batch's launches with its indices shifted (replay.h); the rest is skipped

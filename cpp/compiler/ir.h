@@ -75,6 +75,8 @@ enum class Op : uint8_t {
   LOG2,
   SIN,
   FDIV,
+  DIV_SCALE,  // compiler-internal: exact division's halves (compiler/divide.h)
+  DIV_EXACT,
   MXU_DOT,         // compiler-internal: an int8 dot-product block on the MXU (compiler/mxu_dot.h)
   LANE_REDUCE,     // compiler-internal: a cross-lane reduce of one tile (compiler/lane_pack.h)
   LANE_BROADCAST,  // compiler-internal: one lane (row, column) of a tile copied to others

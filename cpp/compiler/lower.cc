@@ -659,36 +659,35 @@ class Emitter {
       emit(instr::psum_read(d, /*bucket*/ 0));
   }
 
-  // a / b: q0 = a * (1/b) within an ulp or two, then one correction by the exact remainder
-  // a - q0*b (Dekker's product from 12-bit halves, Sterbenz's exact subtraction), which rounds like IEEE
-  // division but for quotients within ~2^-40 ulp of a midpoint. The product is exact while |q0|, |b| are
-  // within [2^-50, 2^100] (so |a| >= 2^-100, the low halves' products stay normal and 4097*x finite);
-  // outside (subnormal b or results, after scaling), and for zeros, infs and NaNs, q0 stands.
-  void divide(int d, int a0, int b0) {
-    // a/b = (a*s)/(b*s) with s a power of two bringing a tiny |b| to [2^-40, 2^-39) or a huge one to
-    // [2^90, 2^91): 1/b then neither overflows nor goes subnormal, and a*s can only overflow or
-    // underflow where a/b itself does. s = 2^(214-E) or 2^(344-E) in exponent field terms, E b's field.
-    int a = alloc_vreg(), b = alloc_vreg(), r = alloc_vreg(), q = alloc_vreg();
-    {
-      int m = constant(0x7FFFFFFF), k23 = constant(23), tiny = constant(0x26800000),
-          huge = constant(0x71800000);
-      vpu(VpuOpcode::kAnd, r, b0, m);
-      vpu(VpuOpcode::kShr, q, r, k23);     // E
-      vpu(VpuOpcode::kCmplt, a, r, tiny);  // |b| < 2^-50
-      vpu(VpuOpcode::kCmplt, b, huge, r);  // |b| > 2^100 (and inf, NaN)
-      for (int c : {m, tiny, huge}) release(c);
-      int f_tiny = constant(214), f_huge = constant(344), one = constant(0x3F800000);
-      vpu(VpuOpcode::kSub, r, f_tiny, q);
-      vpu(VpuOpcode::kSub, q, f_huge, q);
-      vpu(VpuOpcode::kShl, r, r, k23);
-      vpu(VpuOpcode::kShl, q, q, k23);
-      emit(instr::select(q, b, q, one));
-      emit(instr::select(q, a, r, q));  // s
-      for (int c : {k23, f_tiny, f_huge, one}) release(c);
-      vpu(VpuOpcode::kFmul, a, a0, q);
-      vpu(VpuOpcode::kFmul, b, b0, q);
-    }
-    reciprocal(r, b);
+  // Exact division a0 / b0 in two halves (compiler/divide.h): a0/b0 = (a0*s)/(b0*s) with s a power of two
+  // bringing a tiny |b0| to [2^-40, 2^-39) or a huge one to [2^90, 2^91), so that 1/(b0*s) neither overflows
+  // nor goes subnormal, and a0*s can only overflow or underflow where a0/b0 itself does. div_scale is s:
+  // 2^(214-E) or 2^(344-E) in exponent field terms, E b0's field (1.0 in between).
+  // `r`, `tiny_b`, `huge_b`: scratch vregs.
+  void div_scale(int d, int b0, int r, int tiny_b, int huge_b) {
+    int m = constant(0x7FFFFFFF), k23 = constant(23), tiny = constant(0x26800000),
+        huge = constant(0x71800000);
+    vpu(VpuOpcode::kAnd, r, b0, m);
+    vpu(VpuOpcode::kShr, d, r, k23);          // E
+    vpu(VpuOpcode::kCmplt, tiny_b, r, tiny);  // |b| < 2^-50
+    vpu(VpuOpcode::kCmplt, huge_b, huge, r);  // |b| > 2^100 (and inf, NaN)
+    for (int c : {m, tiny, huge}) release(c);
+    int f_tiny = constant(214), f_huge = constant(344), one = constant(0x3F800000);
+    vpu(VpuOpcode::kSub, r, f_tiny, d);
+    vpu(VpuOpcode::kSub, d, f_huge, d);
+    vpu(VpuOpcode::kShl, r, r, k23);
+    vpu(VpuOpcode::kShl, d, d, k23);
+    emit(instr::select(d, huge_b, d, one));
+    emit(instr::select(d, tiny_b, r, d));
+    for (int c : {k23, f_tiny, f_huge, one}) release(c);
+  }
+  // a / b for a = a0*s, b = b0*s and r = reciprocal(b): q0 = a * r within an ulp or two, then one
+  // correction by the exact remainder a - q0*b (Dekker's product from 12-bit halves, Sterbenz's exact
+  // subtraction), which rounds like IEEE division but for quotients within ~2^-40 ulp of a midpoint. The
+  // product is exact while |q0|, |b| are within [2^-50, 2^100] (so |a| >= 2^-100, the low halves' products
+  // stay normal and 4097*x finite); outside (subnormal b or results, after scaling), and for zeros, infs
+  // and NaNs, q0 stands. `q`: a scratch vreg.
+  void div_exact(int d, int a, int b, int r, int q) {
     vpu(VpuOpcode::kFmul, q, a, r);
     int ok = alloc_vreg(), t1 = alloc_vreg(), t2 = alloc_vreg();
     int m = constant(0x7FFFFFFF), lo = constant(0x26800000), hi = constant(0x71800000);  // 2^-50, 2^100
@@ -730,7 +729,18 @@ class Emitter {
     vpu(VpuOpcode::kFmul, p, p, r);
     vpu(VpuOpcode::kFadd, p, q, p);
     emit(instr::select(d, ok, p, q));
-    for (int x : {a, b, r, q, ok, t1, t2, t3, t4, p, e}) release(x);
+    for (int x : {ok, t1, t2, t3, t4, p, e}) release(x);
+  }
+
+  // The two halves in one (a division split_divisions left whole).
+  void divide(int d, int a0, int b0) {
+    int a = alloc_vreg(), b = alloc_vreg(), r = alloc_vreg(), s = alloc_vreg();
+    div_scale(s, b0, r, a, b);
+    vpu(VpuOpcode::kFmul, a, a0, s);
+    vpu(VpuOpcode::kFmul, b, b0, s);
+    reciprocal(r, b);
+    div_exact(d, a, b, r, /*q*/ s);
+    for (int x : {a, b, r, s}) release(x);
   }
 
   // Round toward zero: below 2^23 in magnitude through F2I/I2F (keeping the sign of -0.x), else x.
@@ -905,6 +915,18 @@ class Emitter {
           divide(d, a, b);
         }
         break;
+      case Op::DIV_SCALE: {
+        int r = alloc_vreg(), tiny_b = alloc_vreg(), huge_b = alloc_vreg();
+        div_scale(d, a, r, tiny_b, huge_b);
+        for (int x : {r, tiny_b, huge_b}) release(x);
+        break;
+      }
+      case Op::DIV_EXACT: {
+        int q = alloc_vreg();
+        div_exact(d, a, b, c, q);
+        release(q);
+        break;
+      }
       case Op::RECIPROCAL:
         if (fast_math_)
           vpu(VpuOpcode::kFrecip, d, a);

@@ -174,6 +174,8 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     alu(Op::LOG2, "LOG2", 1, A::kF32FastMath, Fold{}, none, V::kLog2),
     alu(Op::SIN, "SIN", 1, A::kF32FastMath, Fold{}, none, V::kSin),
     alu(Op::FDIV, "FDIV", 2, A::kF32, Fold{}),
+    alu(Op::DIV_SCALE, "DIV_SCALE", 1, A::kNever, Fold{}),
+    alu(Op::DIV_EXACT, "DIV_EXACT", 3, A::kNever, Fold{}),
     plain(Op::MXU_DOT, "MXU_DOT", 0, A::kNever),
     plain(Op::LANE_REDUCE, "LANE_REDUCE", 0, A::kNever),
     plain(Op::LANE_BROADCAST, "LANE_BROADCAST", 0, A::kNever),
