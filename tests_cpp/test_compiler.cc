@@ -730,3 +730,81 @@ TEST_CASE("compiler: a divisor's half of exact division is computed where the di
     }
   }
 }
+
+namespace {
+// out[0] = acc after acc = init; for j < m: acc = max(acc, max(max(max(x[4j], x[4j+1]), x[4j+2]), x[4j+3])),
+// float32, as tinygrad's x.max() of 4m elements comes (a reduce unrolled by 4). `init`: a float literal.
+std::string max_ir(int m, const std::string& init) {
+  return "KERNEL fmax\nCONST idx 0 1\n"                                                         // 0
+         "PARAM f32 1 0 0 GLOBAL 0 0\nPARAM f32 1 0 1 GLOBAL 0 0\nCONST idx 0 " +               // 1 out, 2 x
+         std::to_string(m) +                                                                    // 3
+         "\nCONST idx 0 1\nBUFFER f32 1 4 REG\nCONST idx 0 0\nINDEX f32 2 5 6\nCONST f32 0 " +  // 4..8
+         init +
+         "\nSTORE void 2 7 8\n"                                               // 9
+         "RANGE i32 1 3 0 REDUCE\nCONST i32 0 4\nMUL i32 2 10 11\n"           // 10 j, 11, 12 4j
+         "INDEX f32 2 2 12\nLOAD f32 1 13\n"                                  // 13, 14
+         "CONST i32 0 1\nADD i32 2 12 15\nINDEX f32 2 2 16\nLOAD f32 1 17\n"  // 15..18
+         "CONST i32 0 2\nADD i32 2 12 19\nINDEX f32 2 2 20\nLOAD f32 1 21\n"  // 19..22
+         "CONST i32 0 3\nADD i32 2 12 23\nINDEX f32 2 2 24\nLOAD f32 1 25\n"  // 23..26
+         "MAX f32 2 14 18\nMAX f32 2 27 22\nMAX f32 2 28 26\n"                // 27..29 the group's
+         "AFTER f32 3 5 9 10\nINDEX f32 2 30 6\nLOAD f32 1 31\n"              // 30..32 acc
+         "MAX f32 2 32 29\nSTORE void 2 31 33\nEND void 2 34 10\n"            // 33..35
+         "AFTER f32 2 5 35\nINDEX f32 2 36 6\nLOAD f32 1 37\n"                // 36..38
+         "INDEX f32 2 1 6\nSTORE void 2 39 38\nSINK void 1 40\n";             // 39..41
+}
+float tinygrad_max(float a, float b) { return a < b ? b : a; }  // a NaN b keeps a; a NaN a stays
+}  // namespace
+
+TEST_CASE("lane packing: a float max reduction is packed and gives the fold's result bit for bit") {
+  const int m = 256, n = 4 * m;
+  enum Data { kRandom, kSignedZeros, kNaNs, kNothingAboveInit };
+  for (Data data : {kRandom, kSignedZeros, kNaNs, kNothingAboveInit}) {
+    for (const char* init : {"-inf", "0x0p+0"}) {
+      INFO("data " << int(data) << ", init " << init);
+      CompiledKernel k(max_ir(m, init));
+      std::vector<DeviceBuffer> bufs{DeviceBuffer(4), DeviceBuffer(n * 4)};
+      auto* x = reinterpret_cast<float*>(bufs[1].data());
+      uint32_t seed = 777;
+      for (int i = 0; i < n; ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        const float r = float(seed >> 8) / float(1 << 24);  // [0, 1)
+        switch (data) {
+          case kRandom:
+            x[i] = r * 200.0f - 150.0f;
+            break;
+          case kSignedZeros:  // the maximum is zero, first met as +0.0 in group 41 (a later lane's run),
+                              // then as -0.0: the first one found is the result
+            x[i] = i / 4 < 41 ? -1.0f : i / 4 == 41 ? 0.0f : seed % 2 ? -1.0f : -0.0f;
+            break;
+          case kNaNs:  // a NaN first in its group hides the group (the largest values among them), else
+                       // it is passed over
+            x[i] = i % 4 == 0 && seed % 5 == 0 ? NAN : i % 4 == 1 && (seed >> 4) % 5 == 0 ? 1e30f : r;
+            break;
+          case kNothingAboveInit:
+            x[i] = seed % 2 ? -INFINITY : seed % 7 == 0 ? NAN : -0.0f;
+            break;
+        }
+      }
+      float want = std::strtof(init, nullptr);
+      for (int j = 0; j < m; ++j)
+        want = tinygrad_max(
+            want,
+            tinygrad_max(tinygrad_max(tinygrad_max(x[4 * j], x[4 * j + 1]), x[4 * j + 2]), x[4 * j + 3]));
+      KernelStats st = k.run(bufs, {}, true);
+      const float got = reinterpret_cast<float*>(bufs[0].data())[0];
+      INFO("want " << want << " got " << got);
+      CHECK(std::memcmp(&got, &want, 4) == 0);
+      int compares = 0, tile_reduces = 0;
+      for (const std::string& tasm : st.tasm) {
+        for (size_t at = tasm.find("FCMPLT("); at != std::string::npos; at = tasm.find("FCMPLT(", at + 1))
+          ++compares;
+        for (size_t at = tasm.find("FMAX_REDUCE_TILE("); at != std::string::npos;
+             at = tasm.find("FMAX_REDUCE_TILE(", at + 1))
+          ++tile_reduces;
+      }
+      // Packed: 4 compares per 16 groups side by side, then one whole-tile reduce (unpacked: 4 per group).
+      CHECK(compares <= n / 16 + 2);
+      CHECK(tile_reduces == 1);
+    }
+  }
+}

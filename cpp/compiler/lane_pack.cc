@@ -278,6 +278,10 @@ uint32_t identity(Op op, DType d) { return op_info(op).identity(d); }
 struct Reduction {
   std::vector<int> terms;  // isomorphic: packed
   std::vector<int> rest;   // the others (a bias added to a sum, say): combined after the reduce
+  // A float MAX is a fold in order, max(...max(max(init, t_0), t_1)..., t_{n-1}): its start (-1: the
+  // identity), combined before the terms.
+  int init = -1;
+  bool ordered = false;
   LaneAxis axis;
   std::vector<std::vector<int>> groups;  // output lanes, one group per cross-lane reduce
   // kPair: the one store of the result, whose j-th output lane moves to lane 2j (two lanes an output)
@@ -335,22 +339,43 @@ class ReductionPacker {
     return -1;
   }
 
-  std::optional<Reduction> plan(int root, std::vector<bool>& absorbed) const {
+  // A chain of `r`'s op, flattened left to right, without recursion (chains can be long). An inner chain has
+  // the same lanes and fewer terms: absorbed.
+  void flatten(int root, Reduction& red, std::vector<bool>& absorbed) const {
     const TileNode& r = p_.nodes[root];
-    Reduction red;
-    std::vector<int> todo{root};  // flattened left to right, without recursion: chains can be long
+    auto link = [&](int i) {
+      const TileNode& n = p_.nodes[i];
+      return i == root || (n.op == r.op && n.dtype == r.dtype && uses_.count[i] == 1);
+    };
+    if (red.ordered) {  // along the left operands: max(acc, t) keeps acc unless t is greater (a NaN t is not)
+      int i = root;
+      for (; link(i); i = p_.nodes[i].a) {
+        absorbed[i] = true;
+        red.terms.push_back(p_.nodes[i].b);
+      }
+      std::reverse(red.terms.begin(), red.terms.end());
+      red.init = i;
+      return;
+    }
+    std::vector<int> todo{root};
     while (!todo.empty()) {
       int i = todo.back();
       todo.pop_back();
-      const TileNode& n = p_.nodes[i];
-      if (i == root || (n.op == r.op && n.dtype == r.dtype && uses_.count[i] == 1)) {
-        absorbed[i] = true;  // an inner chain has the same lanes and fewer terms
-        todo.push_back(n.b);
-        todo.push_back(n.a);
+      if (link(i)) {
+        absorbed[i] = true;
+        todo.push_back(p_.nodes[i].b);
+        todo.push_back(p_.nodes[i].a);
       } else {
         red.terms.push_back(i);
       }
     }
+  }
+
+  std::optional<Reduction> plan(int root, std::vector<bool>& absorbed) const {
+    const TileNode& r = p_.nodes[root];
+    Reduction red;
+    red.ordered = r.op == Op::MAX && is_float(r.dtype);
+    flatten(root, red, absorbed);
     std::vector<int> out = lanes_of(uses_.live[root]);
     uint32_t id = identity(r.op, r.dtype);
     auto is_identity = [&](int i) {
@@ -362,6 +387,7 @@ class ReductionPacker {
       return true;
     };
     red.terms.erase(std::remove_if(red.terms.begin(), red.terms.end(), is_identity), red.terms.end());
+    if (red.init >= 0 && is_identity(red.init)) red.init = -1;
     if (out.empty() || red.terms.size() < 2) return std::nullopt;
     int ref = red.terms[red.terms.size() / 2], size = b_.tree_size(ref);
     if (size > kMaxTree) return std::nullopt;
@@ -371,28 +397,30 @@ class ReductionPacker {
     });
     red.rest.assign(odd, red.terms.end());
     red.terms.erase(odd, red.terms.end());
-    if (red.terms.size() < 2) return std::nullopt;
+    if (red.terms.size() < 2 || (red.ordered && !red.rest.empty())) return std::nullopt;
     // Terms the same in every live lane (a whole-tensor reduce broadcast to the tile) make one output:
     // the whole-tile reduce gives every lane the result.
-    bool fsum = is_float(r.dtype);
+    bool fp = is_float(r.dtype);
     bool replicated =
         std::all_of(red.terms.begin(), red.terms.end(), [&](int t) { return rep_[t] == LaneAxis::kTile; }) &&
-        (!fsum || red.terms.size() > kLanes);
+        (!fp || red.terms.size() > kLanes);
     if (replicated) out.resize(1);
     // Layout: one output takes all sixteen lanes; several take a column (row) each, grouped by the
-    // row (column) they occupy, whichever makes fewer groups. A float sum never uses the column reduce,
-    // which starts from +0.0 (so -0.0 + -0.0 would give +0.0), and takes the whole-tile one (17 cycles
-    // on the FpReducer) only for more than 16 terms.
-    if (out.size() == 1 && (!fsum || red.terms.size() > kLanes)) {
+    // row (column) they occupy, whichever makes fewer groups. A float reduction takes the whole-tile
+    // reduce (17 cycles on the FpReducer) only for more than 16 terms; a float sum never the column one,
+    // which starts from +0.0 (so -0.0 + -0.0 would give +0.0); a float max only the whole-tile one.
+    if (out.size() == 1 && (!fp || red.terms.size() > kLanes)) {
       red.axis = LaneAxis::kTile;
       red.groups = {out};
+    } else if (red.ordered) {  // several outputs: not packed
+      return std::nullopt;
     } else {
       std::map<int, std::vector<int>> by_row, by_col;
       for (int l : out) {
         by_row[l / kRows].push_back(l);
         by_col[l % kRows].push_back(l);
       }
-      bool col = by_row.size() <= by_col.size() && !fsum;
+      bool col = by_row.size() <= by_col.size() && !fp;
       red.axis = col ? LaneAxis::kCol : LaneAxis::kRow;
       for (auto& [k, g] : col ? by_row : by_col) red.groups.push_back(g);
     }
@@ -413,8 +441,8 @@ class ReductionPacker {
     bool leaf_terms = p_.nodes[red.terms[0]].op == Op::LOAD;
     size_t pad = n % per && !leaf_terms ? 2 : 0;
     size_t unpacked = distinct.size() + n - 1;
-    size_t packed =
-        red.groups.size() * (tiles * (size + 1) + pad) + 2 * (red.groups.size() - 1) + red.rest.size();
+    size_t packed = red.groups.size() * (tiles * (size + 1) + pad) + 2 * (red.groups.size() - 1) +
+                    red.rest.size() + (red.init >= 0);
     // Up to eight outputs read by one store alone can instead take two lanes each: lanes 2j, 2j+1 hold
     // terms of output j, and a rotate and one op finish all of them at once in lane 2j, which the store
     // then reads (one group: no selects between groups).
@@ -436,6 +464,7 @@ class ReductionPacker {
   // in column o%4) row l/4 = k - 4t; kRow (output in row o/4) column l%4 = k - 4t; kPair (the group's
   // j-th output) l = 2j + k - 2t.
   int emit(const TileNode& root, const Reduction& red) {
+    if (red.ordered) return emit_ordered(root, red);
     size_t n = red.terms.size(), per = red.axis == LaneAxis::kTile   ? kLanes
                                        : red.axis == LaneAxis::kPair ? 2
                                                                      : kRows;
@@ -484,6 +513,35 @@ class ReductionPacker {
     }
     for (int t : red.rest) result = b_.add(TileNode{root.op, root.dtype, root.dtype, result, b_.at(t)});
     return result;
+  }
+
+  // A float max over one output, exactly as the fold in order: lane l takes the l-th of sixteen runs of
+  // consecutive terms, folds them from -inf (a NaN term is dropped: max(acc, NaN) is acc), and the
+  // whole-tile reduce combines the lanes in order, keeping the earlier lane on a tie (FMAX_REDUCE_TILE).
+  // On values that are never NaN this max is associative, and it keeps the earliest of equal values (+0.0
+  // or -0.0), so the result is the fold's, bit for bit. Lanes past the last term repeat it, which changes
+  // nothing: a lane's own value is already at least a term it has folded, and so is every later lane's
+  // combination.
+  int emit_ordered(const TileNode& root, const Reduction& red) {
+    const int n = int(red.terms.size()), o = red.groups[0][0], run = (n + kLanes - 1) / kLanes;
+    LaneSet all;
+    all.fill(true);
+    const uint32_t id = identity(root.op, root.dtype);
+    int acc = b_.constant(root.dtype, all, id, id);
+    for (int t = 0; t < run; ++t) {
+      std::vector<int> roots(kLanes);
+      LaneMap map;
+      for (int l = 0; l < kLanes; ++l) {
+        roots[l] = red.terms[std::min(l * run + t, n - 1)];
+        map[l] = {l, o};
+      }
+      acc = b_.add(TileNode{root.op, root.dtype, root.dtype, acc, b_.pack(roots, map, std::nullopt)});
+    }
+    TileNode reduce{Op::LANE_REDUCE, root.dtype, root.dtype, acc};
+    reduce.reduce = root.op;
+    reduce.axis = LaneAxis::kTile;
+    const int result = b_.add(reduce);
+    return red.init < 0 ? result : b_.add(TileNode{root.op, root.dtype, root.dtype, b_.at(red.init), result});
   }
 };
 

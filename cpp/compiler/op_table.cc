@@ -72,6 +72,8 @@ uint32_t max_identity(DType d) {  // the dtype's least value
       return uint32_t(-32768);
     case DType::kI32:
       return 0x80000000u;
+    case DType::kF32:
+      return 0xFF800000u;  // -inf: max(acc, -inf) is acc, and max(-inf, x) is x but for a NaN x
     default:
       return 0;
   }
@@ -81,6 +83,7 @@ constexpr ReduceOps kSumInt{V::kSumReduceTile, V::kSumReduce, V::kSumReduceCol};
 constexpr ReduceOps kSumF32{V::kFsumReduceTile, V::kFsumReduce, V::kFsumReduceCol};
 constexpr ReduceOps kProductInt{V::kMulReduceTile, V::kMulReduce, V::kMulReduceCol};
 constexpr ReduceOps kMaxInt{V::kMaxReduceTile, V::kMaxReduce, V::kMaxReduceCol};
+constexpr ReduceOps kMaxF32{V::kFmaxReduceTile, V::kFmaxReduce, V::kFmaxReduceCol};
 
 // Control and memory ops: no value lowering of their own.
 constexpr OpInfo plain(Op op, const char* name, int sources, Accepts accepts = Accepts::kAny) {
@@ -155,8 +158,8 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
              none, false, product_identity),
     alu(Op::NEG, "NEG", 1, A::kIntOrF32, folds<fold_neg>),
     // int: MAX compares signed lanes (uint32 takes MAX_U32, and is not reduced); float: emit_node
-    reducing(alu(Op::MAX, "MAX", 2, A::kIntOrF32, folds<fold_max>, V::kMax, none, true), kMaxInt, none, true,
-             max_identity),
+    reducing(alu(Op::MAX, "MAX", 2, A::kIntOrF32, folds<fold_max>, V::kMax, none, true), kMaxInt, kMaxF32,
+             true, max_identity),
     alu(Op::CMPLT, "CMPLT", 2, A::kBool, folds<fold_cmplt>, V::kCmplt, V::kFcmplt),
     alu(Op::CMPNE, "CMPNE", 2, A::kBool, folds<fold_cmpne>, V::kCmpne),
     alu(Op::CMPEQ, "CMPEQ", 2, A::kBool, folds<fold_cmpeq>, V::kCmpeq),
