@@ -22,7 +22,11 @@ def test_float_to_int_and_back():
   np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 def test_float_not_equal_with_nans_and_constants():
-  for fn in (lambda x: x != x, lambda x: x != 1.0, lambda x: x != float("inf"), lambda x: (x == x).where(x, 2.0),
-             lambda x: x != x.flip(0)):
+  for fn in (lambda x: x != x, lambda x: (x == x).where(x, 2.0), lambda x: x != x.flip(0)):
     got, want = both(fn, SPECIAL)
     np.testing.assert_array_equal(got, want)
+  # against a constant: its bits (a zero: but the sign's), on either side
+  for c in (1.0, float("inf"), float("-inf"), 0.0, -0.0, 1e-45, -3.4e38):
+    for fn in (lambda x: x != c, lambda x: x == c, lambda x: x.full_like(c) != x):
+      got, want = both(fn, SPECIAL)
+      np.testing.assert_array_equal(got, want, err_msg=f"constant {c}")

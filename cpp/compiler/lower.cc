@@ -451,10 +451,26 @@ class Emitter {
     release(inf);
   }
   // a != b on float32 lanes: ordered less either way, or a NaN operand. x != x is isnan(x); an operand
-  // known not to be a NaN (a constant) needs no NaN test.
+  // known not to be a NaN (a constant) needs no NaN test. Against a constant c that is neither a NaN nor a
+  // zero, x != c is the bits' inequality (c has no other encoding, and a NaN x differs from it); against
+  // +-0, the bits but the sign's (tinygrad's exp2 tests x against +-inf this way, say).
   void float_ne(int d, const TileNode& n, int a, int b) {
     if (n.a == n.b) {
       isnan(d, a);
+      return;
+    }
+    for (auto [node, x] : {std::pair{n.b, a}, {n.a, b}}) {
+      const auto c = uniform_bits(p_, p_.nodes[node]);
+      if (!c || fp32::is_nan(*c)) continue;
+      if ((*c & 0x7FFFFFFFu) != 0) {
+        vpu(VpuOpcode::kCmpne, d, a, b);
+        return;
+      }
+      int m = constant(0x7FFFFFFF), zero = constant(0);
+      vpu(VpuOpcode::kAnd, d, x, m);
+      vpu(VpuOpcode::kCmpne, d, d, zero);
+      release(m);
+      release(zero);
       return;
     }
     int t = alloc_vreg();
