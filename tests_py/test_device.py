@@ -269,6 +269,21 @@ def test_float_max_keeps_nan_like_cpu():
   check(lambda a: a.clip(-1, 1), x)
   check(lambda a: a.max(), x)
 
+def test_float_max_reductions_keep_order_bit_for_bit():
+  # lanes fold runs of terms (lane_pack.cc emit_ordered): signed zeros and NaN-hidden groups come out as
+  # in the CPU device's sequential loop, for one output and for a few (column and row reduces)
+  rng = np.random.default_rng(5)
+  for rows, n in ((1, 1024), (2, 257), (4, 1024), (5, 64), (8, 300)):
+    zeros = rng.choice(np.array([-1.0, -0.0, 0.0], dtype=np.float32), size=(rows, n))
+    zeros[:, :n // 3], zeros[:, n // 3] = -1.0, 0.0
+    nans = rng.standard_normal((rows, n)).astype(np.float32)
+    nans[rng.random((rows, n)) < 0.1] = np.nan
+    nans[:, 1::4] *= 1e20
+    for x in (zeros, nans):
+      for axis in (1, 0):
+        got, want = both(lambda a: a.max(axis=axis), x)
+        np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32), err_msg=f"{rows}x{n} axis {axis}")
+
 def test_gather_by_tensor_indices():
   w, idx = data((10, 4), dtypes.float32), np.array([3, 0, 9, 3, 7], dtype=np.int32)
   check(lambda t, i: t[i], w, idx)

@@ -412,16 +412,16 @@ class ReductionPacker {
     if (out.size() == 1 && (!fp || red.terms.size() > kLanes)) {
       red.axis = LaneAxis::kTile;
       red.groups = {out};
-    } else if (red.ordered) {  // several outputs: not packed
-      return std::nullopt;
     } else {
       std::map<int, std::vector<int>> by_row, by_col;
       for (int l : out) {
         by_row[l / kRows].push_back(l);
         by_col[l % kRows].push_back(l);
       }
-      bool col = by_row.size() <= by_col.size() && !fp;
+      bool col = by_row.size() <= by_col.size() && !(fp && !red.ordered);
       red.axis = col ? LaneAxis::kCol : LaneAxis::kRow;
+      // a float max: more terms than an output's four lanes (a chain of fewer costs less than its reduce)
+      if (red.ordered && red.terms.size() <= size_t(kRows)) return std::nullopt;
       for (auto& [k, g] : col ? by_row : by_col) red.groups.push_back(g);
     }
     // Cost in nodes: the chain as it is (its terms' distinct nodes and the combining ops) against the
@@ -447,7 +447,7 @@ class ReductionPacker {
     // terms of output j, and a rotate and one op finish all of them at once in lane 2j, which the store
     // then reads (one group: no selects between groups).
     if (int st = sole_store(root);
-        st >= 0 && red.rest.empty() && red.groups.size() > 1 && out.size() * 2 <= kLanes) {
+        st >= 0 && red.rest.empty() && !red.ordered && red.groups.size() > 1 && out.size() * 2 <= kLanes) {
       size_t pairs = (n + 1) / 2, pair_cost = pairs * (size + 1) + (n % 2 && !leaf_terms ? 2 : 0) + 1;
       if (pair_cost < packed) {
         red.axis = LaneAxis::kPair;
@@ -460,9 +460,15 @@ class ReductionPacker {
     return red;
   }
 
-  // Lane l of packed tile t holds term k of the output in lane `o`: kTile l = k - 16t; kCol (output
-  // in column o%4) row l/4 = k - 4t; kRow (output in row o/4) column l%4 = k - 4t; kPair (the group's
-  // j-th output) l = 2j + k - 2t.
+  // The lane of a packed tile holding its k-th term for the group's j-th output, in lane `o`: kTile lane k;
+  // kCol (output in column o%4) row k; kRow (output in row o/4) column k; kPair lane 2j + k.
+  static int packed_lane(LaneAxis axis, int k, int j, int o) {
+    return axis == LaneAxis::kTile   ? k
+           : axis == LaneAxis::kPair ? 2 * j + k
+           : axis == LaneAxis::kCol  ? kRows * k + o % kRows
+                                     : o / kRows * kRows + k;
+  }
+  // Packed tile t holds terms t*per .. t*per + per-1 (per = 16, 4 or 2 by the axis).
   int emit(const TileNode& root, const Reduction& red) {
     if (red.ordered) return emit_ordered(root, red);
     size_t n = red.terms.size(), per = red.axis == LaneAxis::kTile   ? kLanes
@@ -480,10 +486,7 @@ class ReductionPacker {
         for (size_t j = 0; j < group.size(); ++j) {
           int o = group[j];
           for (size_t k = 0; k < roots.size(); ++k) {
-            int l = red.axis == LaneAxis::kTile   ? int(k)
-                    : red.axis == LaneAxis::kPair ? int(2 * j + k)
-                    : red.axis == LaneAxis::kCol  ? int(kRows * k) + o % kRows
-                                                  : o / kRows * kRows + int(k);
+            int l = packed_lane(red.axis, int(k), int(j), o);
             map[l] = {int(k), o};
             real[l] = true;
           }
@@ -515,32 +518,46 @@ class ReductionPacker {
     return result;
   }
 
-  // A float max over one output, exactly as the fold in order: lane l takes the l-th of sixteen runs of
-  // consecutive terms, folds them from -inf (a NaN term is dropped: max(acc, NaN) is acc), and the
-  // whole-tile reduce combines the lanes in order, keeping the earlier lane on a tie (FMAX_REDUCE_TILE).
-  // On values that are never NaN this max is associative, and it keeps the earliest of equal values (+0.0
-  // or -0.0), so the result is the fold's, bit for bit. Lanes past the last term repeat it, which changes
+  // A float max, exactly as the fold in order: each output's lanes (the tile, its column or its row) take
+  // runs of consecutive terms, the k-th lane the k-th run, and fold them from -inf (a NaN term is dropped:
+  // max(acc, NaN) is acc); the cross-lane reduce combines the lanes in order, keeping the earlier one on a
+  // tie (FMAX_REDUCE_TILE and _COL fold from the first lane, the row reduce is a tree of neighbours). On
+  // values that are never NaN this max is associative, and it keeps the earliest of equal values (+0.0 or
+  // -0.0), so the result is the fold's, bit for bit. Lanes past the last term repeat it, which changes
   // nothing: a lane's own value is already at least a term it has folded, and so is every later lane's
   // combination.
   int emit_ordered(const TileNode& root, const Reduction& red) {
-    const int n = int(red.terms.size()), o = red.groups[0][0], run = (n + kLanes - 1) / kLanes;
+    const int n = int(red.terms.size()), per = red.axis == LaneAxis::kTile ? kLanes : kRows,
+              run = (n + per - 1) / per;
     LaneSet all;
     all.fill(true);
     const uint32_t id = identity(root.op, root.dtype);
-    int acc = b_.constant(root.dtype, all, id, id);
-    for (int t = 0; t < run; ++t) {
-      std::vector<int> roots(kLanes);
-      LaneMap map;
-      for (int l = 0; l < kLanes; ++l) {
-        roots[l] = red.terms[std::min(l * run + t, n - 1)];
-        map[l] = {l, o};
+    const int start = b_.constant(root.dtype, all, id, id);
+    int result = -1;
+    for (const auto& group : red.groups) {
+      int acc = start;
+      for (int t = 0; t < run; ++t) {
+        std::vector<int> roots(per);
+        LaneMap map;
+        for (int k = 0; k < per; ++k) {
+          roots[k] = red.terms[std::min(k * run + t, n - 1)];
+          for (int o : group) map[packed_lane(red.axis, k, 0, o)] = {k, o};
+        }
+        acc = b_.add(TileNode{root.op, root.dtype, root.dtype, acc, b_.pack(roots, map, std::nullopt)});
       }
-      acc = b_.add(TileNode{root.op, root.dtype, root.dtype, acc, b_.pack(roots, map, std::nullopt)});
+      TileNode reduce{Op::LANE_REDUCE, root.dtype, root.dtype, acc};
+      reduce.reduce = root.op;
+      reduce.axis = red.axis;
+      const int r = b_.add(reduce);
+      if (result < 0) {
+        result = r;
+        continue;
+      }
+      LaneSet lanes{};
+      for (int o : group) lanes[o] = true;
+      result = b_.add(
+          TileNode{Op::WHERE, root.dtype, DType::kBool, b_.constant(DType::kBool, lanes, 1, 0), r, result});
     }
-    TileNode reduce{Op::LANE_REDUCE, root.dtype, root.dtype, acc};
-    reduce.reduce = root.op;
-    reduce.axis = LaneAxis::kTile;
-    const int result = b_.add(reduce);
     return red.init < 0 ? result : b_.add(TileNode{root.op, root.dtype, root.dtype, b_.at(red.init), result});
   }
 };
