@@ -408,7 +408,7 @@ class ReductionPacker {
     // Layout: one output takes all sixteen lanes; several take a column (row) each, grouped by the
     // row (column) they occupy, whichever makes fewer groups. A float reduction takes the whole-tile
     // reduce (17 cycles on the FpReducer) only for more than 16 terms; a float sum never the column one,
-    // which starts from +0.0 (so -0.0 + -0.0 would give +0.0); a float max only the whole-tile one.
+    // which starts from +0.0 (so -0.0 + -0.0 would give +0.0).
     if (out.size() == 1 && (!fp || red.terms.size() > kLanes)) {
       red.axis = LaneAxis::kTile;
       red.groups = {out};
@@ -418,7 +418,8 @@ class ReductionPacker {
         by_row[l / kRows].push_back(l);
         by_col[l % kRows].push_back(l);
       }
-      bool col = by_row.size() <= by_col.size() && !(fp && !red.ordered);
+      const bool float_sum = fp && !red.ordered;
+      bool col = by_row.size() <= by_col.size() && !float_sum;
       red.axis = col ? LaneAxis::kCol : LaneAxis::kRow;
       // a float max: more terms than an output's four lanes (a chain of fewer costs less than its reduce)
       if (red.ordered && red.terms.size() <= size_t(kRows)) return std::nullopt;
@@ -468,6 +469,19 @@ class ReductionPacker {
            : axis == LaneAxis::kCol  ? kRows * k + o % kRows
                                      : o / kRows * kRows + k;
   }
+  // A group's packed accumulator `acc` reduced across lanes, its outputs' lanes then selected into the
+  // groups' `result` so far (-1: none yet).
+  int finish_group(const TileNode& root, LaneAxis axis, int acc, const std::vector<int>& group, int result) {
+    TileNode reduce{Op::LANE_REDUCE, root.dtype, root.dtype, acc};
+    reduce.reduce = root.op;
+    reduce.axis = axis;
+    const int r = b_.add(reduce);
+    if (result < 0) return r;
+    LaneSet lanes{};
+    for (int o : group) lanes[o] = true;
+    int mask = b_.constant(DType::kBool, lanes, 1, 0);
+    return b_.add(TileNode{Op::WHERE, root.dtype, DType::kBool, mask, r, result});
+  }
   // Packed tile t holds terms t*per .. t*per + per-1 (per = 16, 4 or 2 by the axis).
   int emit(const TileNode& root, const Reduction& red) {
     if (red.ordered) return emit_ordered(root, red);
@@ -501,18 +515,7 @@ class ReductionPacker {
         }
         acc = acc < 0 ? tile : b_.add(TileNode{root.op, root.dtype, root.dtype, acc, tile});
       }
-      TileNode reduce{Op::LANE_REDUCE, root.dtype, root.dtype, acc};
-      reduce.reduce = root.op;
-      reduce.axis = red.axis;
-      int r = b_.add(reduce);
-      if (result < 0) {
-        result = r;
-        continue;
-      }
-      LaneSet lanes{};
-      for (int o : group) lanes[o] = true;
-      int mask = b_.constant(DType::kBool, lanes, 1, 0);
-      result = b_.add(TileNode{Op::WHERE, root.dtype, DType::kBool, mask, r, result});
+      result = finish_group(root, red.axis, acc, group, result);
     }
     for (int t : red.rest) result = b_.add(TileNode{root.op, root.dtype, root.dtype, result, b_.at(t)});
     return result;
@@ -545,18 +548,7 @@ class ReductionPacker {
         }
         acc = b_.add(TileNode{root.op, root.dtype, root.dtype, acc, b_.pack(roots, map, std::nullopt)});
       }
-      TileNode reduce{Op::LANE_REDUCE, root.dtype, root.dtype, acc};
-      reduce.reduce = root.op;
-      reduce.axis = red.axis;
-      const int r = b_.add(reduce);
-      if (result < 0) {
-        result = r;
-        continue;
-      }
-      LaneSet lanes{};
-      for (int o : group) lanes[o] = true;
-      result = b_.add(
-          TileNode{Op::WHERE, root.dtype, DType::kBool, b_.constant(DType::kBool, lanes, 1, 0), r, result});
+      result = finish_group(root, red.axis, acc, group, result);
     }
     return red.init < 0 ? result : b_.add(TileNode{root.op, root.dtype, root.dtype, b_.at(red.init), result});
   }
