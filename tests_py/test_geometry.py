@@ -1,5 +1,6 @@
-"""The 8x8 geometry (TensorCore#(8,8,32), extension module _core8): kernels compile for 8x8 tiles and a 64-PE
-MXU and give tinygrad's CPU results, on the plain 8x8 core and with every micro-architecture switch."""
+"""The wider geometries (TensorCore#(8,8,32) and TensorCore#(16,16,32), extension modules _core8 and _core16):
+kernels compile for their tiles and MXU and give tinygrad's CPU results, on the plain cores and with every
+micro-architecture switch."""
 import numpy as np
 import pytest
 import tinytpu
@@ -7,7 +8,8 @@ from tinygrad import Tensor, Device, Variable
 from tinytpu import configs
 
 # Devices of their own: a device's core is its configuration's module, fixed before its first kernel.
-WIDE = {"TINYTPU:30": "8x8", "TINYTPU:31": "8x8-all", "TINYTPU:32": "8x8-half"}
+WIDE = {"TINYTPU:30": "8x8", "TINYTPU:31": "8x8-all", "TINYTPU:32": "8x8-half", "TINYTPU:34": "16x16",
+        "TINYTPU:35": "16x16-all"}
 REFERENCE = "TINYTPU:33"
 
 @pytest.fixture(scope="module")
@@ -33,13 +35,13 @@ WORKLOADS = {  # name: (function, inputs)
 }
 
 @pytest.mark.parametrize("name", WORKLOADS)
-def test_8x8_cores_give_cpu_results(wide, name):
+def test_wide_cores_give_cpu_results(wide, name):
   fn, make = WORKLOADS[name]
   arrays = make(np.random.default_rng(len(name)))
   want = fn(*[Tensor(a, device="CPU") for a in arrays]).numpy()
   for dev in wide:
     got = fn(*[Tensor(a, device=dev) for a in arrays]).numpy()
-    assert Device[dev].core.TensorCoreConfig.ROWS == 8
+    assert Device[dev].core.TensorCoreConfig.ROWS == int(WIDE[dev].split("x")[0])
     if want.dtype == np.float32: np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=dev)
     else: np.testing.assert_array_equal(got, want, err_msg=dev)
 
@@ -54,19 +56,20 @@ def test_8x8_tiles_take_a_quarter_of_the_launches_and_fewer_cycles(wide):
   assert runs[REFERENCE]["launches"] >= 3 * runs[wide[0]]["launches"] > 0
   assert runs[wide[0]]["cycles"] < runs[REFERENCE]["cycles"]
 
-def test_8x8_mxu_takes_the_int8_matmul(wide):
-  """An int8-range matmul runs on the 64-PE array: MXU dispatches of 8-term slices, no VPU multiply."""
+@pytest.mark.parametrize("rows", [8, 16])
+def test_wide_mxu_takes_the_int8_matmul(wide, rows):
+  """An int8-range matmul runs on the rows x rows array: MXU dispatches of rows-term slices, no VPU multiply."""
   import subprocess, sys, os
   code = ("import numpy as np, tinytpu; from tinygrad import Tensor\n"
           "r = np.random.default_rng(0); a, b = r.integers(-128, 128, (16, 32)), r.integers(-128, 128, (32, 16))\n"
           "a, b = a.astype(np.int32), b.astype(np.int32)\n"
           "print(((Tensor(a, device='TINYTPU') @ Tensor(b, device='TINYTPU')).numpy() == a @ b).all())")
   p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                     env={**os.environ, "DEBUG": "4", configs.ENV: "8x8"})
+                     env={**os.environ, "DEBUG": "4", configs.ENV: f"{rows}x{rows}"})
   assert p.returncode == 0, p.stderr
   assert p.stdout.rstrip().endswith("True") and "= MUL(" not in p.stdout
   amem = [line for line in p.stdout.splitlines() if line.startswith("AMEM[")]
-  assert amem and all(len(line.split("=")[1].split()) == 8 for line in amem)  # an activation word is 8 int8
+  assert amem and all(len(line.split("=")[1].split()) == rows for line in amem)  # an activation word is rows int8
   assert "MXU WMEM[" in p.stdout or "MXU_OS WMEM[" in p.stdout
 
 def test_symbolic_sizes_on_8x8(wide):

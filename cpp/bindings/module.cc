@@ -49,7 +49,7 @@ void register_errors(py::module_& m) {
 #ifndef TINYTPU_MODULE
 #define TINYTPU_MODULE _core
 #endif
-// One module per tile geometry (CMakeLists.txt): _core is the reference's 4 rows, _core8 has 8.
+// One module per tile geometry (CMakeLists.txt): _core is the reference's 4 rows, _core8 has 8, _core16 16.
 PYBIND11_MODULE(TINYTPU_MODULE, m) {
   m.doc() = "tinytpu C++ core: TASM toolchain and the cycle-accurate TensorCore model";
   register_errors(m);

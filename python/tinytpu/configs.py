@@ -2,15 +2,16 @@
 or NAME,field=value,... to change fields of it (`python -m tinytpu configs` lists them).
 
 The tile geometry is fixed when a core is built, so each geometry is its own extension module: `_core` the
-reference's 4x4, `_core8` the same design at 8x8 (its configurations are named "8x8", "8x8-all", ...). A
-configuration object belongs to its module, and a device runs on the module its configuration came from."""
+reference's 4x4, `_core8` and `_core16` the same design at 8x8 and 16x16 (their configurations are named "8x8",
+"8x8-all", "16x16-all", ...). A configuration object belongs to its module, and a device runs on the module its
+configuration came from."""
 from __future__ import annotations
 import os, sys
 from types import ModuleType
-from tinytpu import _core, _core8
+from tinytpu import _core, _core8, _core16
 
 ENV = "TINYTPU_CONFIG"
-CORES: tuple[ModuleType, ...] = (_core, _core8)
+CORES: tuple[ModuleType, ...] = (_core, _core8, _core16)
 
 def _module_naming(name: str) -> ModuleType:
   for core in CORES:
