@@ -1,9 +1,12 @@
 // TensorCore variants: each micro-architecture switch's timing, derived from its definition in
 // sim/config.h, and the named configurations that combine them. A variant changes cycles, never a
 // result of a program without a timing race.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 #include "helpers.h"
 #include "isa/sxu_ops.h"
@@ -284,4 +287,111 @@ TEST_CASE("launch prefetch: a launch that reads the one before's output loads af
   CHECK(sum == 4095 * 4096 / 2);
   REQUIRE(ref.launches > 2);
   CHECK(pre.cycles == ref.cycles);
+}
+
+namespace {
+
+// A launch listing's program and output list: its lines but the data records' (VMEM/WMEM/AMEM[a] = ...).
+std::string program_of(const std::string& tasm) {
+  std::string out, line;
+  for (std::istringstream in(tasm); std::getline(in, line);)
+    if (line.find("] = ") == std::string::npos || line.find("MEM[") != 1) out += line + "\n";
+  return out;
+}
+// Records the loader sends for a launch whose program is resident: its data records alone.
+uint64_t data_records(const Bundle& b) { return std::count_if(b.records.begin(), b.records.end(), is_data); }
+
+}  // namespace
+
+TEST_CASE("resident program: a launch whose program is resident sends only its data records") {
+  // One launch: 2 data records, 5 instructions (P = 12), 1 output. The reference: 2R + P + M + 4 = 33;
+  // resident: R counts the 2 data records alone; the DMA loader then has no header: H + P + M + 4 = 17.
+  const Bundle add = assemble(
+      "VMEM[0] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\nVMEM[1] = 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n"
+      "LOAD v0, VMEM[0]\nLOAD v1, VMEM[1]\nVPU v2 = ADD(v0, v1)\nSTORE VMEM[2], v2\nHALT\nOUTPUT_VMEM "
+      "VMEM[2]\nEND");
+  const RunResult ref = run_bundle(add);
+  const RunResult kept = run_validated(add, {}, config_from_spec("resident"), nullptr, {}, {0, true});
+  const RunResult dma =
+      run_validated(add, {}, config_from_spec("dma,resident_program=1"), nullptr, {}, {0, true});
+  CHECK(ref.cycles == 2 * 8 + 12 + 1 + 4);
+  CHECK(kept.cycles == 2 * 2 + 12 + 1 + 4);
+  CHECK(dma.cycles == 12 + 1 + 4);
+  CHECK(kept.vmem_results == ref.vmem_results);
+  CHECK(dma.vmem_results == ref.vmem_results);
+  CHECK(same_program(add, add));
+  Bundle other = add;
+  other.records[3].instr.vregDst = 3;  // LOAD v3: another program
+  CHECK_FALSE(same_program(add, other));
+  other = add;
+  other.records[0].data[0] = 7;  // other data, the same program
+  CHECK(same_program(add, other));
+
+  // A kernel of two programs (31 tiles, and one), called twice on one device. Both fit in program
+  // memory, so each is sent once: every later launch sends only its data, 2 cycles less per program and
+  // output record. In a ring too small for both, each evicts the other and nothing is saved.
+  const std::string ir =
+      "KERNEL inc\nCONST idx 0 4096\nPARAM i32 1 0 0 GLOBAL 0 0\nPARAM i32 1 0 1 GLOBAL 0 0\nRANGE i32 1 0 0 "
+      "WEAK\nINDEX i32 2 2 3\nLOAD i32 1 4\nCONST i32 0 1\nADD i32 2 5 6\nINDEX i32 2 1 3\nSTORE void 2 8 "
+      "7\nEND void 2 9 3\nSINK void 1 10\n";
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(4096 * 4), DeviceBuffer(4096 * 4)};
+  for (int i = 0; i < 4096; ++i) std::memcpy(bufs[1].data() + 4 * i, &i, 4);
+  const KernelStats plain = CompiledKernel(ir).run(bufs, {}, true);
+  std::map<std::string, int> entries;  // program -> its instructions
+  uint64_t saved = 0, first_sent = 0;  // header cycles of all launches, and of each program's first
+  for (const std::string& tasm : plain.tasm) {
+    const Bundle b = assemble(tasm);
+    const uint64_t header = 2 * (b.records.size() - data_records(b));
+    saved += header;
+    if (entries
+            .emplace(program_of(tasm),
+                     std::count_if(b.records.begin(), b.records.end(),
+                                   [](const Record& r) { return r.type == RecordType::kInstr; }))
+            .second)
+      first_sent += header;
+  }
+  REQUIRE(entries.size() == 2);
+  const int both = entries.begin()->second + entries.rbegin()->second;
+  REQUIRE(both <= 256);
+  const CompiledKernel kernel(ir, config_from_spec("resident"));
+  CoreState core;
+  const KernelStats first = kernel.run(bufs, {}, false, nullptr, {}, &core);
+  const KernelStats second = kernel.run(bufs, {}, false, nullptr, {}, &core);
+  int wrong = 0;
+  for (int i = 0; i < 4096; ++i) {
+    int32_t out;
+    std::memcpy(&out, bufs[0].data() + 4 * i, 4);
+    wrong += out != i + 1;
+  }
+  CHECK(wrong == 0);
+  CHECK(first.cycles == plain.cycles - (saved - first_sent));
+  CHECK(second.cycles == plain.cycles - saved);
+  CHECK(kernel.run(bufs, {}, false).cycles == plain.cycles);  // no device state: nothing resident
+  const std::string ring = "resident,prog_depth=" + std::to_string(both - 1);
+  CoreState small;
+  const KernelStats evicting =
+      CompiledKernel(ir, config_from_spec(ring)).run(bufs, {}, true, nullptr, {}, &small);
+  CHECK(evicting.tasm == plain.tasm);
+  CHECK(evicting.cycles == plain.cycles);
+}
+
+TEST_CASE(
+    "resident program with launch prefetch: a launch loaded while none runs takes the bank holding it") {
+  // A one-launch kernel called three times: the first call loads into one bank, the second finds both
+  // free and takes the bank holding its program, as does the third.
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(4), DeviceBuffer(16 * 4)};
+  for (int i = 0; i < 16; ++i) std::memcpy(bufs[1].data() + 4 * i, &i, 4);
+  const KernelStats plain = CompiledKernel(test::kSum16Ir).run(bufs, {}, true);
+  REQUIRE(plain.launches == 1);
+  const Bundle b = assemble(plain.tasm[0]);
+  const CompiledKernel kernel(test::kSum16Ir, config_from_spec("prefetch,resident_program=1"));
+  CoreState core;
+  const uint64_t cold = kernel.run(bufs, {}, false, nullptr, {}, &core).cycles;
+  CHECK(cold == plain.cycles);
+  for (int call = 0; call < 2; ++call)
+    CHECK(kernel.run(bufs, {}, false, nullptr, {}, &core).cycles ==
+          plain.cycles - 2 * (b.records.size() - data_records(b)));
+  int32_t sum;
+  std::memcpy(&sum, bufs[0].data(), 4);
+  CHECK(sum == 15 * 16 / 2);
 }

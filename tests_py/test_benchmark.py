@@ -30,6 +30,7 @@ def test_work_counts_are_inputs_or_macs():
 def test_a_kernel_result_is_counted_and_checked():
   r = bm.run_kernel(bm.DEFAULT[0], warm_runs=1)
   assert r["cycles"] > r["sxu_cycles"] > 0 and r["launches"] >= 1
+  assert r["first_cycles"] == r["cycles"]  # the reference keeps nothing between calls
   assert r["elems_per_cycle"] == pytest.approx(16 / r["cycles"])
   assert r["bytes_per_cycle"] == pytest.approx(4 * 16 / r["cycles"])
 
@@ -41,7 +42,7 @@ def test_a_wrong_result_fails_the_run(monkeypatch, capsys):
   assert "wrong result" in capsys.readouterr().err
 
 def test_no_device_kernel_is_left_out_of_the_geomean_with_a_note():
-  counted = {"name": "a", "cycles": 10, "sxu_cycles": 5, "elems_per_cycle": 2.0, "compute_elems_per_cycle": 4.0,
+  counted = {"name": "a", "cycles": 10, "first_cycles": 10, "sxu_cycles": 5, "elems_per_cycle": 2.0, "compute_elems_per_cycle": 4.0,
              "bytes_per_cycle": 8.0, "launches": 1, "wall_ms": 1.0, "floor": 8, "reference": 12}
   none = {**counted, "name": "b", "cycles": None, "sxu_cycles": None, "elems_per_cycle": None,
           "compute_elems_per_cycle": None, "bytes_per_cycle": None}
@@ -57,7 +58,7 @@ def test_json_csv_and_record(tmp_path, capsys):
   assert [k["name"] for k in out["kernels"]] == ["sum_16_scalar"] and out["geomean_elems_per_cycle"] > 0
   assert bm.main(["--filter", "relu", "--csv"]) == 0
   lines = capsys.readouterr().out.splitlines()
-  assert lines[0].startswith("name,cycles,sxu_cycles") and lines[1].startswith("relu_64,")
+  assert lines[0].startswith("name,cycles,first_cycles,sxu_cycles") and lines[1].startswith("relu_64,")
   path = tmp_path / "history.tsv"
   row = bm.record(out, "a note", str(path))
   text = path.read_text().splitlines()

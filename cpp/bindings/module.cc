@@ -155,6 +155,8 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def_readonly("launches", &KernelProgress::launches)
       .def_readonly("cycles", &KernelProgress::cycles);
 
+  py::class_<CoreState>(m, "CoreState").def(py::init<>());
+
   py::class_<CompiledKernel>(m, "Kernel")
       .def(py::init([](py::bytes ir, const TensorCoreConfig& cfg, size_t cut_nodes) {
              return CompiledKernel(std::string(ir), cfg, compiler::TraceLimits{cut_nodes});
@@ -166,12 +168,12 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def(
           "run",
           [](const CompiledKernel& k, std::vector<DeviceBuffer> bufs, std::vector<int64_t> vals, bool tasm,
-             TraceLog* trace, const Progress& progress) {
+             TraceLog* trace, const Progress& progress, CoreState* core) {
             py::gil_scoped_release release;
-            return k.run(bufs, vals, tasm, trace, progress);
+            return k.run(bufs, vals, tasm, trace, progress, core);
           },
           py::arg("bufs"), py::arg("vals"), py::arg("tasm"), py::arg("trace") = nullptr,
-          py::arg("progress") = nullptr);
+          py::arg("progress") = nullptr, py::arg("core") = nullptr);
 
   m.attr("DEFAULT_CUT_NODES") = compiler::TraceLimits{}.cut_nodes;
   m.def(

@@ -168,6 +168,20 @@ Bundle parse_bundle(std::string_view text) {
   return wire ? parse_wire(text) : assemble(text);
 }
 
+bool same_program(const Bundle& a, const Bundle& b) {
+  auto next = [](const Bundle& x, size_t i) {  // the first record at or after i that is not data
+    while (i < x.records.size() && is_data(x.records[i])) ++i;
+    return i;
+  };
+  size_t i = next(a, 0), j = next(b, 0);
+  for (; i < a.records.size() && j < b.records.size(); i = next(a, i + 1), j = next(b, j + 1)) {
+    const Record &r = a.records[i], &s = b.records[j];
+    if (r.type != s.type || (r.type == RecordType::kInstr ? !(r.instr == s.instr) : r.addr != s.addr))
+      return false;
+  }
+  return i == a.records.size() && j == b.records.size();
+}
+
 void validate(const Bundle& b, const TensorCoreConfig& cfg) {
   int instrs = 0, vmem_out = 0, asram_out = 0;
   for (const Record& r : b.records) {

@@ -34,6 +34,14 @@ struct Bundle {
   std::vector<Record> records;
 };
 
+// A tile of data (VMEM, WMEM, AMEM); the other records are the launch's program and output list.
+inline bool is_data(const Record& r) {
+  return r.type == RecordType::kVmemTile || r.type == RecordType::kWeightTile ||
+         r.type == RecordType::kActTile;
+}
+// Whether two bundles hold the same program and output list: their records other than data, in order.
+bool same_program(const Bundle& a, const Bundle& b);
+
 // Numeric ("wire") format: whitespace-separated integers, '#' comments. Raises AsmError naming the line.
 Bundle parse_wire(std::string_view text);
 std::string to_wire(const Bundle& b);

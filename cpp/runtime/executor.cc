@@ -269,12 +269,12 @@ struct LaunchClock {
   uint64_t started = 0;              // its do_start: from then on its banks are in use, the others free
   uint64_t loader_free = 0;          // when the loader had sent its last record
 
-  // How long before the last launch's end the next one's loading began: as soon as the loader and the
-  // idle banks were free, or not before that end when it reads what the last launch output.
-  Prefetched next(bool reads_last_output) const {
-    if (!last || reads_last_output) return {};
+  // How long before the last launch's end the next one's loading began, when it loads while the last one
+  // runs: as soon as the loader and the idle banks were free. (One that reads what the last launch output
+  // loads after its end.)
+  uint64_t ahead() const {
     const uint64_t begin = std::max(loader_free, started);
-    return {begin < end ? end - begin : 0};
+    return begin < end ? end - begin : 0;
   }
   void ran(const PlanLaunch& l, const RunResult& r) {
     last = &l;
@@ -283,6 +283,27 @@ struct LaunchClock {
     end += r.cycles;
   }
 };
+
+// Instruction entries a launch's program fills in program memory.
+int program_entries(const Image& image) {
+  const std::vector<Record>& r = image.bundle.records;
+  return int(std::count_if(r.begin(), r.end(), [](const Record& x) { return x.type == RecordType::kInstr; }));
+}
+
+// Whether a launch of `image` finds its program resident (config.h resident_program). If not, it is written
+// into the ring after the last one, evicting the oldest until it fits (never the running launch's program:
+// with prefetch the ring is both banks, and every program fits in one).
+bool resident(CoreState& core, const TensorCoreConfig& cfg, const std::shared_ptr<const Image>& image) {
+  if (!cfg.resident_program) return false;
+  for (const std::shared_ptr<const Image>& held : core.resident)
+    if (held == image || same_program(held->bundle, image->bundle)) return true;
+  const int entries = program_entries(*image), capacity = cfg.prog_depth * (cfg.prefetch_launches ? 2 : 1);
+  for (; core.entries + entries > capacity; core.resident.pop_front())
+    core.entries -= program_entries(*core.resident.front());
+  core.resident.push_back(image);
+  core.entries += entries;
+  return false;
+}
 
 // Plans kept per kernel; past it the cache starts over (a kernel called with many sizes).
 constexpr size_t kMaxPlans = 16;
@@ -297,9 +318,10 @@ CompiledKernel::CompiledKernel(std::string_view ir, const TensorCoreConfig& cfg,
 }
 
 KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
-                                bool keep_tasm, TraceLog* trace, const Progress& progress) const {
+                                bool keep_tasm, TraceLog* trace, const Progress& progress,
+                                CoreState* core) const {
   try {
-    return run_plan(bufs, vals, keep_tasm, trace, progress);
+    return run_plan(bufs, vals, keep_tasm, trace, progress, core);
   } catch (const Stopped& s) {
     std::rethrow_exception(s.cause);
   } catch (const Unsupported& e) {
@@ -332,7 +354,8 @@ std::shared_ptr<const Plan> CompiledKernel::plan(const PlanKey& key, const Choic
 }
 
 KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
-                                     bool keep_tasm, TraceLog* trace, const Progress& progress) const {
+                                     bool keep_tasm, TraceLog* trace, const Progress& progress,
+                                     CoreState* core) const {
   if (params_.size() != bufs.size())
     throw SimError("kernel " + kernel_.name + " takes " + std::to_string(params_.size()) + " buffers, got " +
                    std::to_string(bufs.size()));
@@ -429,12 +452,12 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
       if (keep_tasm) stats.tasm.push_back(listing(data.bundle(l), l.image->fill_dtypes));
       const uint64_t launch_begin = trace ? trace->base : 0;
       RunResult res;
-      const Prefetched ahead =
-          prefetch ? clock.next(clock.last && data.reads_output_of(l, *clock.last)) : Prefetched{};
+      LaunchLoad load;  // prefetched while the last launch runs, unless it reads what that one outputs
+      if (prefetch && clock.last && !data.reads_output_of(l, *clock.last)) load.ahead = clock.ahead();
+      if (core) load.resident = resident(*core, plan->config, l.image);
       try {
         res = run_validated(
-            l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, plan->config, trace, poll,
-            prefetch ? &ahead : nullptr);
+            l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, plan->config, trace, poll, load);
       } catch (const std::exception& e) {
         throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
                        disassemble(data.bundle(l)));

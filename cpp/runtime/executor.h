@@ -1,6 +1,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,6 +34,14 @@ struct KernelProgress {
 using Progress = std::function<void(const KernelProgress&)>;
 constexpr std::chrono::milliseconds kProgressInterval{50};
 
+// What a device's TensorCore keeps from one launch to the next, across kernel calls: with resident programs
+// (config.h resident_program), the programs in program memory's ring, oldest first, and the instruction
+// entries they fill. The kernels that run on one device share one.
+struct CoreState {
+  std::deque<std::shared_ptr<const compiler::Image>> resident;  // launch images whose programs are resident
+  int entries = 0;                                              // their instructions
+};
+
 // A kernel tinygrad compiled for this device: the parsed IR, and the plans compiled from it (on first
 // use) for the device's TensorCore and each set of symbolic-variable values, buffer sizes and chains
 // kept off the MXU. A call runs a plan: it gathers, ticks and scatters. A bad configuration is
@@ -45,9 +54,10 @@ class CompiledKernel {
       : kernel_(o.kernel_), config_(o.config_), limits_(o.limits_), params_(o.params_) {}
   const TensorCoreConfig& config() const { return config_; }
   // With a trace, the kernel is one slice on its kernel track, each launch one nested in it, and the
-  // launches' runs follow one another on the timeline.
+  // launches' runs follow one another on the timeline. `core` is what the device's core kept from its last
+  // launch (none: nothing kept).
   KernelStats run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm,
-                  TraceLog* trace = nullptr, const Progress& progress = {}) const;
+                  TraceLog* trace = nullptr, const Progress& progress = {}, CoreState* core = nullptr) const;
   const std::string& name() const { return kernel_.name; }
 
  private:
@@ -62,7 +72,7 @@ class CompiledKernel {
   mutable std::mutex plans_mutex_;                   // calls run with the GIL released
   std::string named(const std::string& what) const;  // the message, naming this kernel
   KernelStats run_plan(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm,
-                       TraceLog* trace, const Progress& progress) const;
+                       TraceLog* trace, const Progress& progress, CoreState* core) const;
   std::shared_ptr<const compiler::Plan> plan(const PlanKey& key, const compiler::Choices& choices,
                                              const std::function<void(int64_t, int64_t)>& traced) const;
 };

@@ -56,7 +56,7 @@ struct Field {
   }
 };
 using C = TensorCoreConfig;
-const std::array<Field, 10> kFields = {{{"depth", &C::depth},
+const std::array<Field, 11> kFields = {{{"depth", &C::depth},
                                         {"vregs", &C::vregs},
                                         {"psum_buckets", &C::psum_buckets},
                                         {"prog_depth", &C::prog_depth},
@@ -65,7 +65,8 @@ const std::array<Field, 10> kFields = {{{"depth", &C::depth},
                                         {"fetch_overlap", nullptr, &C::fetch_overlap},
                                         {"record_cycles", &C::record_cycles},
                                         {"dma_overlap", nullptr, &C::dma_overlap},
-                                        {"prefetch_launches", nullptr, &C::prefetch_launches}}};
+                                        {"prefetch_launches", nullptr, &C::prefetch_launches},
+                                        {"resident_program", nullptr, &C::resident_program}}};
 
 }  // namespace
 
@@ -95,8 +96,10 @@ CostProxy cost_proxy(const TensorCoreConfig& c) {
       c.depth * (banks * tile_bytes + 2 * TensorCoreConfig::kTileElems + 2 * TensorCoreConfig::kRows) +
       (c.vregs + c.psum_buckets) * tile_bytes + banks * c.prog_depth * 8;
   // fetch overlap forwards the XLU and the VPU write-backs; a one-beat loader widens its bus by the type;
-  // the DMA loader writes VMEM beside the SXU (a second write port) and keeps a ready bit per entry
-  p.ports = (c.fetch_overlap ? 2 : 0) + (c.record_cycles == 1 ? 1 : 0) + (c.dma_overlap ? 2 : 0);
+  // the DMA loader writes VMEM beside the SXU (a second write port) and keeps a ready bit per entry; a
+  // resident program needs the loader's path that starts one without writing program memory
+  p.ports = (c.fetch_overlap ? 2 : 0) + (c.record_cycles == 1 ? 1 : 0) + (c.dma_overlap ? 2 : 0) +
+            (c.resident_program ? 1 : 0);
   p.area = p.pes + double(p.sram_bytes) / 256 + p.ports;
   return p;
 }
@@ -122,8 +125,14 @@ const std::vector<NamedConfig>& named_configs() {
          with({{"record_cycles", 1}, {"dma_overlap", 1}, {"fetch_overlap", 1}})},
         {"prefetch", "double-banked memories: the next launch's records load while the current one runs",
          with({{"prefetch_launches", 1}})},
-        {"all", "every switch: one-beat DMA loader, overlapped fetch and launch prefetch",
-         with({{"record_cycles", 1}, {"dma_overlap", 1}, {"fetch_overlap", 1}, {"prefetch_launches", 1}})},
+        {"resident", "program memory keeps programs: a launch whose program is resident sends only its data",
+         with({{"resident_program", 1}})},
+        {"all", "every switch: one-beat DMA loader, overlapped fetch, launch prefetch and resident programs",
+         with({{"record_cycles", 1},
+               {"dma_overlap", 1},
+               {"fetch_overlap", 1},
+               {"prefetch_launches", 1},
+               {"resident_program", 1}})},
         {"half", "the reference with half the SRAM depth: VMEM, WeightSRAM and ActivationSRAM of 16 entries",
          with({{"depth", 16}})},
     };

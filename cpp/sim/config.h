@@ -56,10 +56,17 @@ struct TensorCoreConfig {
   //    launch runs, the loader fills the other banks with the next launch of the same kernel call; the
   //    next launch starts once its records are in and the current one has output its results. A launch
   //    that reads a value the launch before it output starts loading only after that output.
+  //  - resident_program: program memory keeps programs across launches and kernel calls. It is a ring of
+  //    whole programs (prog_depth entries, both banks' with prefetch_launches): a new one is written after
+  //    the last one written, evicting those it overwrites; a launch starts at its program's first entry
+  //    (SXU programs have no absolute branch targets). Beside it, each resident program's output list.
+  //    The host knows what it sent: a launch whose program and output list are resident sends neither,
+  //    only its data records (the loader opens the bundle, sends the data, END and starts).
   bool fetch_overlap = false;
   int record_cycles = 2;
   bool dma_overlap = false;
   bool prefetch_launches = false;
+  bool resident_program = false;
 
   // The reference testbench prints "FAIL: timeout" once its cycle counter passes 50000. Long programs
   // (the simulator-speed benchmark) raise the limit; exceeding it is a SimError, never a hang.

@@ -67,31 +67,30 @@ std::string record_name(const Record& r, int& pc) {
   return "END";
 }
 
-bool is_data(const Record& r) {
-  return r.type == RecordType::kVmemTile || r.type == RecordType::kWeightTile ||
-         r.type == RecordType::kActTile;
-}
-
 // When loading ends, by the configuration's loader. The reference testbench: cycle 0 opens the bundle, each
 // record takes record_cycles (2: type, then apply), END's type read 1, do_start 1, then the SXU's first
 // FETCH (§4.4). The DMA loader sends the records other than data first (the program and the output list),
 // so the SXU starts after those alone; the data records follow on the same bus, the first beginning in the
 // cycle after the last of the others. A prefetched launch's loading is all `ahead` cycles earlier; do_start
-// and the first FETCH stay in this run's cycles.
+// and the first FETCH stay in this run's cycles. A resident program's records are not sent (their time is 0).
 // Returns the first FETCH's cycle; `done`, when given, gets per record the first cycle it is visible in (the
 // DMA loader and a trace read it; a plain run needs no per-record list).
-uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, uint64_t ahead,
+uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, const LaunchLoad& launch,
                     std::vector<uint64_t>* done) {
-  auto earlier = [&](uint64_t at, uint64_t least) { return at > ahead + least ? at - ahead : least; };
+  auto earlier = [&](uint64_t at, uint64_t least) {
+    return at > launch.ahead + least ? at - launch.ahead : least;
+  };
   std::vector<uint64_t> own;
   if (!done) {
-    if (!cfg.dma_overlap) return earlier(cfg.record_cycles * bundle.records.size() + 3, 1);
+    if (!cfg.dma_overlap && !launch.resident)
+      return earlier(cfg.record_cycles * bundle.records.size() + 3, 1);
     done = &own;
   }
   done->assign(bundle.records.size(), 0);
   uint64_t c = 1, start = 0;
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < bundle.records.size(); ++i) {
+      if (launch.resident && !is_data(bundle.records[i])) continue;
       if (cfg.dma_overlap && is_data(bundle.records[i]) != (pass == 1)) continue;
       if (!cfg.dma_overlap && pass == 1) break;
       c += cfg.record_cycles;
@@ -203,9 +202,9 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg, TraceLog
 }
 
 RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCoreConfig& cfg, TraceLog* trace,
-                        const Poll& poll, const Prefetched* prefetched) {
+                        const Poll& poll, const LaunchLoad& launch) {
   if (trace && !trace->recording()) {  // past the trace's cap or cycle window, or paused: the fast path
-    RunResult res = run_validated(bundle, fill, cfg, nullptr, poll, prefetched);
+    RunResult res = run_validated(bundle, fill, cfg, nullptr, poll, launch);
     trace->skip(res.cycles);
     return res;
   }
@@ -217,8 +216,7 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
   if (fill) fill(tc);
   RunResult res;
   std::vector<uint64_t> done;  // per record, only when something reads it: no allocation otherwise
-  const uint64_t start =
-      load_times(bundle, cfg, prefetched ? prefetched->ahead : 0, cfg.dma_overlap || trace ? &done : nullptr);
+  const uint64_t start = load_times(bundle, cfg, launch, cfg.dma_overlap || trace ? &done : nullptr);
   if (cfg.dma_overlap) note_arrivals(tc, bundle, done);
   if (trace) {
     trace->begin_run();

@@ -46,17 +46,20 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg = {}, Tra
 class TensorCore;
 // Writes a run's data into the memories after the records are loaded.
 using Fill = std::function<void(TensorCore&)>;
-// The launch-prefetch variant (config.h prefetch_launches): the loader began this launch's records `ahead`
-// cycles before its cycle 0, while the previous launch ran. Every loading time moves that much earlier
-// (none before cycle 0); whatever is still to come arrives as without prefetch.
-struct Prefetched {
+// How a kernel call's launch is loaded on a variant core (config.h):
+//  - ahead (prefetch_launches): the loader began this launch's records `ahead` cycles before its cycle 0,
+//    while the previous launch ran. Every loading time moves that much earlier (none before cycle 0);
+//    whatever is still to come arrives as without prefetch.
+//  - resident (resident_program): the launch's program and output list are in program memory already; the
+//    loader sends only its data records.
+struct LaunchLoad {
   uint64_t ahead = 0;
+  bool resident = false;
 };
 
 // run_bundle for a bundle validate() accepted before (a compiled kernel's launch, run many times with
 // other data): `fill` puts this run's tiles over the records' own, which are what was validated.
 RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCoreConfig& cfg = {},
-                        TraceLog* trace = nullptr, const Poll& poll = {},
-                        const Prefetched* prefetched = nullptr);
+                        TraceLog* trace = nullptr, const Poll& poll = {}, const LaunchLoad& launch = {});
 
 }  // namespace tinytpu

@@ -24,7 +24,8 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
     log = trace.for_kernel(self.name, self.dev.core)
     progress = _Progress(self.name)
-    try: stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4, log, progress)
+    try: stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4, log, progress,
+                                 self.dev.core_state)
     finally: progress.close()
     if log is not None: trace.check(log)
     for i, tasm in enumerate(stats.tasm): print(f"# {self.name} launch {i}\n{tasm}", end="")
@@ -53,6 +54,11 @@ class TinyTPUDevice(Compiled):
     super().__init__(device, TinyTPUAllocator(self), [TinyTPURenderer], TinyTPUProgram)
   @property
   def core(self): return configs.core_of(self.config)  # the extension module of the configuration's geometry
+  @property
+  def config(self): return self._config
+  @config.setter
+  def config(self, config):  # another core keeps nothing of the last one's launches (resident programs)
+    self._config, self.core_state = config, configs.core_of(config).CoreState()
 
 trace._from_env()
 COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles")
