@@ -42,7 +42,8 @@ def test_benchmark_on_a_variant_keeps_its_json():
   assert run(str(ROOT / "bench" / "benchmark.py"), "--config", "wide").returncode == 2
 
 GRID = ["--grid", "rows=4", "--grid", "fetch_overlap=0,1", "--grid", "record_cycles=2,1", "--grid", "dma_overlap=0", "--grid",
-        "prefetch_launches=0", "--grid", "depth=32", "--grid", "vregs=16", "--grid", "psum_buckets=8"]
+        "prefetch_launches=0", "--grid", "resident_program=0", "--grid", "depth=32", "--grid", "vregs=16",
+        "--grid", "psum_buckets=8"]
 
 def test_explore_table_plot_and_data(tmp_path):
   p = run("-m", "tinytpu", "explore", "--set", "kernels", *GRID, "--out", str(tmp_path))

@@ -15,8 +15,8 @@ from tinytpu.workloads import SETS, geomean
 # the tile geometry, one extension module per geometry built (configs.CORES). Exact float division needs more than
 # 8 vregs or 8 VMEM tiles in one launch, so smaller cores fail the training step: try them with --grid depth=8 or
 # vregs=8.
-SPACE = {"rows": [4, 8], "fetch_overlap": [0, 1], "record_cycles": [2, 1], "dma_overlap": [0, 1], "prefetch_launches": [0, 1],
-         "depth": [16, 32], "vregs": [16], "psum_buckets": [4, 8]}
+SPACE = {"rows": [4, 8, 16], "fetch_overlap": [0, 1], "record_cycles": [2, 1], "dma_overlap": [0, 1], "prefetch_launches": [0, 1],
+         "resident_program": [0, 1], "depth": [16, 32], "vregs": [16], "psum_buckets": [8]}
 REFERENCE = _core.TensorCoreConfig()
 
 def spec_of(base: str, changes: dict[str, int]) -> str:
@@ -121,7 +121,8 @@ def plot(rows: list[dict], front: list[dict], sets: list[str], path: str) -> Non
     if r["spec"] in named: ax.annotate(r["spec"], (r["area"], r["perf"]), fontsize=7, xytext=(4, 4), textcoords="offset points")
   ref = next((r for r in ok if r["spec"] == "reference"), None)
   if ref: ax.scatter([ref["area"]], [ref["perf"]], s=60, marker="*", color="tab:red", zorder=3, label="reference core")
-  ax.set_xlabel("area proxy (PE equivalents: a PE, 256 SRAM bytes or a port each count 1)")
+  ax.set_xscale("log")  # three geometries: 4x4, 8x8 and 16x16 cores are each ~3.5x the area of the last
+  ax.set_xlabel("area proxy, log scale (PE equivalents: a PE, 256 SRAM bytes or a port each count 1)")
   ax.set_ylabel(f"geomean elements per cycle ({'+'.join(sets)})")
   ax.set_title("TinyTPU TensorCore variants: performance against cost")
   low, high = min(r["perf"] for r in ok), max(r["perf"] for r in ok)
