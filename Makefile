@@ -88,7 +88,7 @@ test-sanitize: deps
 # libFuzzer targets (clang, ASan+UBSan) on every text front door, two at a time; fails on any finding and
 # prints the input's path. FUZZ_SECONDS per target (CI's short mode), or FUZZ_RUNS inputs each (long mode).
 FUZZ_BUILD := build/fuzz
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 30
 FUZZ_RUNS ?= 0
 
 fuzz: deps
