@@ -72,15 +72,19 @@ SANITIZE_PY_TESTS ?= tests_py/test_core.py tests_py/test_runtime.py
 SANITIZE_ENV := LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
   ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 PYTHONPATH=$(CURDIR)/$(ASAN_PY_BUILD)/pkg
 
-test-sanitize: deps
-	cmake -S . -B $(ASAN_BUILD) $(SANITIZE) -DTINYTPU_BUILD_PYTHON=OFF >/dev/null
+# The sanitized builds are of the reference geometry: the wider cores are the same sources with another
+# TINYTPU_ROWS, tested unsanitized by test-cpp and test-py. The sanitized package takes the installed ones.
+test-sanitize: install
+	cmake -S . -B $(ASAN_BUILD) $(SANITIZE) -DTINYTPU_BUILD_PYTHON=OFF -DTINYTPU_BUILD_WIDE=OFF >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
-	cmake -S . -B $(ASAN_PY_BUILD) $(SANITIZE) -DTINYTPU_BUILD_TESTS=OFF -DPython_EXECUTABLE=$$(command -v $(PYTHON)) \
-	  -Dpybind11_DIR=$$($(PYTHON) -m pybind11 --cmakedir) >/dev/null
+	cmake -S . -B $(ASAN_PY_BUILD) $(SANITIZE) -DTINYTPU_BUILD_TESTS=OFF -DTINYTPU_BUILD_WIDE=OFF \
+	  -DPython_EXECUTABLE=$$(command -v $(PYTHON)) -Dpybind11_DIR=$$($(PYTHON) -m pybind11 --cmakedir) >/dev/null
 	cmake --build $(ASAN_PY_BUILD) -j $(JOBS)
 	rm -rf $(ASAN_PY_BUILD)/pkg && mkdir -p $(ASAN_PY_BUILD)/pkg && cp -r python/tinytpu $(ASAN_PY_BUILD)/pkg/
-	cp $(ASAN_PY_BUILD)/_core*.so $(ASAN_PY_BUILD)/pkg/tinytpu/
+	cp $(ASAN_PY_BUILD)/_core.*.so $(ASAN_PY_BUILD)/pkg/tinytpu/
+	cp $$($(PYTHON) -c "import importlib.util as u; print(u.find_spec('tinytpu').submodule_search_locations[0])")/_core[0-9]*.so \
+	  $(ASAN_PY_BUILD)/pkg/tinytpu/
 	$(SANITIZE_ENV) $(PYTHON) -c "import sys, tinytpu._core as c; print('sanitized', c.__file__); \
 	  sys.exit('$(ASAN_PY_BUILD)/pkg/' not in c.__file__)"
 	$(SANITIZE_ENV) $(PYTHON) -m pytest -q -p no:cacheprovider $(SANITIZE_PY_TESTS)
