@@ -395,3 +395,35 @@ TEST_CASE(
   std::memcpy(&sum, bufs[0].data(), 4);
   CHECK(sum == 15 * 16 / 2);
 }
+
+TEST_CASE(
+    "resident program ring: a new program evicts the oldest; the host sees when it overwrites the last "
+    "one's") {
+  // Three programs of 3 instructions in a ring of 6 entries: two fit.
+  auto image = [](int imm, int data) {
+    auto i = std::make_shared<compiler::Image>();
+    i->bundle = assemble("VMEM[1] = " + std::to_string(data) +
+                         " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\nVFILL v0, imm=" + std::to_string(imm) +
+                         "\nSTORE VMEM[0], v0\nHALT\nOUTPUT_VMEM VMEM[0]\nEND");
+    return std::shared_ptr<const compiler::Image>(i);
+  };
+  const auto a = image(1, 0), b = image(2, 0), c = image(3, 0), a_other_data = image(1, 9);
+  CoreState ring;
+  bool evicts = true;
+  CHECK_FALSE(ring.load(a, 6, evicts));
+  CHECK_FALSE(evicts);
+  CHECK_FALSE(ring.load(b, 6, evicts));
+  CHECK(ring.load(a_other_data, 6, evicts));  // the same program with other data: resident
+  CHECK_FALSE(evicts);
+  CHECK_FALSE(ring.load(c, 6, evicts));  // evicts a, the oldest: the program the last launch ran
+  CHECK(evicts);
+  CHECK(ring.entries == 6);
+  CHECK(ring.load(b, 6, evicts));
+  CHECK(ring.load(c, 6, evicts));
+  CHECK_FALSE(ring.load(a, 6, evicts));  // evicts b, the oldest; the last launch ran c
+  CHECK_FALSE(evicts);
+  CHECK(ring.load(c, 6, evicts));
+  CHECK_FALSE(ring.load(b, 6, evicts));  // evicts c, which the last launch ran
+  CHECK(evicts);
+  CHECK(ring.resident.size() == 2);
+}

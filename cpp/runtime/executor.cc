@@ -290,21 +290,6 @@ int program_entries(const Image& image) {
   return int(std::count_if(r.begin(), r.end(), [](const Record& x) { return x.type == RecordType::kInstr; }));
 }
 
-// Whether a launch of `image` finds its program resident (config.h resident_program). If not, it is written
-// into the ring after the last one, evicting the oldest until it fits (never the running launch's program:
-// with prefetch the ring is both banks, and every program fits in one).
-bool resident(CoreState& core, const TensorCoreConfig& cfg, const std::shared_ptr<const Image>& image) {
-  if (!cfg.resident_program) return false;
-  for (const std::shared_ptr<const Image>& held : core.resident)
-    if (held == image || same_program(held->bundle, image->bundle)) return true;
-  const int entries = program_entries(*image), capacity = cfg.prog_depth * (cfg.prefetch_launches ? 2 : 1);
-  for (; core.entries + entries > capacity; core.resident.pop_front())
-    core.entries -= program_entries(*core.resident.front());
-  core.resident.push_back(image);
-  core.entries += entries;
-  return false;
-}
-
 // Plans kept per kernel; past it the cache starts over (a kernel called with many sizes).
 constexpr size_t kMaxPlans = 16;
 
@@ -315,6 +300,24 @@ CompiledKernel::CompiledKernel(std::string_view ir, const TensorCoreConfig& cfg,
   config_.check();
   for (const Node& n : kernel_.nodes)
     if (n.op == Op::PARAM && n.global) params_[int(n.ivalue)] = n.dtype;
+}
+
+bool CoreState::load(const std::shared_ptr<const Image>& image, int capacity, bool& evicts_last) {
+  evicts_last = false;
+  for (const std::shared_ptr<const Image>& held : resident)
+    if (held == image || same_program(held->bundle, image->bundle)) {
+      last = held.get();
+      return true;
+    }
+  const int need = program_entries(*image);
+  for (; entries + need > capacity; resident.pop_front()) {
+    entries -= program_entries(*resident.front());
+    evicts_last |= resident.front().get() == last;
+  }
+  resident.push_back(image);
+  entries += need;
+  last = image.get();
+  return false;
 }
 
 KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
@@ -452,9 +455,14 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
       if (keep_tasm) stats.tasm.push_back(listing(data.bundle(l), l.image->fill_dtypes));
       const uint64_t launch_begin = trace ? trace->base : 0;
       RunResult res;
-      LaunchLoad load;  // prefetched while the last launch runs, unless it reads what that one outputs
-      if (prefetch && clock.last && !data.reads_output_of(l, *clock.last)) load.ahead = clock.ahead();
-      if (core) load.resident = resident(*core, plan->config, l.image);
+      // Prefetched while the last launch runs, unless it reads what that one outputs or its program's write
+      // overwrites that one's (resident programs: a ring of both banks' entries)
+      LaunchLoad load;
+      bool evicts_last = false;
+      if (core && plan->config.resident_program)
+        load.resident = core->load(l.image, plan->config.prog_depth * (prefetch ? 2 : 1), evicts_last);
+      if (prefetch && clock.last && !evicts_last && !data.reads_output_of(l, *clock.last))
+        load.ahead = clock.ahead();
       try {
         res = run_validated(
             l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, plan->config, trace, poll, load);

@@ -40,6 +40,13 @@ constexpr std::chrono::milliseconds kProgressInterval{50};
 struct CoreState {
   std::deque<std::shared_ptr<const compiler::Image>> resident;  // launch images whose programs are resident
   int entries = 0;                                              // their instructions
+  const compiler::Image* last = nullptr;                        // the resident entry the last launch ran from
+
+  // A launch of `image` in a ring of `capacity` entries: whether its program is resident. If not, it is
+  // written after the last one written, evicting the oldest until it fits; `evicts_last` says whether that
+  // overwrote the program of the launch that ran last (with launch prefetch, still running: the loader
+  // must wait for it to end).
+  bool load(const std::shared_ptr<const compiler::Image>& image, int capacity, bool& evicts_last);
 };
 
 // A kernel tinygrad compiled for this device: the parsed IR, and the plans compiled from it (on first

@@ -61,7 +61,8 @@ struct TensorCoreConfig {
   //    the last one written, evicting those it overwrites; a launch starts at its program's first entry
   //    (SXU programs have no absolute branch targets). Beside it, each resident program's output list.
   //    The host knows what it sent: a launch whose program and output list are resident sends neither,
-  //    only its data records (the loader opens the bundle, sends the data, END and starts).
+  //    only its data records (the loader opens the bundle, sends the data, END and starts). With launch
+  //    prefetch, a launch whose program would overwrite the running launch's loads after it ends.
   bool fetch_overlap = false;
   int record_cycles = 2;
   bool dma_overlap = false;
