@@ -676,19 +676,25 @@ class Emitter {
   }
 
   // Exact division a0 / b0 in two halves (compiler/divide.h): a0/b0 = (a0*s)/(b0*s) with s a power of two
-  // bringing a tiny |b0| to [2^-40, 2^-39) or a huge one to [2^90, 2^91), so that 1/(b0*s) neither overflows
-  // nor goes subnormal, and a0*s can only overflow or underflow where a0/b0 itself does. div_scale is s:
-  // 2^(214-E) or 2^(344-E) in exponent field terms, E b0's field (1.0 in between).
-  // `r`, `tiny_b`, `huge_b`: scratch vregs.
+  // bringing a tiny |b0| to [2^-40, 2^-39) (a subnormal by the exponent of its leading bit; below 2^-144 to
+  // [2^-45, 2^-40)) or a huge one to [2^90, 2^91), so that b0*s is within [2^-50, 2^100] for every finite
+  // non-zero b0, 1/(b0*s) neither overflows nor goes subnormal, and a0*s can only overflow or underflow
+  // where a0/b0 itself does. div_scale is s: 2^(278-E) in exponent field terms, E the field of
+  // max(|b0|*2^64, 2^-80), for a tiny b0; 2^(344-E), E b0's field, for a huge one (1.0 in between). A zero
+  // b0 takes 2^104, which keeps its sign. `r`, `tiny_b`, `huge_b`: scratch vregs.
   void div_scale(int d, int b0, int r, int tiny_b, int huge_b) {
-    int m = constant(0x7FFFFFFF), k23 = constant(23), tiny = constant(0x26800000),
-        huge = constant(0x71800000);
+    int m = constant(0x7FFFFFFF), tiny = constant(0x26800000), huge = constant(0x71800000);
     vpu(VpuOpcode::kAnd, r, b0, m);
-    vpu(VpuOpcode::kShr, d, r, k23);          // E
     vpu(VpuOpcode::kCmplt, tiny_b, r, tiny);  // |b| < 2^-50
     vpu(VpuOpcode::kCmplt, huge_b, huge, r);  // |b| > 2^100 (and inf, NaN)
     for (int c : {m, tiny, huge}) release(c);
-    int f_tiny = constant(214), f_huge = constant(344), one = constant(0x3F800000);
+    int up = constant(0x5F800000, DType::kF32), least = constant(0x17800000, DType::kF32);  // 2^64, 2^-80
+    vpu(VpuOpcode::kFmul, d, r, up);
+    vpu(VpuOpcode::kFmax, d, d, least);
+    emit(instr::select(d, tiny_b, d, r));
+    for (int c : {up, least}) release(c);
+    int k23 = constant(23), f_tiny = constant(278), f_huge = constant(344), one = constant(0x3F800000);
+    vpu(VpuOpcode::kShr, d, d, k23);  // E
     vpu(VpuOpcode::kSub, r, f_tiny, d);
     vpu(VpuOpcode::kSub, d, f_huge, d);
     vpu(VpuOpcode::kShl, r, r, k23);
@@ -700,25 +706,18 @@ class Emitter {
   // a / b for a = a0*s, b = b0*s and r = reciprocal(b): q0 = a * r within an ulp or two, then one
   // correction by the exact remainder a - q0*b (Dekker's product from 12-bit halves, Sterbenz's exact
   // subtraction), which rounds like IEEE division but for quotients within ~2^-40 ulp of a midpoint. The
-  // product is exact while |q0|, |b| are within [2^-50, 2^100] (so |a| >= 2^-100, the low halves' products
-  // stay normal and 4097*x finite); outside (subnormal b or results, after scaling), and for zeros, infs
-  // and NaNs, q0 stands. `q`: a scratch vreg.
+  // product is exact while |q0| and |b| are within [2^-50, 2^100] (so |a| >= 2^-100, the low halves' products
+  // stay normal and 4097*x finite); div_scale puts every finite non-zero b there, and a zero, infinite or
+  // NaN b gives a q0 outside. Outside (subnormal results, after scaling), and for zeros, infs and NaNs, q0
+  // stands. `q`: a scratch vreg.
   void div_exact(int d, int a, int b, int r, int q) {
     vpu(VpuOpcode::kFmul, q, a, r);
     int ok = alloc_vreg(), t1 = alloc_vreg(), t2 = alloc_vreg();
     int m = constant(0x7FFFFFFF), lo = constant(0x26800000), hi = constant(0x71800000);  // 2^-50, 2^100
-    auto require_in_range = [&](int x, bool first) {  // |x|'s bits between 2^-50's and 2^100's; NaN fails
-      vpu(VpuOpcode::kAnd, t1, x, m);
-      vpu(VpuOpcode::kCmplt, t2, lo, t1);
-      if (first)
-        vpu(VpuOpcode::kAnd, ok, t2, t2);
-      else
-        vpu(VpuOpcode::kAnd, ok, ok, t2);
-      vpu(VpuOpcode::kCmplt, t2, t1, hi);
-      vpu(VpuOpcode::kAnd, ok, ok, t2);
-    };
-    require_in_range(q, true);
-    require_in_range(b, false);
+    vpu(VpuOpcode::kAnd, t1, q, m);  // |q|'s bits between 2^-50's and 2^100's; NaN fails
+    vpu(VpuOpcode::kCmplt, ok, lo, t1);
+    vpu(VpuOpcode::kCmplt, t2, t1, hi);
+    vpu(VpuOpcode::kAnd, ok, ok, t2);
     for (int c : {m, lo, hi}) release(c);
     int t3 = alloc_vreg(), t4 = alloc_vreg(), p = alloc_vreg(), e = alloc_vreg();
     int k = constant(0x45801000, DType::kF32);  // 4097.0: Veltkamp's split into 12-bit halves
