@@ -91,22 +91,23 @@ def timed(k: Kernel, device: str) -> tuple[np.ndarray, float]:
   out = k.expr(device).numpy()
   return out, (time.perf_counter() - t0) * 1e3
 
+def _counted_call(k: Kernel) -> tuple[dict, float]:
+  """One call of k on TINYTPU, its result checked: its counters and wall ms."""
+  tinytpu.reset_counters()
+  out, ms = timed(k, "TINYTPU")
+  c = tinytpu.counters()
+  check(k, out)
+  return c, ms
+
 def run_kernel(k: Kernel, warm_runs: int = 3) -> dict:
   """Runs k on TINYTPU twice, each result checked: the second (warm) call is counted, the first's cycles are
   `first_cycles`. A core that keeps something between calls (resident programs) loads less on the second
   (and on the first, what earlier kernels left resident); the reference keeps nothing, so its two calls take
-  the same cycles. The wall time is the median of
-  `warm_runs` more calls."""
-  tinytpu.reset_counters()
-  out, first_ms = timed(k, "TINYTPU")
-  cold = tinytpu.counters()
-  check(k, out)
-  tinytpu.reset_counters()
-  out, warm_ms = timed(k, "TINYTPU")
-  c = tinytpu.counters()
-  check(k, out)
+  the same cycles. The wall time is the median of `warm_runs` more calls."""
+  first, _ = _counted_call(k)
+  c, warm_ms = _counted_call(k)
   walls = [timed(k, "TINYTPU")[1] for _ in range(warm_runs)]
-  r = {"name": k.name, "work_elems": k.work, "launches": c["launches"], "kernels": c["kernels"], "first_cycles": cold["cycles"],
+  r = {"name": k.name, "work_elems": k.work, "launches": c["launches"], "kernels": c["kernels"], "first_cycles": first["cycles"],
        "wall_ms": float(np.median(walls)) if walls else warm_ms, "floor": k.floor, "reference": k.reference}
   if c["kernels"] == 0:  # tinygrad ran no device kernel: nothing to count
     r.update(cycles=None, sxu_cycles=None, elems_per_cycle=None, compute_elems_per_cycle=None, bytes_per_cycle=None)
