@@ -725,8 +725,9 @@ TEST_CASE("compiler: a divisor's half of exact division is computed where the di
       for (const std::string& tasm : st.tasm)
         for (size_t at = tasm.find("FRECIP("); at != std::string::npos; at = tasm.find("FRECIP(", at + 1))
           ++frecips;
-      // The sum's reciprocal once, in the uniform prefix; a divisor of each element's own, once per tile.
-      CHECK(frecips == (per_element ? n / 16 : 1));
+      // The sum's reciprocal once, in the uniform prefix; a divisor of each element's own, once per tile. And
+      // in each tile's DIV_EXACT, one more: of the power of two that scales its quotient.
+      CHECK(frecips == (per_element ? n / 16 : 1) + n / 16);
     }
   }
 }

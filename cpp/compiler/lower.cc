@@ -703,48 +703,89 @@ class Emitter {
     emit(instr::select(d, tiny_b, r, d));
     for (int c : {k23, f_tiny, f_huge, one}) release(c);
   }
-  // a / b for a = a0*s, b = b0*s and r = reciprocal(b): q0 = a * r within an ulp or two, then one
-  // correction by the exact remainder a - q0*b (Dekker's product from 12-bit halves, Sterbenz's exact
-  // subtraction), which rounds like IEEE division but for quotients within ~2^-40 ulp of a midpoint. The
-  // product is exact while |q0| and |b| are within [2^-50, 2^100] (so |a| >= 2^-100, the low halves' products
-  // stay normal and 4097*x finite); div_scale puts every finite non-zero b there, and a zero, infinite or
-  // NaN b gives a q0 outside. Outside (subnormal results, after scaling), and for zeros, infs and NaNs, q0
-  // stands. `q`: a scratch vreg.
+  // a / b for a = a0*s, b = b0*s (|b| within [2^-50, 2^100], or zero, infinite or NaN) and r =
+  // reciprocal(b): q0 = a * r is within an ulp or two; one correction by the exact remainder then rounds
+  // like IEEE division but for quotients within ~2^-21 ulp of a midpoint (the error of c below: r's ulp or
+  // two, and c's own rounding), which can round the wrong way by one ulp. The remainder a' - q*b comes
+  // from Dekker's product (of halves of 12 significant bits) and Sterbenz's exact subtraction, which are
+  // exact while |q| and |b| are within [2^-50, 2^100]; so the correction runs on q0 and a scaled by
+  // t = 2^(127-E), E the exponent field of q0 clamped to [1, 253], which puts q near 1, and its result is
+  // scaled back by 1/t:
+  //  - normal quotients (|q0| > 1.5*2^-126): q = (a*t)*r, the result (q + c)/t with c = remainder*r: one
+  //    rounding where q + c is, then an exact scaling (or IEEE's overflow). q is recomputed from a*t, not
+  //    q0*t, so a q0 that overflowed still has a finite q.
+  //  - quotients at the bottom (|q0| <= 1.5*2^-126): the result's grid is 2^-149 on both sides of 2^-126,
+  //    which no float addition rounds to, so q = q0*t (on that grid, 2^-23 after scaling) and c is
+  //    rounded to the grid on its own, by adding and subtracting 1.5 (c is a few grid steps at most):
+  //    q + c is then exact, and so is the scaling back.
+  // A non-finite correction means a zero, infinite or NaN operand: IEEE's answer is q0. `q`: a scratch
+  // vreg.
   void div_exact(int d, int a, int b, int r, int q) {
-    vpu(VpuOpcode::kFmul, q, a, r);
-    int ok = alloc_vreg(), t1 = alloc_vreg(), t2 = alloc_vreg();
-    int m = constant(0x7FFFFFFF), lo = constant(0x26800000), hi = constant(0x71800000);  // 2^-50, 2^100
-    vpu(VpuOpcode::kAnd, t1, q, m);  // |q|'s bits between 2^-50's and 2^100's; NaN fails
-    vpu(VpuOpcode::kCmplt, ok, lo, t1);
-    vpu(VpuOpcode::kCmplt, t2, t1, hi);
-    vpu(VpuOpcode::kAnd, ok, ok, t2);
-    for (int c : {m, lo, hi}) release(c);
-    int t3 = alloc_vreg(), t4 = alloc_vreg(), p = alloc_vreg(), e = alloc_vreg();
-    int k = constant(0x45801000, DType::kF32);  // 4097.0: Veltkamp's split into 12-bit halves
-    auto split = [&](int x, int h, int l) {
-      vpu(VpuOpcode::kFmul, h, x, k);
-      vpu(VpuOpcode::kFsub, l, h, x);
-      vpu(VpuOpcode::kFsub, h, h, l);
+    vpu(VpuOpcode::kFmul, q, a, r);  // q0
+    int e = alloc_vreg(), low = alloc_vreg();
+    int bottom = constant(0x00C00000), top = constant(0x7EFFFFFF);  // 1.5*2^-126
+    vpu(VpuOpcode::kFabs, e, q);
+    vpu(VpuOpcode::kMax, e, e, bottom);      // |q0|'s bits with the exponent field clamped to [1, 253]
+    vpu(VpuOpcode::kCmpeq, low, e, bottom);  // |q0| <= 1.5*2^-126
+    vpu(VpuOpcode::kMin, e, e, top);
+    release(top);
+    int t = alloc_vreg(), field = constant(0x7F800000);
+    vpu(VpuOpcode::kAnd, t, e, field);
+    vpu(VpuOpcode::kFrecip, t, t);  // t = 2^(127-E): FRECIP's estimate is exact on a power of two
+    for (int c : {bottom, field}) release(c);
+    int as = alloc_vreg();
+    vpu(VpuOpcode::kFmul, as, a, t);  // exact: a*t is q*b, with q near 1
+    vpu(VpuOpcode::kFmul, t, q, t);
+    vpu(VpuOpcode::kFmul, q, as, r);
+    emit(instr::select(q, low, t, q));
+    release(t);
+    release(low);
+    int h1 = alloc_vreg(), l1 = alloc_vreg(), h2 = alloc_vreg(), l2 = alloc_vreg();
+    int high = constant(int32_t(0xFFFFF000u));  // sign, exponent and the leading 12 significant bits
+    auto split = [&](int x, int h, int l) {     // x = h + l, each of 12 significant bits at most
+      vpu(VpuOpcode::kAnd, h, x, high);
       vpu(VpuOpcode::kFsub, l, x, h);
     };
-    split(q, t1, t2);  // q = t1 + t2
-    split(b, t3, t4);  // b = t3 + t4
-    release(k);
+    split(q, h1, l1);
+    split(b, h2, l2);
+    release(high);
+    int p = alloc_vreg(), err = alloc_vreg();
     vpu(VpuOpcode::kFmul, p, q, b);
-    vpu(VpuOpcode::kFmul, e, t1, t3);  // e = q*b - p exactly: ((qh*bh - p) + qh*bl + ql*bh) + ql*bl
-    vpu(VpuOpcode::kFsub, e, e, p);
-    vpu(VpuOpcode::kFmul, t1, t1, t4);
-    vpu(VpuOpcode::kFadd, e, e, t1);
-    vpu(VpuOpcode::kFmul, t3, t2, t3);
-    vpu(VpuOpcode::kFadd, e, e, t3);
-    vpu(VpuOpcode::kFmul, t2, t2, t4);
-    vpu(VpuOpcode::kFadd, e, e, t2);
-    vpu(VpuOpcode::kFsub, p, a, p);  // exact: p is within a few ulps of a
-    vpu(VpuOpcode::kFsub, p, p, e);
-    vpu(VpuOpcode::kFmul, p, p, r);
-    vpu(VpuOpcode::kFadd, p, q, p);
-    emit(instr::select(d, ok, p, q));
-    for (int x : {ok, t1, t2, t3, t4, p, e}) release(x);
+    vpu(VpuOpcode::kFmul, err, h1, h2);  // err = q*b - p exactly: ((h1*h2 - p) + h1*l2 + l1*h2) + l1*l2
+    vpu(VpuOpcode::kFsub, err, err, p);
+    vpu(VpuOpcode::kFsub, as, as, p);  // exact: p is within a few ulps of a*t
+    release(p);
+    vpu(VpuOpcode::kFmul, h1, h1, l2);
+    vpu(VpuOpcode::kFadd, err, err, h1);
+    vpu(VpuOpcode::kFmul, h2, l1, h2);
+    vpu(VpuOpcode::kFadd, err, err, h2);
+    vpu(VpuOpcode::kFmul, l1, l1, l2);
+    vpu(VpuOpcode::kFadd, err, err, l1);
+    vpu(VpuOpcode::kFsub, as, as, err);
+    vpu(VpuOpcode::kFmul, as, as, r);  // c
+    for (int x : {h1, l1, h2, l2}) release(x);
+    int ok = err, u = alloc_vreg();
+    bottom = constant(0x00C00000), field = constant(0x7F800000);
+    vpu(VpuOpcode::kFabs, u, as);
+    vpu(VpuOpcode::kCmplt, ok, u, field);  // c finite
+    low = alloc_vreg();
+    vpu(VpuOpcode::kCmpeq, low, e, bottom);  // as above: e is still |q0| clamped
+    vpu(VpuOpcode::kAnd, e, e, field);       // 1/t
+    for (int c : {bottom, field}) release(c);
+    int to_grid = constant(0x3FC00000, DType::kF32);  // 1.5: c + 1.5 rounds c to a multiple of 2^-23
+    vpu(VpuOpcode::kFadd, u, as, to_grid);
+    vpu(VpuOpcode::kFsub, u, u, to_grid);
+    release(to_grid);
+    emit(instr::select(as, low, u, as));
+    vpu(VpuOpcode::kFadd, q, q, as);
+    vpu(VpuOpcode::kFmul, q, q, e);
+    vpu(VpuOpcode::kFmul, e, a, r);  // q0 again
+    int sign = constant(int32_t(0x80000000u));
+    vpu(VpuOpcode::kAnd, u, e, sign);  // the quotient's sign: q + c above rounds a zero to +0
+    release(sign);
+    vpu(VpuOpcode::kOr, q, q, u);
+    emit(instr::select(d, ok, q, e));
+    for (int x : {e, low, as, ok, u}) release(x);
   }
 
   // The two halves in one (a division split_divisions left whole).
