@@ -739,7 +739,6 @@ class Emitter {
     vpu(VpuOpcode::kFmul, q, as, r);
     emit(instr::select(q, low, t, q));
     release(t);
-    release(low);
     int h1 = alloc_vreg(), l1 = alloc_vreg(), h2 = alloc_vreg(), l2 = alloc_vreg();
     int high = constant(int32_t(0xFFFFF000u));  // sign, exponent and the leading 12 significant bits
     auto split = [&](int x, int h, int l) {     // x = h + l, each of 12 significant bits at most
@@ -765,13 +764,11 @@ class Emitter {
     vpu(VpuOpcode::kFmul, as, as, r);  // c
     for (int x : {h1, l1, h2, l2}) release(x);
     int ok = err, u = alloc_vreg();
-    bottom = constant(0x00C00000), field = constant(0x7F800000);
+    field = constant(0x7F800000);
     vpu(VpuOpcode::kFabs, u, as);
     vpu(VpuOpcode::kCmplt, ok, u, field);  // c finite
-    low = alloc_vreg();
-    vpu(VpuOpcode::kCmpeq, low, e, bottom);  // as above: e is still |q0| clamped
-    vpu(VpuOpcode::kAnd, e, e, field);       // 1/t
-    for (int c : {bottom, field}) release(c);
+    vpu(VpuOpcode::kAnd, e, e, field);     // 1/t
+    release(field);
     int to_grid = constant(0x3FC00000, DType::kF32);  // 1.5: c + 1.5 rounds c to a multiple of 2^-23
     vpu(VpuOpcode::kFadd, u, as, to_grid);
     vpu(VpuOpcode::kFsub, u, u, to_grid);
