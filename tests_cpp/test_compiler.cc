@@ -1,6 +1,7 @@
 // The UOp compiler: IR parsing and checks, lane tracing, lowering within the hardware limits, execution.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -730,6 +731,53 @@ TEST_CASE("compiler: a divisor's half of exact division is computed where the di
       CHECK(frecips == (per_element ? n / 16 : 1) + n / 16);
     }
   }
+}
+
+TEST_CASE("compiler: SQRT is IEEE's square root, rounded alike, over the whole float range") {
+  // out[i] = sqrt(x[i]) for float32 x, as tinygrad renders x.sqrt() when the backend declares SQRT.
+  const int n = 16 * 64;
+  const std::string ir = "KERNEL root\nCONST idx 0 " + std::to_string(n) +
+                         "\n"                                                        // 0
+                         "PARAM f32 1 0 0 GLOBAL 0 0\nPARAM f32 1 0 1 GLOBAL 0 0\n"  // 1 out, 2 x
+                         "RANGE i32 1 0 0 WEAK\nINDEX f32 2 2 3\nLOAD f32 1 4\n"     // 3 i, 4, 5 x[i]
+                         "SQRT f32 1 5\nINDEX f32 2 1 3\nSTORE void 2 7 6\n"         // 6..8
+                         "END void 2 8 3\nSINK void 1 9\n";
+  CompiledKernel k(ir);
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(n * 4), DeviceBuffer(n * 4)};
+  auto* x = reinterpret_cast<float*>(bufs[1].data());
+  // Zeros of both signs, infinities, a NaN, negatives (NaN), the smallest and largest subnormals and
+  // normals; then random bits over every exponent, the subnormals among them (the 2^24 pre-scaling).
+  const float edges[] = {0.0f,
+                         -0.0f,
+                         INFINITY,
+                         -INFINITY,
+                         NAN,
+                         -1.0f,
+                         -1e-45f,
+                         std::ldexp(1.0f, -149),
+                         std::ldexp(1.0f - std::ldexp(1.0f, -23), -126),
+                         std::ldexp(1.0f, -126),
+                         FLT_MAX,
+                         1.0f,
+                         2.0f,
+                         4.0f,
+                         0.5f,
+                         16777216.0f};
+  uint32_t seed = 99;
+  for (int i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    uint32_t bits = seed & 0x7FFFFFFFu;
+    if (i % 4 == 0) bits &= 0x007FFFFFu;  // a subnormal (or zero)
+    std::memcpy(&x[i], &bits, 4);
+    if (i < int(std::size(edges))) x[i] = edges[i];
+  }
+  k.run(bufs, {}, false);
+  int wrong = 0;
+  for (int i = 0; i < n; ++i) {
+    const float want = std::sqrt(x[i]), got = reinterpret_cast<float*>(bufs[0].data())[i];
+    wrong += std::isnan(want) ? !std::isnan(got) : std::memcmp(&got, &want, 4) != 0;
+  }
+  CHECK(wrong == 0);
 }
 
 namespace {

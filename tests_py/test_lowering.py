@@ -1,6 +1,6 @@
 """Lowerings that take shortcuts on what the compiler knows of an operand, at their edge values, equal tinygrad's
 CPU device: arithmetic shift right, a float truncated to int32 and converted back, float != against itself and
-against constants, exact division at the ends of the exponent range."""
+against constants, exact division at the ends of the exponent range, the square root."""
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
@@ -85,7 +85,7 @@ def test_division_at_the_ends_of_the_exponent_range_rounds_like_ieee(region):
   assert _bitwise_equal(got, want).all()
 
 def _quotients_near_midpoints(n: int) -> tuple[np.ndarray, np.ndarray]:
-  """Float32 a, b whose quotient is within 2^-25..2^-19 ulp of a rounding midpoint m: for a 24-bit b mantissa B and
+  """Float32 a, b whose quotient is within 2^-25..2^-18 ulp of a rounding midpoint m: for a 24-bit b mantissa B and
   small N, the 24-bit A with A*2^24 - M*B = N, M odd (m = M*2^-24, a quotient in [1, 2)), found mod B."""
   r, a, b = np.random.default_rng(3), [], []
   while len(a) < n:
@@ -112,3 +112,24 @@ def test_division_near_rounding_midpoints_rounds_like_ieee():
   a, b = _quotients_near_midpoints(4096)
   got, want = both(lambda x, y: x / y, a, b)
   assert _bitwise_equal(got, want).all()
+
+def _squares_near_midpoints() -> np.ndarray:
+  """Float32 x whose square root is within 2^-24..2^-14 ulp of a rounding midpoint m = M*2^-24 (M odd, 25 bits):
+  x*2^48 = M^2 - N for small N, so M is a square root of N mod 2^25 (Hensel's lifting, N = 1 mod 8)."""
+  xs = []
+  for n in range(-4095, 4096, 8):
+    z = 1
+    for j in range(3, 25): z += (1 << (j - 1)) if (z * z - n) % (1 << (j + 1)) else 0
+    for m in {z % 2**25, -z % 2**25}:
+      if m >= 2**24 and (m * m - n) % 2**25 == 0 and (m * m - n) >> 25 < 2**24: xs.append((m * m - n) >> 25)
+  return np.concatenate([np.array(xs) * 2.0 ** (2 * k - 23) for k in (-60, 0, 50)]).astype(np.float32)
+
+def test_square_root_rounds_like_ieee():
+  """SQRT is declared to tinygrad and lowered exactly (lower.cc square_root): every exponent, subnormals, the
+  special values, and square roots constructed to lie next to a rounding midpoint."""
+  r = np.random.default_rng(4)
+  x = r.integers(0, 2**31, 8192).astype(np.uint32).view(np.float32)
+  x[:2048] = r.integers(0, 2**23, 2048).astype(np.uint32).view(np.float32)  # subnormals
+  for v in (np.concatenate([x, SPECIAL, -SPECIAL, np.float32([-1.0, 2.0**-149, 2.0**-126])]), _squares_near_midpoints()):
+    got, want = both(lambda t: t.sqrt(), v.astype(np.float32))
+    assert _bitwise_equal(got, want).all()

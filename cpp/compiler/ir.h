@@ -70,6 +70,7 @@ enum class Op : uint8_t {
   CDIV,
   CMOD,
   RECIPROCAL,
+  SQRT,
   TRUNC,
   EXP2,
   LOG2,

@@ -532,9 +532,11 @@ class Emitter {
 
   // 1/x from exact ops: FRECIP's estimate plus one more Newton step (within an ulp or two), with the
   // operand scaled by a power of two where the estimate breaks down (|x| >= 2^125, |x| < 2^-125) and
-  // IEEE's answers for 0, inf and NaN selected in.
-  void reciprocal(int d, int x) {
-    int ax = alloc_vreg(), c = alloc_vreg(), t = alloc_vreg(), xs = alloc_vreg(), post = alloc_vreg();
+  // IEEE's answers for 0, inf and NaN selected in. `in_range`: x is known to be within [2^-50, 2^100] or
+  // 0, inf or NaN (a divisor after div_scale), so it is not scaled.
+  void reciprocal(int d, int x, bool in_range = false) {
+    int ax = alloc_vreg(), c = alloc_vreg(), t = alloc_vreg(), xs = in_range ? x : alloc_vreg();
+    int post = in_range ? -1 : alloc_vreg();
     int m = constant(0x7FFFFFFF);
     vpu(VpuOpcode::kAnd, ax, x, m);
     release(m);
@@ -550,19 +552,25 @@ class Emitter {
       emit(instr::select(post, c, o, post));
       release(o);
     };
-    vpu(VpuOpcode::kAnd, xs, x, x);
-    int one = constant(int32_t(0x3F800000), DType::kF32);
-    vpu(VpuOpcode::kAnd, post, one, one);
-    release(one);
-    scale_if(0x7E000000u, true, 0x3E800000u, 0x3E800000u);   // |x| > 2^125: 1/(x/4) / 4
-    scale_if(0x01000000u, false, 0x4B800000u, 0x4B800000u);  // |x| < 2^-125: 1/(x*2^24) * 2^24
+    if (!in_range) {
+      vpu(VpuOpcode::kAnd, xs, x, x);
+      int one = constant(int32_t(0x3F800000), DType::kF32);
+      vpu(VpuOpcode::kAnd, post, one, one);
+      release(one);
+      scale_if(0x7E000000u, true, 0x3E800000u, 0x3E800000u);   // |x| > 2^125: 1/(x/4) / 4
+      scale_if(0x01000000u, false, 0x4B800000u, 0x4B800000u);  // |x| < 2^-125: 1/(x*2^24) * 2^24
+    }
     vpu(VpuOpcode::kFrecip, d, xs);
     vpu(VpuOpcode::kFmul, t, xs, d);
     int two = constant(int32_t(0x40000000), DType::kF32);
     vpu(VpuOpcode::kFsub, t, two, t);
     release(two);
     vpu(VpuOpcode::kFmul, d, d, t);
-    vpu(VpuOpcode::kFmul, d, d, post);
+    if (!in_range) {
+      vpu(VpuOpcode::kFmul, d, d, post);
+      release(xs);
+      release(post);
+    }
     // Specials: 1/±0 = ±inf, 1/±inf = ±0, NaN stays NaN.
     int sign = constant(int32_t(0x80000000u)), inf = constant(0x7F800000);
     vpu(VpuOpcode::kAnd, t, x, sign);
@@ -574,7 +582,7 @@ class Emitter {
     emit(instr::select(d, c, t, d));
     vpu(VpuOpcode::kCmplt, c, inf, ax);  // NaN
     emit(instr::select(d, c, x, d));
-    for (int r : {ax, c, t, xs, post, sign, inf, zero}) release(r);
+    for (int r : {ax, c, t, sign, inf, zero}) release(r);
   }
   // A WMEM weight tile, reusing an identical one already loaded.
   int weight_fill(const MxuTile& data, int chain) {
@@ -791,9 +799,87 @@ class Emitter {
     div_scale(s, b0, r, a, b);
     vpu(VpuOpcode::kFmul, a, a0, s);
     vpu(VpuOpcode::kFmul, b, b0, s);
-    reciprocal(r, b);
+    reciprocal(r, b, /*in_range*/ true);
     div_exact(d, a, b, r, /*q*/ s);
     for (int x : {a, b, r, s}) release(x);
+  }
+
+  // s + (x - s^2)*y/2, the residual exact (Dekker's square from halves of 12 significant bits): s rounded
+  // like IEEE's square root of x. `y`: 1/sqrt(x) within an ulp or two; h, l, p, t: scratch vregs.
+  void correct_square_root(int s, int x, int y, int half, int h, int l, int p, int t) {
+    int high = constant(int32_t(0xFFFFF000u));
+    vpu(VpuOpcode::kAnd, h, s, high);
+    vpu(VpuOpcode::kFsub, l, s, h);
+    release(high);
+    vpu(VpuOpcode::kFmul, p, s, s);
+    vpu(VpuOpcode::kFmul, t, h, h);  // t = s*s - p exactly: ((h*h - p) + 2*h*l) + l*l
+    vpu(VpuOpcode::kFsub, t, t, p);
+    vpu(VpuOpcode::kFmul, h, h, l);
+    vpu(VpuOpcode::kFadd, h, h, h);
+    vpu(VpuOpcode::kFadd, t, t, h);
+    vpu(VpuOpcode::kFmul, l, l, l);
+    vpu(VpuOpcode::kFadd, t, t, l);
+    vpu(VpuOpcode::kFsub, x, x, p);  // exact: p is within a few ulps of x
+    vpu(VpuOpcode::kFsub, x, x, t);
+    vpu(VpuOpcode::kFmul, x, x, y);
+    vpu(VpuOpcode::kFmul, x, x, half);
+    vpu(VpuOpcode::kFadd, s, s, x);
+  }
+
+  // sqrt(x), rounded like IEEE's but for results within ~2^-21 ulp of a midpoint (as division). x is scaled
+  // by an even power of two 2^-2k into [1, 4) in its bits (a subnormal x first by 2^24); there y ~ 1/sqrt
+  // from the bit-pattern estimate (3.4% off) and three Newton steps y(1.5 - (x/2)y^2) (an ulp or two), s =
+  // x*y, then one correction by the exact residual (correct_square_root). The result is s*2^k, scaled in its
+  // bits too: sqrt never leaves the normal range. IEEE's answers: +-0, +inf and NaN are x; below zero, NaN.
+  // Fast math: two Newton steps and no correction (~4e-6 relative error).
+  void square_root(int d, int x) {
+    int xs = alloc_vreg(), back = alloc_vreg(), sub = alloc_vreg(), k = alloc_vreg();
+    int low = constant(0x01000000), up = constant(0x4B800000, DType::kF32);  // 2^-125; 2^24
+    vpu(VpuOpcode::kCmplt, sub, x, low);
+    vpu(VpuOpcode::kFmul, xs, x, up);
+    emit(instr::select(xs, sub, xs, x));
+    for (int c : {low, up}) release(c);
+    int one_bits = constant(0x3F800000), even = constant(int32_t(0xFF000000u));
+    vpu(VpuOpcode::kSub, k, xs, one_bits);
+    vpu(VpuOpcode::kAnd, k, k, even);  // 2k << 23: the exponent, rounded down to even
+    vpu(VpuOpcode::kSub, xs, xs, k);   // x * 2^-2k, in [1, 4)
+    for (int c : {one_bits, even}) release(c);
+    int pre = constant(24 << 23), two = constant(2);
+    vpu(VpuOpcode::kSub, back, k, pre);
+    emit(instr::select(back, sub, back, k));
+    vpu(VpuOpcode::kDiv, back, back, two);  // k << 23 (exact: a multiple of 2^24)
+    for (int c : {pre, two}) release(c);
+    release(sub);
+    int y = alloc_vreg(), half = constant(0x3F000000, DType::kF32);
+    int one = constant(1), magic = constant(0x5F3759DF);
+    vpu(VpuOpcode::kShr, y, xs, one);
+    vpu(VpuOpcode::kSub, y, magic, y);
+    for (int c : {one, magic}) release(c);
+    int xh = alloc_vreg(), t = k, three_halves = constant(0x3FC00000, DType::kF32);
+    vpu(VpuOpcode::kFmul, xh, xs, half);
+    for (int step = 0; step < (fast_math_ ? 2 : 3); ++step) {
+      vpu(VpuOpcode::kFmul, t, y, y);
+      vpu(VpuOpcode::kFmul, t, t, xh);
+      vpu(VpuOpcode::kFsub, t, three_halves, t);
+      vpu(VpuOpcode::kFmul, y, y, t);
+    }
+    release(three_halves);
+    release(xh);
+    int s = alloc_vreg(), h = alloc_vreg(), l = alloc_vreg(), p = alloc_vreg();
+    vpu(VpuOpcode::kFmul, s, xs, y);
+    if (!fast_math_) correct_square_root(s, xs, y, half, h, l, p, t);
+    release(half);
+    vpu(VpuOpcode::kAdd, s, s, back);
+    int zero = constant(0), inf = constant(0x7F800000);
+    vpu(VpuOpcode::kCmplt, h, zero, x);  // finite and above zero: in its bits, 0 < x < inf
+    vpu(VpuOpcode::kCmplt, l, x, inf);
+    vpu(VpuOpcode::kAnd, h, h, l);
+    vpu(VpuOpcode::kFcmplt, l, x, zero);
+    release(inf);
+    emit(instr::select(s, h, s, x));
+    int nan = constant(0x7FC00000);
+    emit(instr::select(d, l, nan, s));
+    for (int r : {nan, zero, xs, back, y, t, s, h, l, p}) release(r);
   }
 
   // Round toward zero: below 2^23 in magnitude through F2I/I2F (keeping the sign of -0.x), else x.
@@ -985,6 +1071,9 @@ class Emitter {
           vpu(VpuOpcode::kFrecip, d, a);
         else
           reciprocal(d, a);
+        break;
+      case Op::SQRT:
+        square_root(d, a);
         break;
       case Op::TRUNC:
         trunc(d, a);

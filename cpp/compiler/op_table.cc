@@ -172,6 +172,7 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     alu(Op::CDIV, "CDIV", 2, A::kInt, folds<fold_cdiv>, V::kDiv),
     alu(Op::CMOD, "CMOD", 2, A::kInt, folds<fold_cmod>),
     alu(Op::RECIPROCAL, "RECIPROCAL", 1, A::kF32, Fold{}),
+    alu(Op::SQRT, "SQRT", 1, A::kF32, Fold{}),
     alu(Op::TRUNC, "TRUNC", 1, A::kF32, Fold{}),
     alu(Op::EXP2, "EXP2", 1, A::kF32FastMath, Fold{}, none, V::kExp2),
     alu(Op::LOG2, "LOG2", 1, A::kF32FastMath, Fold{}, none, V::kLog2),
