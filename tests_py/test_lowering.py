@@ -36,8 +36,9 @@ def _bitwise_equal(got: np.ndarray, want: np.ndarray) -> np.ndarray:
   return (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
 
 def test_division_by_subnormals_rounds_like_ieee():
-  """Divisors down to the smallest subnormal: div_scale scales a subnormal by its leading bit's exponent, so
-  every finite non-zero divisor's quotient is corrected (below 2^-137 it was not: 42% were an ulp off)."""
+  """Divisors down to the smallest subnormal: div_scale scales a subnormal divisor into [2^-72, 2^-49), where the
+  quotient's remainder is exact, so every finite non-zero divisor's quotient is corrected (once, below 2^-137 it
+  was not: 42% were an ulp off)."""
   r = np.random.default_rng(1)
   a = (r.standard_normal(4096) * np.float32(2.0) ** r.integers(-100, -60, 4096)).astype(np.float32)
   b = r.integers(1, 1 << 23, 4096).astype(np.uint32).view(np.float32)

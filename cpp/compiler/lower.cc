@@ -532,7 +532,7 @@ class Emitter {
 
   // 1/x from exact ops: FRECIP's estimate plus one more Newton step (within an ulp or two), with the
   // operand scaled by a power of two where the estimate breaks down (|x| >= 2^125, |x| < 2^-125) and
-  // IEEE's answers for 0, inf and NaN selected in. `in_range`: x is known to be within [2^-50, 2^100] or
+  // IEEE's answers for 0, inf and NaN selected in. `in_range`: x is known to be within [2^-72, 2^101) or
   // 0, inf or NaN (a divisor after div_scale), so it is not scaled.
   void reciprocal(int d, int x, bool in_range = false) {
     int ax = alloc_vreg(), c = alloc_vreg(), t = alloc_vreg(), xs = in_range ? x : alloc_vreg();
@@ -684,41 +684,30 @@ class Emitter {
   }
 
   // Exact division a0 / b0 in two halves (compiler/divide.h): a0/b0 = (a0*s)/(b0*s) with s a power of two
-  // bringing a tiny |b0| to [2^-40, 2^-39) (a subnormal by the exponent of its leading bit; below 2^-144 to
-  // [2^-45, 2^-40)) or a huge one to [2^90, 2^91), so that b0*s is within [2^-50, 2^100] for every finite
-  // non-zero b0, 1/(b0*s) neither overflows nor goes subnormal, and a0*s can only overflow or underflow
-  // where a0/b0 itself does. div_scale is s: 2^(278-E) in exponent field terms, E the field of
-  // max(|b0|*2^64, 2^-80), for a tiny b0; 2^(344-E), E b0's field, for a huge one (1.0 in between). A zero
-  // b0 takes 2^104, which keeps its sign. `r`, `tiny_b`, `huge_b`: scratch vregs.
-  void div_scale(int d, int b0, int r, int tiny_b, int huge_b) {
-    int m = constant(0x7FFFFFFF), tiny = constant(0x26800000), huge = constant(0x71800000);
-    vpu(VpuOpcode::kAnd, r, b0, m);
-    vpu(VpuOpcode::kCmplt, tiny_b, r, tiny);  // |b| < 2^-50
-    vpu(VpuOpcode::kCmplt, huge_b, huge, r);  // |b| > 2^100 (and inf, NaN)
-    for (int c : {m, tiny, huge}) release(c);
-    int up = constant(0x5F800000, DType::kF32), least = constant(0x17800000, DType::kF32);  // 2^64, 2^-80
-    vpu(VpuOpcode::kFmul, d, r, up);
-    vpu(VpuOpcode::kFmax, d, d, least);
-    emit(instr::select(d, tiny_b, d, r));
-    for (int c : {up, least}) release(c);
-    int k23 = constant(23), f_tiny = constant(278), f_huge = constant(344), one = constant(0x3F800000);
-    vpu(VpuOpcode::kShr, d, d, k23);  // E
-    vpu(VpuOpcode::kSub, r, f_tiny, d);
-    vpu(VpuOpcode::kSub, d, f_huge, d);
-    vpu(VpuOpcode::kShl, r, r, k23);
-    vpu(VpuOpcode::kShl, d, d, k23);
-    emit(instr::select(d, huge_b, d, one));
-    emit(instr::select(d, tiny_b, r, d));
-    for (int c : {k23, f_tiny, f_huge, one}) release(c);
+  // bringing a tiny |b0| (below 2^-50: exponent field E < 77, subnormals and zeros as E = 0) to exponent
+  // 2^-50 and a huge one (2^101 and above, E > 227, infinities and NaNs too) to 2^100, so that b0*s is within
+  // [2^-72, 2^101) for every finite non-zero b0 (1/(b0*s) is normal, and div_exact's remainder exact), and
+  // a0*s can only overflow or underflow where a0/b0 itself does. In exponent-field terms s is
+  // 2^(clamp(E, 77, 227) - E); 1.0 in between. `e`: a scratch vreg.
+  void div_scale(int d, int b0, int e) {
+    int field = constant(0x7F800000), tiny = constant(77 << 23), huge = constant(227 << 23);
+    vpu(VpuOpcode::kAnd, e, b0, field);
+    vpu(VpuOpcode::kMax, d, e, tiny);
+    vpu(VpuOpcode::kMin, d, d, huge);
+    vpu(VpuOpcode::kSub, d, d, e);
+    for (int c : {field, tiny, huge}) release(c);
+    int one = constant(0x3F800000);
+    vpu(VpuOpcode::kAdd, d, d, one);
+    release(one);
   }
-  // a / b for a = a0*s, b = b0*s (|b| within [2^-50, 2^100], or zero, infinite or NaN) and r =
+  // a / b for a = a0*s, b = b0*s (|b| within [2^-72, 2^101), or zero, infinite or NaN) and r =
   // reciprocal(b): q0 = a * r is within an ulp or two; one correction by the exact remainder then rounds
   // like IEEE division but for quotients within ~2^-21 ulp of a midpoint (the error of c below: r's ulp or
   // two, and c's own rounding), which can round the wrong way by one ulp. The remainder a' - q*b comes
   // from Dekker's product (of halves of 12 significant bits) and Sterbenz's exact subtraction, which are
-  // exact while |q| and |b| are within [2^-50, 2^100]; so the correction runs on q0 and a scaled by
-  // t = 2^(127-E), E the exponent field of q0 clamped to [1, 253], which puts q near 1, and its result is
-  // scaled back by 1/t:
+  // exact while q*b and its halves' products are normal, so for q near 1; so the correction runs on q0 and a
+  // scaled by t = 2^(127-E), E the exponent field of q0 clamped to [1, 253], which puts q near 1, and its
+  // result is scaled back by 1/t:
   //  - normal quotients (|q0| > 1.5*2^-126): q = (a*t)*r, the result (q + c)/t with c = remainder*r: one
   //    rounding where q + c is, then an exact scaling (or IEEE's overflow). q is recomputed from a*t, not
   //    q0*t, so a q0 that overflowed still has a finite q.
@@ -796,7 +785,7 @@ class Emitter {
   // The two halves in one (a division split_divisions left whole).
   void divide(int d, int a0, int b0) {
     int a = alloc_vreg(), b = alloc_vreg(), r = alloc_vreg(), s = alloc_vreg();
-    div_scale(s, b0, r, a, b);
+    div_scale(s, b0, r);
     vpu(VpuOpcode::kFmul, a, a0, s);
     vpu(VpuOpcode::kFmul, b, b0, s);
     reciprocal(r, b, /*in_range*/ true);
@@ -1055,9 +1044,9 @@ class Emitter {
         }
         break;
       case Op::DIV_SCALE: {
-        int r = alloc_vreg(), tiny_b = alloc_vreg(), huge_b = alloc_vreg();
-        div_scale(d, a, r, tiny_b, huge_b);
-        for (int x : {r, tiny_b, huge_b}) release(x);
+        int e = alloc_vreg();
+        div_scale(d, a, e);
+        release(e);
         break;
       }
       case Op::DIV_EXACT: {
