@@ -537,9 +537,7 @@ class Emitter {
   void reciprocal(int d, int x, bool in_range = false) {
     int ax = alloc_vreg(), c = alloc_vreg(), t = alloc_vreg(), xs = in_range ? x : alloc_vreg();
     int post = in_range ? -1 : alloc_vreg();
-    int m = constant(0x7FFFFFFF);
-    vpu(VpuOpcode::kAnd, ax, x, m);
-    release(m);
+    vpu(VpuOpcode::kFabs, ax, x);
     auto scale_if = [&](uint32_t limit, bool above, uint32_t in_scale, uint32_t out_scale) {
       int lim = constant(int32_t(limit));
       vpu(VpuOpcode::kCmplt, c, above ? lim : ax, above ? ax : lim);
@@ -572,8 +570,8 @@ class Emitter {
       release(post);
     }
     // Specials: 1/±0 = ±inf, 1/±inf = ±0, NaN stays NaN.
-    int sign = constant(int32_t(0x80000000u)), inf = constant(0x7F800000);
-    vpu(VpuOpcode::kAnd, t, x, sign);
+    int inf = constant(0x7F800000);
+    vpu(VpuOpcode::kXor, t, x, ax);      // x's sign bit
     vpu(VpuOpcode::kCmpeq, c, ax, inf);  // |x| == inf -> ±0
     emit(instr::select(d, c, t, d));
     vpu(VpuOpcode::kOr, t, t, inf);
@@ -582,7 +580,7 @@ class Emitter {
     emit(instr::select(d, c, t, d));
     vpu(VpuOpcode::kCmplt, c, inf, ax);  // NaN
     emit(instr::select(d, c, x, d));
-    for (int r : {ax, c, t, sign, inf, zero}) release(r);
+    for (int r : {ax, c, t, inf, zero}) release(r);
   }
   // A WMEM weight tile, reusing an identical one already loaded.
   int weight_fill(const MxuTile& data, int chain) {
@@ -864,11 +862,10 @@ class Emitter {
     vpu(VpuOpcode::kCmplt, l, x, inf);
     vpu(VpuOpcode::kAnd, h, h, l);
     vpu(VpuOpcode::kFcmplt, l, x, zero);
-    release(inf);
     emit(instr::select(s, h, s, x));
-    int nan = constant(0x7FC00000);
-    emit(instr::select(d, l, nan, s));
-    for (int r : {nan, zero, xs, back, y, t, s, h, l, p}) release(r);
+    vpu(VpuOpcode::kFmul, h, inf, zero);  // NaN
+    emit(instr::select(d, l, h, s));
+    for (int r : {inf, zero, xs, back, y, t, s, h, l, p}) release(r);
   }
 
   // Round toward zero: below 2^23 in magnitude through F2I/I2F (keeping the sign of -0.x), else x.
