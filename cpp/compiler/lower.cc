@@ -734,31 +734,9 @@ class Emitter {
     vpu(VpuOpcode::kFmul, q, as, r);
     emit(instr::select(q, low, t, q));
     release(t);
-    int h1 = alloc_vreg(), l1 = alloc_vreg(), h2 = alloc_vreg(), l2 = alloc_vreg();
-    int high = constant(int32_t(0xFFFFF000u));  // sign, exponent and the leading 12 significant bits
-    auto split = [&](int x, int h, int l) {     // x = h + l, each of 12 significant bits at most
-      vpu(VpuOpcode::kAnd, h, x, high);
-      vpu(VpuOpcode::kFsub, l, x, h);
-    };
-    split(q, h1, l1);
-    split(b, h2, l2);
-    release(high);
-    int p = alloc_vreg(), err = alloc_vreg();
-    vpu(VpuOpcode::kFmul, p, q, b);
-    vpu(VpuOpcode::kFmul, err, h1, h2);  // err = q*b - p exactly: ((h1*h2 - p) + h1*l2 + l1*h2) + l1*l2
-    vpu(VpuOpcode::kFsub, err, err, p);
-    vpu(VpuOpcode::kFsub, as, as, p);  // exact: p is within a few ulps of a*t
-    release(p);
-    vpu(VpuOpcode::kFmul, h1, h1, l2);
-    vpu(VpuOpcode::kFadd, err, err, h1);
-    vpu(VpuOpcode::kFmul, h2, l1, h2);
-    vpu(VpuOpcode::kFadd, err, err, h2);
-    vpu(VpuOpcode::kFmul, l1, l1, l2);
-    vpu(VpuOpcode::kFadd, err, err, l1);
-    vpu(VpuOpcode::kFsub, as, as, err);
+    sub_exact_product(as, q, b);       // the remainder a*t - q*b
     vpu(VpuOpcode::kFmul, as, as, r);  // c
-    for (int x : {h1, l1, h2, l2}) release(x);
-    int ok = err, u = alloc_vreg();
+    int ok = alloc_vreg(), u = alloc_vreg();
     field = constant(0x7F800000);
     vpu(VpuOpcode::kFabs, u, as);
     vpu(VpuOpcode::kCmplt, ok, u, field);  // c finite
@@ -791,32 +769,51 @@ class Emitter {
     for (int x : {a, b, r, s}) release(x);
   }
 
-  // s + (x - s^2)*y/2, the residual exact (Dekker's square from halves of 12 significant bits): s rounded
-  // like IEEE's square root of x. `y`: 1/sqrt(x) within an ulp or two; h, l, p, t: scratch vregs.
-  void correct_square_root(int s, int x, int y, int half, int h, int l, int p, int t) {
-    int high = constant(int32_t(0xFFFFF000u));
-    vpu(VpuOpcode::kAnd, h, s, high);
-    vpu(VpuOpcode::kFsub, l, s, h);
+  // x -= u*v, exactly but for the one rounding of the result: Dekker's product from halves of 12
+  // significant bits (a square when u == v) and Sterbenz's exact subtraction. Exact while u*v and its halves'
+  // products are normal and x is within a few ulps of u*v.
+  void sub_exact_product(int x, int u, int v) {
+    const bool square = u == v;
+    int h1 = alloc_vreg(), l1 = alloc_vreg();
+    int h2 = square ? h1 : alloc_vreg(), l2 = square ? l1 : alloc_vreg();
+    int high = constant(int32_t(0xFFFFF000u));  // sign, exponent and the leading 12 significant bits
+    auto split = [&](int w, int h, int l) {     // w = h + l, each of 12 significant bits at most
+      vpu(VpuOpcode::kAnd, h, w, high);
+      vpu(VpuOpcode::kFsub, l, w, h);
+    };
+    split(u, h1, l1);
+    if (!square) split(v, h2, l2);
     release(high);
-    vpu(VpuOpcode::kFmul, p, s, s);
-    vpu(VpuOpcode::kFmul, t, h, h);  // t = s*s - p exactly: ((h*h - p) + 2*h*l) + l*l
-    vpu(VpuOpcode::kFsub, t, t, p);
-    vpu(VpuOpcode::kFmul, h, h, l);
-    vpu(VpuOpcode::kFadd, h, h, h);
-    vpu(VpuOpcode::kFadd, t, t, h);
-    vpu(VpuOpcode::kFmul, l, l, l);
-    vpu(VpuOpcode::kFadd, t, t, l);
+    int p = alloc_vreg(), err = alloc_vreg();
+    vpu(VpuOpcode::kFmul, p, u, v);
+    vpu(VpuOpcode::kFmul, err, h1, h2);  // err = u*v - p exactly: ((h1*h2 - p) + h1*l2 + l1*h2) + l1*l2
+    vpu(VpuOpcode::kFsub, err, err, p);
     vpu(VpuOpcode::kFsub, x, x, p);  // exact: p is within a few ulps of x
-    vpu(VpuOpcode::kFsub, x, x, t);
-    vpu(VpuOpcode::kFmul, x, x, y);
-    vpu(VpuOpcode::kFmul, x, x, half);
-    vpu(VpuOpcode::kFadd, s, s, x);
+    release(p);
+    if (square) {  // h*l + l*h = 2*h*l, exactly
+      vpu(VpuOpcode::kFmul, h1, h1, l1);
+      vpu(VpuOpcode::kFadd, h1, h1, h1);
+      vpu(VpuOpcode::kFadd, err, err, h1);
+    } else {
+      vpu(VpuOpcode::kFmul, h1, h1, l2);
+      vpu(VpuOpcode::kFadd, err, err, h1);
+      vpu(VpuOpcode::kFmul, h2, l1, h2);
+      vpu(VpuOpcode::kFadd, err, err, h2);
+    }
+    vpu(VpuOpcode::kFmul, l1, l1, l2);
+    vpu(VpuOpcode::kFadd, err, err, l1);
+    vpu(VpuOpcode::kFsub, x, x, err);
+    for (int r : {h1, l1, err}) release(r);
+    if (!square) {
+      release(h2);
+      release(l2);
+    }
   }
 
   // sqrt(x), rounded like IEEE's but for results within ~2^-21 ulp of a midpoint (as division). x is scaled
   // by an even power of two 2^-2k into [1, 4) in its bits (a subnormal x first by 2^24); there y ~ 1/sqrt
   // from the bit-pattern estimate (3.4% off) and three Newton steps y(1.5 - (x/2)y^2) (an ulp or two), s =
-  // x*y, then one correction by the exact residual (correct_square_root). The result is s*2^k, scaled in its
+  // x*y, then one correction by the exact residual (sub_exact_product). The result is s*2^k, scaled in its
   // bits too: sqrt never leaves the normal range. IEEE's answers: +-0, +inf and NaN are x; below zero, NaN.
   // Fast math: two Newton steps and no correction (~4e-6 relative error).
   void square_root(int d, int x) {
@@ -852,10 +849,16 @@ class Emitter {
     }
     release(three_halves);
     release(xh);
-    int s = alloc_vreg(), h = alloc_vreg(), l = alloc_vreg(), p = alloc_vreg();
+    int s = alloc_vreg();
     vpu(VpuOpcode::kFmul, s, xs, y);
-    if (!fast_math_) correct_square_root(s, xs, y, half, h, l, p, t);
+    if (!fast_math_) {  // s + (x - s^2)*y/2, the residual exact
+      sub_exact_product(xs, s, s);
+      vpu(VpuOpcode::kFmul, xs, xs, y);
+      vpu(VpuOpcode::kFmul, xs, xs, half);
+      vpu(VpuOpcode::kFadd, s, s, xs);
+    }
     release(half);
+    int h = alloc_vreg(), l = alloc_vreg();
     vpu(VpuOpcode::kAdd, s, s, back);
     int zero = constant(0), inf = constant(0x7F800000);
     vpu(VpuOpcode::kCmplt, h, zero, x);  // finite and above zero: in its bits, 0 < x < inf
@@ -865,7 +868,7 @@ class Emitter {
     emit(instr::select(s, h, s, x));
     vpu(VpuOpcode::kFmul, h, inf, zero);  // NaN
     emit(instr::select(d, l, h, s));
-    for (int r : {inf, zero, xs, back, y, t, s, h, l, p}) release(r);
+    for (int r : {inf, zero, xs, back, y, t, s, h, l}) release(r);
   }
 
   // Round toward zero: below 2^23 in magnitude through F2I/I2F (keeping the sign of -0.x), else x.
