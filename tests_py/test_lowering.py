@@ -1,6 +1,6 @@
 """Lowerings that take shortcuts on what the compiler knows of an operand, at their edge values, equal tinygrad's
 CPU device: arithmetic shift right, a float truncated to int32 and converted back, float != against itself and
-against constants, exact division at the ends of the exponent range, the square root."""
+against constants, exact division at the ends of the exponent range, the square root, exp2."""
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
@@ -134,3 +134,28 @@ def test_square_root_rounds_like_ieee():
   for v in (np.concatenate([x, SPECIAL, -SPECIAL, np.float32([-1.0, 2.0**-149, 2.0**-126])]), _squares_near_midpoints()):
     got, want = both(lambda t: t.sqrt(), v.astype(np.float32))
     assert _bitwise_equal(got, want).all()
+
+def _xexp2(d: np.ndarray) -> np.ndarray:
+  """tinygrad's xexp2 (codegen/decomp/transcendental.py) for float32, every operation rounded as float32."""
+  f = np.float32
+  with np.errstate(all="ignore"):
+    x = np.where(np.isfinite(d), d, f(0))
+    q = (x + np.where(x < 0, f(-0.5), f(0.5))).astype(np.int32)  # truncated, as a cast
+    s = x - q.astype(f)
+    u = f(0.1535920892e-3)
+    for c in (0.1339262701e-2, 0.9618384764e-2, 0.5550347269e-1, 0.2402264476e+0, 0.6931471825e+0, 1.0): u = u * s + f(c)
+    half = np.trunc(q / 2).astype(np.int32)
+    for e in (half, q - half): u = u * ((e + 127) << 23).astype(np.int32).view(f)
+    u = np.where(d >= 128, f(np.inf), u)
+    u = np.where(d < -150, f(0), u)
+    return np.where(np.isnan(d), f(np.nan), u).astype(f)
+
+def test_exp2_is_tinygrads_decomposition_bit_for_bit():
+  """EXP2 is declared to tinygrad and lowered by the compiler (lower.cc exp2_decomposed) as its xexp2, operation for
+  operation where one rounds: the same bits as the decomposition, across its range, its cut-offs and the specials."""
+  r = np.random.default_rng(5)
+  x = np.concatenate([np.asarray(v).astype(np.float32) for v in (
+    r.random(8192) * 320 - 170, r.standard_normal(4096) * 4, r.integers(0, 2**32, 4096, dtype=np.uint64).astype(np.uint32).view(np.float32),
+    [128, np.nextafter(128, 0), -150, np.nextafter(-150, 0), -149.5, -126, -0.5, 0.5, -0.0, 1e30, -1e30], SPECIAL, -SPECIAL)])
+  got = Tensor(x, device="TINYTPU").exp2().numpy()
+  assert _bitwise_equal(got, _xexp2(x)).all()

@@ -871,6 +871,60 @@ class Emitter {
     for (int r : {inf, zero, xs, back, y, t, s, h, l}) release(r);
   }
 
+  // 2^x as tinygrad's xexp2 computes it (codegen/decomp/transcendental.py), operation for operation where
+  // one rounds, so the result is the bits its decomposition gives lowered node by node, in fewer
+  // instructions: x (infinities and NaN as 0) to an integer q = trunc(x +- 0.5), s = x - q, its degree-6
+  // polynomial in s by Horner's rule, times 2^(q/2) and 2^(q - q/2) (q/2 truncated: each a normal power of
+  // two, the second product rounding where the result is subnormal); inf from 128 up, 0 below -150, NaN
+  // for NaN.
+  void exp2_decomposed(int d, int x) {
+    int ax = alloc_vreg(), t = alloc_vreg(), xm = alloc_vreg(), q = alloc_vreg();
+    int inf = constant(0x7F800000), zero = constant(0);
+    vpu(VpuOpcode::kFabs, ax, x);
+    vpu(VpuOpcode::kCmplt, t, ax, inf);  // finite
+    emit(instr::select(xm, t, x, zero));
+    vpu(VpuOpcode::kFcmplt, t, xm, zero);
+    int half = constant(0x3F000000, DType::kF32), minus_half = constant(int32_t(0xBF000000u), DType::kF32);
+    emit(instr::select(t, t, minus_half, half));
+    for (int c : {half, minus_half}) release(c);
+    vpu(VpuOpcode::kFadd, t, xm, t);
+    vpu(VpuOpcode::kF2i, q, t);  // rounded away from zero
+    vpu(VpuOpcode::kI2f, t, q);
+    vpu(VpuOpcode::kFsub, xm, xm, t);  // s
+    // xexp2's float32 coefficients, highest degree first: 0.1535920892e-3 ... 0.6931471825, 1.0
+    static constexpr uint32_t kPoly[] = {0x39210D90, 0x3AAF8A33, 0x3C1D966E, 0x3D63579C,
+                                         0x3E75FDEC, 0x3F317218, 0x3F800000};
+    int c = constant(int32_t(kPoly[0]), DType::kF32);
+    vpu(VpuOpcode::kFmul, t, c, xm);  // 0*s + c0 is c0: tinygrad folds it
+    release(c);
+    for (size_t i = 1; i < std::size(kPoly); ++i) {
+      c = constant(int32_t(kPoly[i]), DType::kF32);
+      vpu(VpuOpcode::kFadd, t, t, c);
+      release(c);
+      if (i + 1 < std::size(kPoly)) vpu(VpuOpcode::kFmul, t, t, xm);
+    }
+    int two = constant(2), bias = constant(127), k23 = constant(23);
+    vpu(VpuOpcode::kDiv, xm, q, two);  // q/2, truncated as tinygrad's integer division
+    vpu(VpuOpcode::kSub, q, q, xm);
+    for (int e : {xm, q}) {  // u * 2^e: e + 127 into the exponent field
+      vpu(VpuOpcode::kAdd, e, e, bias);
+      vpu(VpuOpcode::kShl, e, e, k23);
+      vpu(VpuOpcode::kFmul, t, t, e);
+    }
+    for (int k : {two, bias, k23}) release(k);
+    int top = constant(0x43000000, DType::kF32),
+        bottom = constant(int32_t(0xC3160000u), DType::kF32);  // 128, -150
+    vpu(VpuOpcode::kFcmplt, q, x, top);
+    emit(instr::select(t, q, t, inf));
+    vpu(VpuOpcode::kFcmplt, q, x, bottom);
+    emit(instr::select(t, q, zero, t));
+    for (int k : {top, bottom}) release(k);
+    vpu(VpuOpcode::kCmplt, q, inf, ax);  // NaN
+    int nan = constant(0x7FC00000);
+    emit(instr::select(d, q, nan, t));
+    for (int r : {nan, inf, zero, ax, t, xm, q}) release(r);
+  }
+
   // Round toward zero: below 2^23 in magnitude through F2I/I2F (keeping the sign of -0.x), else x.
   void trunc(int d, int x) {
     int ax = alloc_vreg(), c = alloc_vreg();
@@ -1064,6 +1118,12 @@ class Emitter {
       case Op::SQRT:
         square_root(d, a);
         break;
+      case Op::EXP2:
+        if (fast_math_)
+          vpu(VpuOpcode::kExp2, d, a);
+        else
+          exp2_decomposed(d, a);
+        break;
       case Op::TRUNC:
         trunc(d, a);
         break;
@@ -1089,7 +1149,7 @@ class Emitter {
           vpu(VpuOpcode::kAnd, d, a, a);
         }
         break;
-      default:  // ADD, SUB, MUL, AND, OR, XOR, SHL, and the TranscUnit's EXP2, LOG2, SIN (fast math)
+      default:  // ADD, SUB, MUL, AND, OR, XOR, SHL, and the TranscUnit's LOG2, SIN (fast math)
         one_instruction(info, f, d, a, b);
     }
     if (n.op != Op::CMPLT && n.op != Op::CMPNE && n.op != Op::CMPEQ && n.op != Op::LANE_BROADCAST &&

@@ -85,7 +85,7 @@ class TinyTPURenderer(Renderer):
   # (hardware.md §2.5: polynomial approximations); by default tinygrad decomposes them over exact ops.
   code_for_op = {op: None for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ,
                                      Ops.WHERE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CDIV, Ops.CMOD,
-                                     Ops.RECIPROCAL, Ops.SQRT, Ops.FDIV, Ops.TRUNC, Ops.SIN) + ((Ops.EXP2, Ops.LOG2) if FAST_MATH else ())}
+                                     Ops.RECIPROCAL, Ops.SQRT, Ops.FDIV, Ops.TRUNC, Ops.SIN, Ops.EXP2) + ((Ops.LOG2,) if FAST_MATH else ())}
   compiler = TinyTPUCompiler()
   # SIN stays in code_for_op so tinygrad's uint64 Payne-Hanek never appears; sin32 builds it in 32 bits.
   extra_matcher = None if FAST_MATH else PatternMatcher([(UPat(Ops.SIN, dtypes.float32, src=(UPat.var("d"),)), sin32)])
