@@ -1,6 +1,6 @@
 """Lowerings that take shortcuts on what the compiler knows of an operand, at their edge values, equal tinygrad's
 CPU device: arithmetic shift right, a float truncated to int32 and converted back, float != against itself and
-against constants, exact division at the ends of the exponent range, the square root, exp2."""
+against constants, exact division at the ends of the exponent range, the square root, exp2 and log2."""
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
@@ -159,3 +159,33 @@ def test_exp2_is_tinygrads_decomposition_bit_for_bit():
     [128, np.nextafter(128, 0), -150, np.nextafter(-150, 0), -149.5, -126, -0.5, 0.5, -0.0, 1e30, -1e30], SPECIAL, -SPECIAL)])
   got = Tensor(x, device="TINYTPU").exp2().numpy()
   assert _bitwise_equal(got, _xexp2(x)).all()
+
+def _xlog2(d: np.ndarray) -> np.ndarray:
+  """tinygrad's xlog2 for float32, every operation rounded as float32 (the division as IEEE's)."""
+  f = np.float32
+  with np.errstate(all="ignore"):
+    scaled = d < f(1e-4)
+    a = np.where(scaled, d * f(2.0**64), d)
+    e = ((a * f(1 / 0.75)).view(np.uint32) >> 23 & 255).astype(np.int32) - 127
+    m = (a.view(np.int32) + ((-e.astype(f)).astype(np.int32) << 23)).view(f)
+    e = np.where(scaled, e.astype(f) + f(-64), e.astype(f))
+    y = (m + f(-1)) / (m + f(1))
+    y2 = y * y
+    t = (f(0.4374550283) * y2 + f(0.5764790177)) * y2 + f(0.9618012905120)
+    r = ((t * (y * y2) + e) + y * f(2.8853900432586669922)) + y * f(3.2734474483568488616e-08)
+    r = np.where(d != np.inf, r, f(np.inf))
+    r = np.where(d != 0, r, f(-np.inf))
+    r = np.where((d < 0) | np.isnan(d), f(np.nan), r)
+    return np.where(f(1) / d != -np.inf, r, f(-np.inf)).astype(f)
+
+def test_log2_is_tinygrads_decomposition_bit_for_bit():
+  """LOG2 is declared and lowered by the compiler (lower.cc log2_decomposed) as tinygrad's xlog2: the same bits,
+  subnormals (scaled by 2^64) and the specials included, and -inf for negatives down to -2^-128, where xlog2's
+  1/x test overflows."""
+  r = np.random.default_rng(6)
+  x = np.concatenate([np.asarray(v).astype(np.float32) for v in (
+    r.random(4096) * 4, r.random(4096) * 2.0 ** r.integers(-149, 128, 4096), r.integers(0, 2**23, 2048).astype(np.uint32).view(np.float32),
+    r.integers(0, 2**32, 4096, dtype=np.uint64).astype(np.uint32).view(np.float32),
+    [1e-4, np.nextafter(np.float32(1e-4), 0), -2.0**-128, -2.0**-128 - 2.0**-149, 0.75, 1.5, 1.0], SPECIAL, -SPECIAL)])
+  got = Tensor(x, device="TINYTPU").log2().numpy()
+  assert _bitwise_equal(got, _xlog2(x)).all()

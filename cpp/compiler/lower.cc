@@ -925,6 +925,89 @@ class Emitter {
     for (int r : {nan, inf, zero, ax, t, xm, q}) release(r);
   }
 
+  // log2(x) as tinygrad's xlog2 computes it, operation for operation where one rounds (as exp2_decomposed):
+  // a = x (below 1e-4, x*2^64), e = the exponent of a*4/3, m = a*2^-e in [0.75, 1.5), y = (m - 1)/(m + 1)
+  // (the exact division; m + 1 needs no scaling), its polynomial in y^2, r = ((t*(y*y^2) + e) + y*c1) +
+  // y*c2 with e less 64 for a scaled x. Then its specials: inf for inf, -inf for +-0, NaN below zero and
+  // for NaN, and -inf where its 1/x test gives -inf (x in [-2^-128, -0]). The exponent is read by a logical
+  // shift without its mask: the two differ only for x < 0, whose result is replaced. a and e are computed
+  // twice, before and after the division, which needs every other register.
+  void log2_decomposed(int d, int x) {
+    auto exponent = [&](int e, int a) {  // e = the exponent field of a*4/3 less 127; a = x, scaled
+      int tiny = constant(0x38D1B717, DType::kF32), up = constant(0x5F800000, DType::kF32);  // 1e-4, 2^64
+      vpu(VpuOpcode::kFcmplt, e, x, tiny);
+      vpu(VpuOpcode::kFmul, a, x, up);
+      emit(instr::select(a, e, a, x));
+      for (int c : {tiny, up}) release(c);
+      int four_thirds = constant(0x3FAAAAAB, DType::kF32), k23 = constant(23), bias = constant(127);
+      vpu(VpuOpcode::kFmul, e, a, four_thirds);
+      vpu(VpuOpcode::kShr, e, e, k23);
+      vpu(VpuOpcode::kSub, e, e, bias);
+      for (int c : {four_thirds, k23, bias}) release(c);
+    };
+    int a = alloc_vreg(), m = alloc_vreg();
+    exponent(m, a);
+    int k23 = constant(23);
+    vpu(VpuOpcode::kShl, m, m, k23);
+    release(k23);
+    vpu(VpuOpcode::kSub, m, a, m);  // a * 2^-e
+    int one = constant(0x3F800000, DType::kF32), minus_one = constant(int32_t(0xBF800000u), DType::kF32);
+    vpu(VpuOpcode::kFadd, a, m, minus_one);
+    vpu(VpuOpcode::kFadd, m, m, one);
+    for (int c : {one, minus_one}) release(c);
+    int r = alloc_vreg(), q = alloc_vreg();
+    reciprocal(r, m, /*in_range*/ true);
+    div_exact(d, a, m, r, q);  // y
+    for (int v : {r, q}) release(v);
+    int e = alloc_vreg(), y = d;
+    exponent(e, a);
+    vpu(VpuOpcode::kI2f, e, e);
+    int tiny = constant(0x38D1B717, DType::kF32), minus64 = constant(int32_t(0xC2800000u), DType::kF32);
+    vpu(VpuOpcode::kFcmplt, m, x, tiny);  // scaled
+    vpu(VpuOpcode::kFadd, a, e, minus64);
+    emit(instr::select(e, m, a, e));
+    for (int c : {tiny, minus64}) release(c);
+    int y2 = a, t = m;
+    vpu(VpuOpcode::kFmul, y2, y, y);
+    // xlog2's float32 coefficients: 0.4374550283, 0.5764790177, 0.9618012905120 in y^2; 2.8853900432586669922
+    // and 3.2734474483568488616e-08 in y
+    int c = constant(0x3EDFFA1B, DType::kF32);
+    vpu(VpuOpcode::kFmul, t, c, y2);
+    release(c);
+    c = constant(0x3F139421, DType::kF32);
+    vpu(VpuOpcode::kFadd, t, t, c);
+    release(c);
+    vpu(VpuOpcode::kFmul, t, t, y2);
+    c = constant(0x3F76389C, DType::kF32);
+    vpu(VpuOpcode::kFadd, t, t, c);
+    release(c);
+    vpu(VpuOpcode::kFmul, y2, y, y2);
+    vpu(VpuOpcode::kFmul, t, t, y2);
+    vpu(VpuOpcode::kFadd, t, t, e);
+    for (uint32_t k : {0x4038AA3Bu, 0x330C97EFu}) {
+      c = constant(int32_t(k), DType::kF32);
+      vpu(VpuOpcode::kFmul, y2, y, c);
+      release(c);
+      vpu(VpuOpcode::kFadd, t, t, y2);
+    }
+    int inf = constant(0x7F800000), minus_inf = constant(int32_t(0xFF800000u)), zero = constant(0);
+    vpu(VpuOpcode::kCmpeq, y2, x, inf);
+    emit(instr::select(t, y2, inf, t));
+    vpu(VpuOpcode::kFabs, e, x);
+    vpu(VpuOpcode::kCmpeq, y2, e, zero);
+    emit(instr::select(t, y2, minus_inf, t));
+    vpu(VpuOpcode::kCmplt, y2, inf, e);  // NaN
+    vpu(VpuOpcode::kFcmplt, e, x, zero);
+    vpu(VpuOpcode::kOr, y2, y2, e);
+    int nan = constant(0x7FC00000);
+    emit(instr::select(t, y2, nan, t));
+    release(nan);
+    int tiny_negative = constant(int32_t(0x80200001u));  // x's bits at most -2^-128's, as signed integers
+    vpu(VpuOpcode::kCmplt, y2, x, tiny_negative);
+    emit(instr::select(d, y2, minus_inf, t));
+    for (int v : {tiny_negative, inf, minus_inf, zero, a, e, m}) release(v);
+  }
+
   // Round toward zero: below 2^23 in magnitude through F2I/I2F (keeping the sign of -0.x), else x.
   void trunc(int d, int x) {
     int ax = alloc_vreg(), c = alloc_vreg();
@@ -1118,6 +1201,12 @@ class Emitter {
       case Op::SQRT:
         square_root(d, a);
         break;
+      case Op::LOG2:
+        if (fast_math_)
+          vpu(VpuOpcode::kLog2, d, a);
+        else
+          log2_decomposed(d, a);
+        break;
       case Op::EXP2:
         if (fast_math_)
           vpu(VpuOpcode::kExp2, d, a);
@@ -1149,7 +1238,7 @@ class Emitter {
           vpu(VpuOpcode::kAnd, d, a, a);
         }
         break;
-      default:  // ADD, SUB, MUL, AND, OR, XOR, SHL, and the TranscUnit's LOG2, SIN (fast math)
+      default:  // ADD, SUB, MUL, AND, OR, XOR, SHL, and the TranscUnit's SIN (fast math)
         one_instruction(info, f, d, a, b);
     }
     if (n.op != Op::CMPLT && n.op != Op::CMPNE && n.op != Op::CMPEQ && n.op != Op::LANE_BROADCAST &&

@@ -175,7 +175,7 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     alu(Op::SQRT, "SQRT", 1, A::kF32, Fold{}),
     alu(Op::TRUNC, "TRUNC", 1, A::kF32, Fold{}),
     alu(Op::EXP2, "EXP2", 1, A::kF32, Fold{}, none, V::kExp2),  // TranscUnit in fast math only
-    alu(Op::LOG2, "LOG2", 1, A::kF32FastMath, Fold{}, none, V::kLog2),
+    alu(Op::LOG2, "LOG2", 1, A::kF32, Fold{}, none, V::kLog2),  // TranscUnit in fast math only
     alu(Op::SIN, "SIN", 1, A::kF32FastMath, Fold{}, none, V::kSin),
     alu(Op::FDIV, "FDIV", 2, A::kF32, Fold{}),
     alu(Op::DIV_SCALE, "DIV_SCALE", 1, A::kNever, Fold{}),
