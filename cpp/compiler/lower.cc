@@ -1201,17 +1201,14 @@ class Emitter {
       case Op::SQRT:
         square_root(d, a);
         break;
-      case Op::LOG2:
+      case Op::EXP2:
+      case Op::LOG2:  // fast math: the TranscUnit's instruction; else tinygrad's decomposition, in fewer
         if (fast_math_)
-          vpu(VpuOpcode::kLog2, d, a);
+          one_instruction(op_info(n.op), true, d, a, b);
+        else if (n.op == Op::EXP2)
+          exp2_decomposed(d, a);
         else
           log2_decomposed(d, a);
-        break;
-      case Op::EXP2:
-        if (fast_math_)
-          vpu(VpuOpcode::kExp2, d, a);
-        else
-          exp2_decomposed(d, a);
         break;
       case Op::TRUNC:
         trunc(d, a);
