@@ -871,6 +871,21 @@ class Emitter {
     for (int r : {inf, zero, xs, back, y, t, s, h, l}) release(r);
   }
 
+  // t = the polynomial in s with these float32 coefficients, highest degree first, by Horner's rule as
+  // tinygrad's polyN evaluates it (its 0*s + c0 folds to c0, so the first step is c0*s).
+  void horner(int t, int s, std::initializer_list<uint32_t> coefficients) {
+    const uint32_t* c = coefficients.begin();
+    int k = constant(int32_t(*c), DType::kF32);
+    vpu(VpuOpcode::kFmul, t, k, s);
+    release(k);
+    while (++c != coefficients.end()) {
+      k = constant(int32_t(*c), DType::kF32);
+      vpu(VpuOpcode::kFadd, t, t, k);
+      release(k);
+      if (c + 1 != coefficients.end()) vpu(VpuOpcode::kFmul, t, t, s);
+    }
+  }
+
   // 2^x as tinygrad's xexp2 computes it (codegen/decomp/transcendental.py), operation for operation where
   // one rounds, so the result is the bits its decomposition gives lowered node by node, in fewer
   // instructions: x (infinities and NaN as 0) to an integer q = trunc(x +- 0.5), s = x - q, its degree-6
@@ -891,18 +906,8 @@ class Emitter {
     vpu(VpuOpcode::kF2i, q, t);  // rounded away from zero
     vpu(VpuOpcode::kI2f, t, q);
     vpu(VpuOpcode::kFsub, xm, xm, t);  // s
-    // xexp2's float32 coefficients, highest degree first: 0.1535920892e-3 ... 0.6931471825, 1.0
-    static constexpr uint32_t kPoly[] = {0x39210D90, 0x3AAF8A33, 0x3C1D966E, 0x3D63579C,
-                                         0x3E75FDEC, 0x3F317218, 0x3F800000};
-    int c = constant(int32_t(kPoly[0]), DType::kF32);
-    vpu(VpuOpcode::kFmul, t, c, xm);  // 0*s + c0 is c0: tinygrad folds it
-    release(c);
-    for (size_t i = 1; i < std::size(kPoly); ++i) {
-      c = constant(int32_t(kPoly[i]), DType::kF32);
-      vpu(VpuOpcode::kFadd, t, t, c);
-      release(c);
-      if (i + 1 < std::size(kPoly)) vpu(VpuOpcode::kFmul, t, t, xm);
-    }
+    // xexp2's float32 coefficients: 0.1535920892e-3, ... 0.6931471825, 1.0
+    horner(t, xm, {0x39210D90, 0x3AAF8A33, 0x3C1D966E, 0x3D63579C, 0x3E75FDEC, 0x3F317218, 0x3F800000});
     int two = constant(2), bias = constant(127), k23 = constant(23);
     vpu(VpuOpcode::kDiv, xm, q, two);  // q/2, truncated as tinygrad's integer division
     vpu(VpuOpcode::kSub, q, q, xm);
@@ -971,21 +976,12 @@ class Emitter {
     vpu(VpuOpcode::kFmul, y2, y, y);
     // xlog2's float32 coefficients: 0.4374550283, 0.5764790177, 0.9618012905120 in y^2; 2.8853900432586669922
     // and 3.2734474483568488616e-08 in y
-    int c = constant(0x3EDFFA1B, DType::kF32);
-    vpu(VpuOpcode::kFmul, t, c, y2);
-    release(c);
-    c = constant(0x3F139421, DType::kF32);
-    vpu(VpuOpcode::kFadd, t, t, c);
-    release(c);
-    vpu(VpuOpcode::kFmul, t, t, y2);
-    c = constant(0x3F76389C, DType::kF32);
-    vpu(VpuOpcode::kFadd, t, t, c);
-    release(c);
+    horner(t, y2, {0x3EDFFA1B, 0x3F139421, 0x3F76389C});
     vpu(VpuOpcode::kFmul, y2, y, y2);
     vpu(VpuOpcode::kFmul, t, t, y2);
     vpu(VpuOpcode::kFadd, t, t, e);
     for (uint32_t k : {0x4038AA3Bu, 0x330C97EFu}) {
-      c = constant(int32_t(k), DType::kF32);
+      int c = constant(int32_t(k), DType::kF32);
       vpu(VpuOpcode::kFmul, y2, y, c);
       release(c);
       vpu(VpuOpcode::kFadd, t, t, y2);
