@@ -3,12 +3,12 @@ PYTHON ?= python3
 JOBS ?= 2
 DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang libclang-rt-14-dev chromium
 PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothesis cmake ninja matplotlib pillow
-CPP_BUILD := build/cpp
+WHEEL_BUILD := build/wheel
 
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
 TINYGRAD_SDIST := $(UPSTREAM_CACHE)/tinygrad-0.14.0.tar.gz
 
-.PHONY: deps install cpp-build test test-cpp test-py test-upstream test-sanitize fuzz test-upstream-full random-programs demo bench explore clean format
+.PHONY: deps install test test-cpp test-py test-upstream test-sanitize fuzz test-upstream-full random-programs demo bench explore clean format
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -25,15 +25,15 @@ deps:
 	  || $(PYTHON) -m pip install -q $(PY_PACKAGES)
 
 # An explicit build directory keeps rebuilds incremental; a plain `pip install .` builds in a temporary one.
+# WITH_TESTS=1 also builds the Catch2 suites there, against the same core libraries as the extension modules
+# (each geometry's core is compiled once for both).
 install: deps
-	$(PYTHON) -m pip install -q --no-build-isolation --no-deps --config-settings=build-dir=build/wheel .
+	$(PYTHON) -m pip install -q --no-build-isolation --no-deps --config-settings=build-dir=$(WHEEL_BUILD) \
+	  $(if $(WITH_TESTS),--config-settings=cmake.define.TINYTPU_BUILD_TESTS=ON) .
 
-cpp-build: deps
-	cmake -S . -B $(CPP_BUILD) -DCMAKE_BUILD_TYPE=Release -DTINYTPU_BUILD_PYTHON=OFF >/dev/null
-	cmake --build $(CPP_BUILD) -j $(JOBS)
-
-test-cpp: cpp-build
-	cd $(CPP_BUILD) && ctest --output-on-failure -j $(JOBS)
+test-cpp:
+	$(MAKE) --no-print-directory install WITH_TESTS=1
+	cd $(WHEEL_BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-py: install
 	$(PYTHON) -m pytest -q tests_py
@@ -63,30 +63,28 @@ random-programs: install
 	$(PYTHON) harness/random_programs.py --count $(COUNT) --seed $(SEED) --jobs $(JOBS)
 
 # Sanitizer builds, each in its own directory. test-sanitize: the Catch2 suite and the Python core tests
-# (SANITIZE_PY_TESTS) against an ASan+UBSan build of the extension, imported in place of the installed one.
+# (SANITIZE_PY_TESTS) against an ASan+UBSan build of the extension, imported in place of the installed one;
+# both built in one directory on one sanitized core library.
 ASAN_BUILD := build/asan
-ASAN_PY_BUILD := build/asan-py
 # -O1: half the compile time of -O2 under the sanitizers, and the suite runs as fast.
 SANITIZE := -DTINYTPU_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1"
 SANITIZE_PY_TESTS ?= tests_py/test_core.py tests_py/test_runtime.py
 SANITIZE_ENV := LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
-  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 PYTHONPATH=$(CURDIR)/$(ASAN_PY_BUILD)/pkg
+  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 PYTHONPATH=$(CURDIR)/$(ASAN_BUILD)/pkg
 
 # The sanitized builds are of the reference geometry: the wider cores are the same sources with another
 # TINYTPU_ROWS, tested unsanitized by test-cpp and test-py. The sanitized package takes the installed ones.
 test-sanitize: install
-	cmake -S . -B $(ASAN_BUILD) $(SANITIZE) -DTINYTPU_BUILD_PYTHON=OFF -DTINYTPU_BUILD_WIDE=OFF >/dev/null
+	cmake -S . -B $(ASAN_BUILD) $(SANITIZE) -DTINYTPU_BUILD_WIDE=OFF \
+	  -DPython_EXECUTABLE=$$(command -v $(PYTHON)) -Dpybind11_DIR=$$($(PYTHON) -m pybind11 --cmakedir) >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
-	cmake -S . -B $(ASAN_PY_BUILD) $(SANITIZE) -DTINYTPU_BUILD_TESTS=OFF -DTINYTPU_BUILD_WIDE=OFF \
-	  -DPython_EXECUTABLE=$$(command -v $(PYTHON)) -Dpybind11_DIR=$$($(PYTHON) -m pybind11 --cmakedir) >/dev/null
-	cmake --build $(ASAN_PY_BUILD) -j $(JOBS)
-	rm -rf $(ASAN_PY_BUILD)/pkg && mkdir -p $(ASAN_PY_BUILD)/pkg && cp -r python/tinytpu $(ASAN_PY_BUILD)/pkg/
-	cp $(ASAN_PY_BUILD)/_core.*.so $(ASAN_PY_BUILD)/pkg/tinytpu/
+	rm -rf $(ASAN_BUILD)/pkg && mkdir -p $(ASAN_BUILD)/pkg && cp -r python/tinytpu $(ASAN_BUILD)/pkg/
+	cp $(ASAN_BUILD)/_core.*.so $(ASAN_BUILD)/pkg/tinytpu/
 	cp $$($(PYTHON) -c "import importlib.util as u; print(u.find_spec('tinytpu').submodule_search_locations[0])")/_core[0-9]*.so \
-	  $(ASAN_PY_BUILD)/pkg/tinytpu/
+	  $(ASAN_BUILD)/pkg/tinytpu/
 	$(SANITIZE_ENV) $(PYTHON) -c "import sys, tinytpu._core as c; print('sanitized', c.__file__); \
-	  sys.exit('$(ASAN_PY_BUILD)/pkg/' not in c.__file__)"
+	  sys.exit('$(ASAN_BUILD)/pkg/' not in c.__file__)"
 	$(SANITIZE_ENV) $(PYTHON) -m pytest -q -p no:cacheprovider $(SANITIZE_PY_TESTS)
 
 # libFuzzer targets (clang, ASan+UBSan) on every text front door, two at a time; fails on any finding and
