@@ -524,6 +524,13 @@ std::string prefix_ir(int n, bool computed) {
          "RANGE i32 1 0 0 WEAK\nINDEX i32 2 2 18\nLOAD i32 1 19\nADD i32 2 20 17\n"              // 18..21
          "INDEX i32 2 1 18\nSTORE void 2 22 21\nEND void 2 23 18\nSINK void 1 24\n";
 }
+// Occurrences of `text` (an instruction's name and its parenthesis, say) in a run's launches.
+int count_in(const std::vector<std::string>& launches, const std::string& text) {
+  int n = 0;
+  for (const std::string& tasm : launches)
+    for (size_t at = tasm.find(text); at != std::string::npos; at = tasm.find(text, at + 1)) ++n;
+  return n;
+}
 // out[c * w + i] = x[c * w + i] * t(s[c]) for c < channels, i < w (float32), where t is `ops` operations on
 // the channel's s[c]: t = s; t = t * 1.5 + 0.25; ... (a batch norm's per-channel scale, say). With
 // `rewrite`, the kernel also stores s[c] back to s, which makes s no source of kept values.
@@ -592,10 +599,7 @@ TEST_CASE("tracer: a channel's value of enough operations is kept per element an
       }
     }
     CHECK(wrong == 0);
-    int fmuls = 0;
-    for (const std::string& tasm : st.tasm)
-      for (size_t at = tasm.find("FMUL("); at != std::string::npos; at = tasm.find("FMUL(", at + 1)) ++fmuls;
-    fmuls_cycles.push_back({fmuls, st.cycles});
+    fmuls_cycles.push_back({count_in(st.tasm, "FMUL("), st.cycles});
   }
   // Kept, t is computed in a channel's first batches only; read from s, in every batch (lane packing puts
   // several chunks' t side by side in one tile, so not one per chunk).
@@ -637,7 +641,8 @@ TEST_CASE(
   CHECK(wrong == 0);
 }
 
-TEST_CASE("tracer: a prefix without a loop is pinned when it computes more tiles than it keeps") {
+TEST_CASE(
+    "tracer: a prefix without a loop is pinned when it computes more instructions than it keeps tiles") {
   const int n = 16 * 8;
   for (bool computed : {true, false}) {
     INFO((computed ? "k computed from a[0] and a[1]" : "k = a[0]"));
@@ -663,6 +668,40 @@ TEST_CASE("tracer: a prefix without a loop is pinned when it computes more tiles
     for (int i = 0; i < n; ++i) wrong += reinterpret_cast<int32_t*>(bufs[0].data())[i] != b[i] + key;
     CHECK(wrong == 0);
   }
+}
+
+TEST_CASE("tracer: a prefix of one op lowered to several instructions (a reciprocal) is pinned") {
+  // out[i] = b[i] * (1 / a[0]) for i < n, float32: one computed node, one kept tile.
+  const int n = 16 * 8;
+  const std::string text =
+      "KERNEL reciprocal\nCONST idx 0 " + std::to_string(n) +
+      "\nPARAM f32 1 0 0 GLOBAL 0 0\nPARAM f32 1 0 1 GLOBAL 0 0\n"               // 0, 1 out, 2 b
+      "CONST idx 0 1\nPARAM f32 1 3 2 GLOBAL 0 0\n"                              // 3, 4 a
+      "CONST idx 0 0\nCAST i32 1 5\nINDEX f32 2 4 6\nLOAD f32 1 7\n"             // 5..8 a[0]
+      "RECIPROCAL f32 1 8\n"                                                     // 9
+      "RANGE i32 1 0 0 WEAK\nINDEX f32 2 2 10\nLOAD f32 1 11\nMUL f32 2 12 9\n"  // 10..13
+      "INDEX f32 2 1 10\nSTORE void 2 14 13\nEND void 2 15 10\nSINK void 1 16\n";
+  Kernel ir = parse_kernel(text);
+  Tracer t(ir, {}, {n, n, 1});
+  TileProgram first, second;
+  REQUIRE(t.trace_chunk(0, first));
+  CHECK(t.pinned_prefix());
+  REQUIRE(t.trace_chunk(1, second));
+  CHECK(count(first, Op::RECIPROCAL) == 1);
+  CHECK(count(second, Op::RECIPROCAL) == 0);  // later chunks read the pinned reciprocal
+
+  CompiledKernel k(text);
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(n * 4), DeviceBuffer(n * 4), DeviceBuffer(4)};
+  auto* b = reinterpret_cast<float*>(bufs[1].data());
+  const float a = 3.7f;
+  std::memcpy(bufs[2].data(), &a, 4);
+  for (int i = 0; i < n; ++i) b[i] = float(i) * 0.25f - 9.0f;
+  KernelStats st = k.run(bufs, {}, true);
+  CHECK(count_in(st.tasm, "FRECIP(") == 1);
+  int wrong = 0;  // RECIPROCAL is within an ulp or two of 1/a (README), each product then rounded
+  for (int i = 0; i < n; ++i)
+    wrong += std::fabs(reinterpret_cast<float*>(bufs[0].data())[i] - b[i] / a) > 3e-7f * std::fabs(b[i] / a);
+  CHECK(wrong == 0);
 }
 
 namespace {
@@ -722,10 +761,7 @@ TEST_CASE("compiler: a divisor's half of exact division is computed where the di
         wrong += std::isnan(want) ? !std::isnan(got) : std::memcmp(&got, &want, 4) != 0;
       }
       CHECK(wrong == 0);
-      int frecips = 0;
-      for (const std::string& tasm : st.tasm)
-        for (size_t at = tasm.find("FRECIP("); at != std::string::npos; at = tasm.find("FRECIP(", at + 1))
-          ++frecips;
+      const int frecips = count_in(st.tasm, "FRECIP(");
       // The sum's reciprocal once, in the uniform prefix; a divisor of each element's own, once per tile. And
       // in each tile's DIV_EXACT, one more: of the power of two that scales its quotient.
       CHECK(frecips == (per_element ? n / 16 : 1) + n / 16);
@@ -843,14 +879,8 @@ TEST_CASE("lane packing: a float max reduction is packed and gives the fold's re
       const float got = reinterpret_cast<float*>(bufs[0].data())[0];
       INFO("want " << want << " got " << got);
       CHECK(std::memcmp(&got, &want, 4) == 0);
-      int compares = 0, tile_reduces = 0;
-      for (const std::string& tasm : st.tasm) {
-        for (size_t at = tasm.find("FCMPLT("); at != std::string::npos; at = tasm.find("FCMPLT(", at + 1))
-          ++compares;
-        for (size_t at = tasm.find("FMAX_REDUCE_TILE("); at != std::string::npos;
-             at = tasm.find("FMAX_REDUCE_TILE(", at + 1))
-          ++tile_reduces;
-      }
+      const int compares = count_in(st.tasm, "FCMPLT("),
+                tile_reduces = count_in(st.tasm, "FMAX_REDUCE_TILE(");
       // Packed: 4 compares per 16 groups side by side, then one whole-tile reduce (unpacked: 4 per group).
       CHECK(compares <= n / 16 + 2);
       CHECK(tile_reduces == 1);

@@ -233,10 +233,18 @@ void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
     kept[s] = v;
     tiles += v.kind == Value::kTile;
   }
-  // Worth it when the prefix loops, or computes more tiles than it keeps: each kept tile is a leaf the loader
-  // fills in every later chunk, in place of the prefix's operations (a random kernel's key schedule, say).
-  const auto computed = std::count_if(out.nodes.begin() + int64_t(first_node_), out.nodes.end(),
-                                      [](const TileNode& n) { return n.op != Op::LOAD; });
+  // Worth it when the prefix loops, or computes more instructions than it keeps tiles: each kept tile is a
+  // leaf the loader fills in every later chunk, in place of the prefix's operations (a random kernel's key
+  // schedule, a shared divisor's reciprocal, say). An op without an instruction of its own lowers to several:
+  // counted as four, fewer than any such lowering (DIV_SCALE's five, RECIPROCAL's dozen).
+  int64_t computed = 0;
+  for (auto n = out.nodes.begin() + int64_t(first_node_); n != out.nodes.end(); ++n) {
+    if (n->op == Op::LOAD) continue;
+    const OpInfo& info = op_info(n->op);
+    const bool one =
+        n->op == Op::CAST || n->op == Op::BITCAST || (is_float(n->dtype) ? info.f32_op : info.int_op);
+    computed += one ? 1 : 4;
+  }
   if (!prefix_loops_ && computed <= tiles) {
     prefix_end_ = -1;
     return;
