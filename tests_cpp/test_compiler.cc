@@ -704,6 +704,36 @@ TEST_CASE("tracer: a prefix of one op lowered to several instructions (a recipro
   CHECK(wrong == 0);
 }
 
+TEST_CASE("tracer: a prefix of constants alone is not pinned; later chunks start after it with its values") {
+  // out[i] = b[i + (3 + 5)] * (2.5 * 4) for i < n, float32: the prefix folds to constants and makes no tile.
+  const int n = 16 * 4;
+  const std::string text =
+      "KERNEL constants\nCONST idx 0 " + std::to_string(n) +
+      "\nPARAM f32 1 0 0 GLOBAL 0 0\nPARAM f32 1 0 1 GLOBAL 0 0\n"              // 0, 1 out, 2 b
+      "CONST f32 0 0x1.4p+1\nCONST f32 0 0x1p+2\nMUL f32 2 3 4\n"               // 3..5: 10
+      "CONST idx 0 3\nCONST idx 0 5\nADD idx 2 6 7\n"                           // 6..8: 8
+      "RANGE i32 1 0 0 WEAK\nADD idx 2 9 8\nINDEX f32 2 2 10\nLOAD f32 1 11\n"  // 9..12
+      "MUL f32 2 12 5\nINDEX f32 2 1 9\nSTORE void 2 14 13\nEND void 2 15 9\nSINK void 1 16\n";
+  Kernel ir = parse_kernel(text);
+  Tracer t(ir, {}, {n, n + 8});
+  for (int64_t chunk = 0; chunk < n / 16; ++chunk) {
+    TileProgram p;
+    REQUIRE(t.trace_chunk(chunk, p));
+    CHECK_FALSE(t.pinned_prefix());  // nothing to pin: no launch has to run before the next chunk
+    CHECK(count(p, Op::MUL) == 1);   // b's element times the folded constant
+    CHECK(std::none_of(p.stores.begin(), p.stores.end(), [](const TileStore& s) { return s.pin >= 0; }));
+  }
+
+  CompiledKernel k(text);
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(n * 4), DeviceBuffer((n + 8) * 4)};
+  auto* b = reinterpret_cast<float*>(bufs[1].data());
+  for (int i = 0; i < n + 8; ++i) b[i] = float(i) * 0.75f - 20.0f;
+  k.run(bufs, {}, false);
+  int wrong = 0;  // b[i + 8] * 10 is one rounding, the same on the VPU
+  for (int i = 0; i < n; ++i) wrong += reinterpret_cast<float*>(bufs[0].data())[i] != b[i + 8] * 10.0f;
+  CHECK(wrong == 0);
+}
+
 namespace {
 // out[i] = x[i] / s for i < n, float32, where s = y[0] + ... + y[m-1] is summed before the loop over i
 // (softmax's sum, say), or with `per_element`, out[i] = x[i] / y[i].

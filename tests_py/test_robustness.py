@@ -55,11 +55,12 @@ def timed_call(self, *a, **k):
   return call(self, *a, **k)
 device.TinyTPUProgram.__call__ = timed_call
 rng = np.random.default_rng(0)
-a, b = [Tensor(rng.standard_normal((256, 256)).astype(np.float32), device="TINYTPU").realize() for _ in range(2)]
+a, b = [Tensor(rng.standard_normal((512, 512)).astype(np.float32), device="TINYTPU").realize() for _ in range(2)]
 before, fired = len(started), []
 def interrupt():
   while len(started) == before: time.sleep(0.01)
-  time.sleep(0.2)  # well inside the matmul kernel, which runs for seconds (3.4 s on an idle machine)
+  time.sleep(0.2)  # well inside the matmul kernel, which runs for seconds (4.5 s on a busy machine; 256^3 took
+  # under a second, and on a loaded machine this thread was not scheduled before it ended)
   fired.append(time.monotonic())
   os.kill(os.getpid(), signal.SIGINT)
 threading.Thread(target=interrupt, daemon=True).start()

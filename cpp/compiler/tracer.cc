@@ -175,6 +175,12 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
     const int base = n.op == Op::STORE && !n.src.empty() ? pointer_base(k, n.src[0]) : -1;
     if (base >= 0 && k.nodes[base].op == Op::PARAM && k.nodes[base].global)
       written_slots_.insert(int(k.nodes[base].ivalue));
+    if (n.op != Op::LOAD) continue;
+    const int read = n.src.empty() ? -1 : pointer_base(k, n.src[0]);
+    if (read >= 0 && k.nodes[read].op == Op::PARAM && k.nodes[read].global)
+      read_slots_.insert(int(k.nodes[read].ivalue));
+    else if (read < 0 || k.nodes[read].op != Op::BUFFER)  // a pointer of another kind: any buffer may be read
+      reads_unknown_ = true;
   }
   size_t np = parallel_.size();
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
@@ -245,7 +251,10 @@ void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
         n->op == Op::CAST || n->op == Op::BITCAST || (is_float(n->dtype) ? info.f32_op : info.int_op);
     computed += one ? 1 : 4;
   }
-  if (!prefix_loops_ && computed <= tiles) {
+  // A prefix of constants alone (no tile made) is not pinned, but its values are the same in every chunk:
+  // later chunks start after it all the same.
+  prefix_constant_ = out.nodes.size() == first_node_;
+  if (!prefix_loops_ && computed <= tiles && !prefix_constant_) {
     prefix_end_ = -1;
     return;
   }
@@ -762,11 +771,12 @@ void Tracer::trace_store(const Node& n) {
     if (p.dyn < 0 && s.active[l] && (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)))
       throw Unsupported("kernel " + k_.name + ": store outside buffer " + std::to_string(p.buf));
   s.value = to_tile(x);
+  out_->stores.push_back(s);
+  if (!reads_unknown_ && !read_slots_.count(p.buf)) return;  // a buffer the kernel never loads: no read-back
   st_.stored_bufs.insert(p.buf);
   if (p.dyn >= 0) st_.scattered_bufs.insert(p.buf);
   for (int l = 0; l < kLanes; ++l)
     if (p.dyn < 0 && s.active[l]) st_.stored[{p.buf, p.v[l]}] = {gate >= 0 ? -1 : s.value, l};
-  out_->stores.push_back(s);
 }
 
 // CAST and BITCAST: folded for integers known per lane, a tile node otherwise.

@@ -220,7 +220,7 @@ class Tracer {
   int64_t parts_cut() const { return parts_cut_; }  // times a chunk stopped at a cut (the decision log)
   int64_t loops_skipped() const { return loops_skipped_; }  // guarded loops that would add nothing
   // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
-  bool pinned_prefix() const { return prefix_ready_; }
+  bool pinned_prefix() const { return prefix_ready_ && !prefix_constant_; }
   // The batch traced so far is compiled: the memo values it stores can be read by later batches.
   void batch_compiled();
   // Elements per slot: the buffers', the counter slot's (0, not read) and the memo buffers' so far.
@@ -328,6 +328,7 @@ class Tracer {
   std::vector<int> prefix_uses_;         // prefix nodes read at or after prefix_end_
   std::vector<TraceValue> prefix_vals_;  // their values (pinned tiles by pin number in .tile)
   bool prefix_ready_ = false;
+  bool prefix_constant_ = false;  // it made no tile: nothing pinned, its values reused
   void pin_prefix(std::vector<TraceValue>& val, TileProgram& out);
   int pin(TileProgram& out, int tile, int number);  // a store keeping `tile` for later batches as #number
 
@@ -371,7 +372,9 @@ class Tracer {
   std::vector<Memo*> pending_memos_;
   std::vector<int64_t> slot_sizes_;
   int64_t memo_reads_ = 0;
-  std::set<int> written_slots_;                         // buffer slots the kernel stores to: not memo sources
+  std::set<int> written_slots_;  // buffer slots the kernel stores to: not memo sources
+  std::set<int> read_slots_;     // buffer slots the kernel loads from: stores to them are kept for read-back
+  bool reads_unknown_ = false;   // a load through a pointer of another kind: every store is kept
   std::optional<Derivation> derive(const TileNode& t);  // an operation's, if it is an element's function
   int memoize(int node);                                // `node`, or a leaf reading it from its memo buffer
 };
