@@ -54,3 +54,21 @@ def test_decision_log_says_what_each_kernel_became_and_is_off_by_default():
   assert "int8 dot-product chains" in info  # the matmul went to the MXU, and says how
   debug = _stderr_with_log("debug")
   assert "chain 0: MXU" in debug
+
+LAYOUT_SCRIPT = """
+import numpy as np
+from tinygrad import Tensor
+r = np.random.default_rng(3)
+a, b = (Tensor(r.uniform(-1, 1, s).astype(np.float32), device="TINYTPU") for s in ((24, 40), (40, 36)))
+fused, first = ((a * 2 - 1) @ b).numpy(), ((a * 2 - 1).realize() @ b).numpy()
+print((fused.view(np.uint32) == first.view(np.uint32)).all())
+"""
+
+def test_a_float_reductions_first_chunk_is_packed_and_lowered_once_when_its_layout_is_chosen():
+  # compile() tries both chunk layouts on the first chunk; the chosen one's launches are kept for its batch
+  import os, subprocess, sys
+  env = {**os.environ, "TINYTPU_LOG": "debug"}
+  out = subprocess.run([sys.executable, "-c", LAYOUT_SCRIPT], env=env, capture_output=True, text=True, check=True)
+  assert "chunks of 16 consecutive points" in out.stderr  # the layout was chosen by compiling both
+  assert "chunk 0: packed and lowered once" in out.stderr
+  assert out.stdout.strip() == "True"  # bit for bit the unfused matmul's results

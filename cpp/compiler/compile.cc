@@ -292,25 +292,40 @@ void replay(const ReplayCache::Hit& hit, const std::vector<int64_t>& sizes, Plan
   plan.runs.push_back({b.first, b.count, int(plan.shifts.size()) - 1, hit.swap_banks});
 }
 
+// The chunk layout compile() traces in, and its first chunk packed and lowered when choosing the layout did
+// it.
+struct FirstChunk {
+  ChunkLayout layout = ChunkLayout::kAuto;
+  bool compiled = false;  // chunk 0 is a batch of its own, and `packed`, `launches` and `consts` are its
+  TileProgram packed;
+  std::vector<Launch> launches;
+  std::vector<int32_t> consts;
+};
+
 // A float reduction's chunk layout, by compiling its first chunk both ways: the one whose estimated
-// cycles over all its chunks are fewer. A first chunk too long to trace whole keeps the default.
-ChunkLayout choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
-                          const std::vector<int64_t>& sizes, const Choices& choices,
-                          const TraceLimits& limits) {
+// cycles over all its chunks are fewer. A first chunk too long to trace whole keeps the default. When
+// compile() will compile the first chunk as a batch of its own, the chosen layout's packing and lowering of
+// it are kept: tracing is deterministic, so compile() traces the same program again (cheaply) and, when the
+// MXU pass fused nothing in it, takes these instead of packing and lowering it a second time.
+FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
+                         const std::vector<int64_t>& sizes, const Choices& choices,
+                         const TraceLimits& limits) {
   std::array<int64_t, 2> cost{};
-  const std::array<ChunkLayout, 2> layouts{ChunkLayout::kLinear, ChunkLayout::kBlocked};
-  for (int i = 0; i < 2; ++i) {
-    Tracer t(k, vals, sizes, limits, layouts[i]);
-    if (!t.layout_open()) return ChunkLayout::kAuto;  // the same answer for either layout
+  std::array<FirstChunk, 2> tried{FirstChunk{ChunkLayout::kLinear}, FirstChunk{ChunkLayout::kBlocked}};
+  for (FirstChunk& f : tried) {
+    Tracer t(k, vals, sizes, limits, f.layout);
+    if (!t.layout_open()) return {};  // the same answer for either layout
     TileProgram prog;
-    if (!t.trace_chunk(0, prog)) return ChunkLayout::kAuto;
+    if (!t.trace_chunk(0, prog)) return {};
+    f.compiled = !prog.stores.empty() && (prog.nodes.size() >= kBatchNodes || t.pinned_prefix());
     pack_lanes(prog);
-    std::vector<int32_t> consts;
-    cost[i] = estimated_cycles(lower(prog, cfg, consts, k.fast_math, choices)) * t.num_chunks();
+    f.launches = lower(prog, cfg, f.consts, k.fast_math, choices);
+    cost[&f - tried.data()] = estimated_cycles(f.launches) * t.num_chunks();
+    f.packed = std::move(prog);
   }
   decision_log().debug("kernel {}: chunks of 16 consecutive points (~{} cycles) or 4x4 blocks (~{})", k.name,
                        cost[0], cost[1]);
-  return cost[1] < cost[0] ? ChunkLayout::kBlocked : ChunkLayout::kLinear;
+  return std::move(tried[cost[1] < cost[0] ? 1 : 0]);
 }
 
 }  // namespace
@@ -321,7 +336,8 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
   const auto start = std::chrono::steady_clock::now();
   cfg.check();
   const Kernel k = split_divisions(ir);
-  Tracer tracer(k, vals, sizes, limits, choose_layout(k, cfg, vals, sizes, choices, limits));
+  FirstChunk first = choose_layout(k, cfg, vals, sizes, choices, limits);
+  Tracer tracer(k, vals, sizes, limits, first.layout);
   Plan plan;
   plan.config = cfg;
   PlanBuilder builder(plan, tracer.slot_sizes(), sizes.size());
@@ -350,10 +366,19 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
     why.passed(2);
     why.fused(prog, first_chain, chains);
     const int64_t stores = int64_t(prog.stores.size());
-    pack_lanes(prog);
-    why.passed(3);
     std::vector<int32_t> consts;
-    std::vector<Launch> launches = lower(prog, cfg, consts, k.fast_math, choices);
+    std::vector<Launch> launches;
+    if (first.compiled && chains == first_chain) {  // chunk 0, packed and lowered by choose_layout
+      prog = std::move(first.packed);
+      launches = std::move(first.launches);
+      consts = std::move(first.consts);
+      decision_log().debug("  chunk 0: packed and lowered once, while choosing the layout");
+    } else {
+      pack_lanes(prog);
+      why.passed(3);
+      launches = lower(prog, cfg, consts, k.fast_math, choices);
+    }
+    first.compiled = false;  // only the first batch is chunk 0
     why.passed(4);
     CompiledBatch batch = builder.add(prog, launches, consts);
     why.passed(5);
