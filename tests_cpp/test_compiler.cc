@@ -704,7 +704,8 @@ TEST_CASE("tracer: a prefix of one op lowered to several instructions (a recipro
   CHECK(wrong == 0);
 }
 
-TEST_CASE("tracer: a prefix of constants alone is not pinned; later chunks start after it with its values") {
+TEST_CASE(
+    "tracer: a prefix of constants alone is not pinned, and later chunks start after it with its values") {
   // out[i] = b[i + (3 + 5)] * (2.5 * 4) for i < n, float32: the prefix folds to constants and makes no tile.
   const int n = 16 * 4;
   const std::string text =

@@ -75,7 +75,7 @@ TEST_CASE("output-stationary: C = X W with X[r][k] = A_k[r], read by matrix rows
   }
 }
 
-TEST_CASE("OS accumulate keeps the PE sums; MXU_CLEAR starts a fresh epoch") {
+TEST_CASE("OS accumulate keeps the PE sums, and MXU_CLEAR starts a fresh epoch") {
   Mat w = random_mat(4, 4), a = random_mat(4, 4);
   std::string p = wmem(0, w);
   for (int i = 0; i < 4; ++i) p += amem(i, a, i);

@@ -166,7 +166,7 @@ TEST_CASE("VNEG and VABS keep INT_MIN (hardware.md §2.7 ops 34, 35)") {
   CHECK(r.vmem_results[1][1] == 5);
 }
 
-TEST_CASE("a fifth nested LOOP_BEGIN is ignored; LOOP_END on an empty stack falls through") {
+TEST_CASE("a fifth nested LOOP_BEGIN is ignored, and LOOP_END on an empty stack falls through") {
   std::string p = "VZERO v1\nVFILL v2, imm=1\n";
   for (int i = 0; i < 5; ++i) p += "LOOP_BEGIN count=2\n";
   p += "VPU v1 = ADD(v1, v2)\n";

@@ -317,7 +317,7 @@ TEST_CASE(
   CHECK(log.base == 2 * plain.cycles);
 }
 
-TEST_CASE("a cycle window keeps the slices overlapping it, clipped to it; paused records nothing") {
+TEST_CASE("a cycle window keeps the slices overlapping it, clipped to it, and paused records nothing") {
   const Bundle add = assemble(test::read_file(std::string(TINYTPU_KERNELS_DIR) + "/seed/add_16.tasm"));
   TraceLog log;
   log.window_begin = 40;

@@ -28,7 +28,7 @@ TensorCoreConfig overlap() { return config_from_spec("overlap"); }
 
 }  // namespace
 
-TEST_CASE("fetch overlap: an instruction costs its EXEC cycles; HALT and sequential FETCHes are free") {
+TEST_CASE("fetch overlap: an instruction costs its EXEC cycles, and HALT and sequential FETCHes are free") {
   // Reference: P = sum(1 + EXEC) + 1 for HALT. Overlapped: the first FETCH, then each instruction's EXEC
   // cycles, HALT fetched in the last EXEC cycle of the instruction before it.
   struct Case {
@@ -95,7 +95,7 @@ TEST_CASE("one-beat loader: cycles = R + P + M + 4") {
   CHECK(both.vmem_results == test::run(p).vmem_results);
 }
 
-TEST_CASE("named configurations: the reference first and exact; specs change fields by name") {
+TEST_CASE("named configurations: the reference first and exact, and specs change fields by name") {
   const auto& all = named_configs();
   REQUIRE(all.size() >= 4);
   CHECK(all[0].name == "reference");
@@ -162,7 +162,7 @@ TEST_CASE("every recorded reference program gives the reference's outputs on eve
   CHECK(checked >= 25);  // of 49: 3 bg_* races, 19 read the clock
 }
 
-TEST_CASE("DMA loader: the SXU starts after the program; data records arrive while it runs") {
+TEST_CASE("DMA loader: the SXU starts after the program, and data records arrive while it runs") {
   const TensorCoreConfig dma = config_from_spec("dma");
   // H header records (program and outputs) at one cycle each: cycles = H + P + M + 4 when nothing waits.
   const std::string add =
@@ -397,7 +397,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "resident program ring: a new program evicts the oldest; the host sees when it overwrites the last "
+    "resident program ring: a new program evicts the oldest, and the host sees when it overwrites the last "
     "one's") {
   // Three programs of 3 instructions in a ring of 6 entries: two fit.
   auto image = [](int imm, int data) {
