@@ -1245,10 +1245,17 @@ class Emitter {
     drop_dead(i);
   }
 
-  static std::vector<int> store_reads(const TileStore& s) {
-    std::vector<int> r{s.value};
-    if (s.gate >= 0) r.push_back(s.gate);
-    if (s.index_node >= 0) r.push_back(s.index_node);
+  // (In place, not a vector: program order asks for a waiting store's reads after every node.)
+  struct StoreReads {
+    std::array<int, 3> nodes;
+    int count;
+    const int* begin() const { return nodes.data(); }
+    const int* end() const { return nodes.data() + count; }
+  };
+  static StoreReads store_reads(const TileStore& s) {
+    StoreReads r{{s.value}, 1};
+    if (s.gate >= 0) r.nodes[r.count++] = s.gate;
+    if (s.index_node >= 0) r.nodes[r.count++] = s.index_node;
     return r;
   }
   // The value's tile, then the gate's and the indices' for a data-dependent store, in one launch.
