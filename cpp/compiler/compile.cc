@@ -21,6 +21,12 @@ namespace {
 
 constexpr size_t kBatchNodes = 96;  // tile nodes traced before a batch of chunks is compiled
 
+// Whether the batch is compiled after tracing chunk `chunk` into it: it holds kBatchNodes nodes, or the chunk
+// pinned the prefix, whose program runs before any chunk reads the pinned tiles.
+bool batch_ends(const TileProgram& prog, int64_t chunk, const Tracer& tracer) {
+  return prog.nodes.size() >= kBatchNodes || (chunk == 0 && tracer.pinned_prefix());
+}
+
 // Turns each batch's launches into plan launches: one validated bundle per distinct program, and where
 // every filled tile comes from and every drained tile goes.
 class PlanBuilder {
@@ -317,7 +323,7 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
     if (!t.layout_open()) return {};  // the same answer for either layout
     TileProgram prog;
     if (!t.trace_chunk(0, prog)) return {};
-    f.compiled = !prog.stores.empty() && (prog.nodes.size() >= kBatchNodes || t.pinned_prefix());
+    f.compiled = !prog.stores.empty() && batch_ends(prog, 0, t);
     pack_lanes(prog);
     f.launches = lower(prog, cfg, f.consts, k.fast_math, choices);
     cost[&f - tried.data()] = estimated_cycles(f.launches) * t.num_chunks();
@@ -399,8 +405,7 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
   for (int64_t c = 0; c < chunks; ++c) {
     while (!tracer.trace_chunk(c, prog)) compile_batch();  // a long chunk, in parts
     if (traced) traced(c + 1, chunks);
-    // the chunk that pins the prefix runs before any chunk reads the pinned tiles
-    if (prog.nodes.size() >= kBatchNodes || (c == 0 && tracer.pinned_prefix())) compile_batch();
+    if (batch_ends(prog, c, tracer)) compile_batch();
   }
   compile_batch();
   plan.memo_sizes = tracer.memo_sizes();

@@ -171,16 +171,13 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
     }
   }
   find_guarded_loops();
-  for (const Node& n : k.nodes) {
-    const int base = n.op == Op::STORE && !n.src.empty() ? pointer_base(k, n.src[0]) : -1;
-    if (base >= 0 && k.nodes[base].op == Op::PARAM && k.nodes[base].global)
-      written_slots_.insert(int(k.nodes[base].ivalue));
-    if (n.op != Op::LOAD) continue;
-    const int read = n.src.empty() ? -1 : pointer_base(k, n.src[0]);
-    if (read >= 0 && k.nodes[read].op == Op::PARAM && k.nodes[read].global)
-      read_slots_.insert(int(k.nodes[read].ivalue));
-    else if (read < 0 || k.nodes[read].op != Op::BUFFER)  // a pointer of another kind: any buffer may be read
-      reads_unknown_ = true;
+  for (const Node& n : k.nodes) {  // the buffers stores write and loads read
+    if (n.op != Op::STORE && n.op != Op::LOAD) continue;
+    const int base = n.src.empty() ? -1 : pointer_base(k, n.src[0]);
+    const bool global = base >= 0 && k.nodes[base].op == Op::PARAM && k.nodes[base].global;
+    if (global) (n.op == Op::STORE ? written_slots_ : read_slots_).insert(int(k.nodes[base].ivalue));
+    if (n.op == Op::LOAD && !global && (base < 0 || k.nodes[base].op != Op::BUFFER))
+      reads_unknown_ = true;  // a pointer of another kind: any buffer may be read
   }
   size_t np = parallel_.size();
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
@@ -251,9 +248,9 @@ void Tracer::pin_prefix(std::vector<Value>& val, TileProgram& out) {
         n->op == Op::CAST || n->op == Op::BITCAST || (is_float(n->dtype) ? info.f32_op : info.int_op);
     computed += one ? 1 : 4;
   }
-  // A prefix of constants alone (no tile made) is not pinned, but its values are the same in every chunk:
-  // later chunks start after it all the same.
-  prefix_constant_ = out.nodes.size() == first_node_;
+  // A prefix of constants alone (no loop, no tile made) is not pinned, but its values are the same in every
+  // chunk: later chunks start after it all the same.
+  prefix_constant_ = !prefix_loops_ && out.nodes.size() == first_node_;
   if (!prefix_loops_ && computed <= tiles && !prefix_constant_) {
     prefix_end_ = -1;
     return;
