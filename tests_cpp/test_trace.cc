@@ -270,6 +270,56 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "an untraced run takes an instruction whole when only the SXU works in it, with the traced run's every "
+    "count") {
+  // run_cycles runs an instruction from FETCH to retirement at once when no other unit works
+  // (Sxu::run_alone); a traced run ticks every cycle. On every recorded reference program (random programs
+  // that mix the MXU, PSUM port conflicts, XLU write-backs, loops and skips) both must agree on results,
+  // cycles and counts.
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(TINYTPU_KERNELS_DIR) + "/reference")) {
+    if (entry.path().extension() != ".bundle") continue;
+    INFO(entry.path().filename().string());
+    const Bundle b = parse_wire(test::read_file(entry.path()));
+    const RunResult plain = run_bundle(b);
+    TraceLog log;
+    const RunResult traced = run_bundle(b, {}, &log);
+    CHECK(plain.output() == traced.output());
+    CHECK(plain.sxu_cycles == traced.sxu_cycles);
+    CHECK(plain.busy.vpu == traced.busy.vpu);
+    CHECK(plain.busy.xlu == traced.busy.xlu);
+    CHECK(plain.busy.mxu == traced.busy.mxu);
+    CHECK(plain.busy.sxu_stall == traced.busy.sxu_stall);
+    ++checked;
+  }
+  CHECK(checked >= 49);
+  // A timeout in any cycle of an instruction taken whole names the same cycle and instruction as ticking.
+  const Bundle b = assemble(std::string(kData) +
+                            "LOAD v0, VMEM[0]\nVPU v1 = ADD(v0, v0)\nSELECT v2 = SELECT(v0, v1, v0)\n"
+                            "ROTATE v3, v2, amount=1\nSTORE VMEM[1], v3\nHALT\nOUTPUT_VMEM VMEM[1]\nEND");
+  const RunResult whole = run_bundle(b);
+  for (uint64_t at = whole.start; at < whole.start + whole.sxu_cycles; ++at) {
+    INFO("max_cycles " << at);
+    TensorCoreConfig cfg;
+    cfg.max_cycles = at;
+    std::string plain_error, traced_error;
+    try {
+      run_bundle(b, cfg);
+    } catch (const SimError& e) {
+      plain_error = e.what();
+    }
+    try {
+      TraceLog timed_out;
+      run_bundle(b, cfg, &timed_out);
+    } catch (const SimError& e) {
+      traced_error = e.what();
+    }
+    CHECK_THAT(plain_error, Catch::Contains("no HALT after"));
+    CHECK(plain_error == traced_error);
+  }
+}
+
 TEST_CASE("a run that fails keeps its trace up to the error") {
   TraceLog log;
   TensorCoreConfig cfg;

@@ -185,6 +185,9 @@ template <bool kTraced>
     } else {
       break;  // do_output_done prints `cycles N` in this cycle
     }
+    if constexpr (!kTraced) {
+      if (tc.run_instruction_alone(check_at)) continue;
+    }
     tc.tick<kTraced>();
     if constexpr (!kTraced) {  // a trace shows every cycle; without one, a wait for the VPU goes at once
       const uint64_t wait = tc.vpu_wait_ahead();

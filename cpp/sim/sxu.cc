@@ -122,6 +122,89 @@ void Sxu::overlapped_fetch() {
   if (loaded[pc] && prog[pc].op < kNumSxuOps) latch();
 }
 
+namespace {
+
+// The opcodes that, started in a quiet core, use only the SXU, vregs, VMEM, PSUM (its port is free), the
+// XLU (written back in the next instruction's FETCH, as ticked) and a combinational VPU op, and never stall
+// there. All retire within Sxu::kMaxAloneCycles.
+bool runs_alone(const Instr& i) {
+  switch (SxuOpcode(i.op)) {
+    case SxuOpcode::kDispatchVpu:
+      return i.vpuOp < kNumVpuOps && kVpuOps[i.vpuOp].kind == VpuKind::kComb;
+    case SxuOpcode::kLoadVreg:
+    case SxuOpcode::kStoreVreg:
+    case SxuOpcode::kDispatchSelect:
+    case SxuOpcode::kDispatchXluBroadcast:
+    case SxuOpcode::kBroadcastScalar:
+    case SxuOpcode::kBroadcastRow:
+    case SxuOpcode::kBroadcastCol:
+    case SxuOpcode::kDispatchXluTranspose:
+    case SxuOpcode::kDispatchXluRotate:
+    case SxuOpcode::kLoadVpuResult:
+    case SxuOpcode::kLoadXluResult:
+    case SxuOpcode::kPsumWrite:
+    case SxuOpcode::kPsumAccumulate:
+    case SxuOpcode::kPsumAccumulateRow:
+    case SxuOpcode::kPsumRead:
+    case SxuOpcode::kPsumReadRow:
+    case SxuOpcode::kPsumClear:
+    case SxuOpcode::kSetPredIfZero:
+    case SxuOpcode::kSetPredNeZero:
+    case SxuOpcode::kSkipIfPred:
+    case SxuOpcode::kSkipIfNotPred:
+    case SxuOpcode::kReadCycle:
+    case SxuOpcode::kLoopBegin:
+    case SxuOpcode::kLoopEnd:
+    case SxuOpcode::kLoadLoopDepth:
+    case SxuOpcode::kVzero:
+    case SxuOpcode::kVfill:
+    case SxuOpcode::kVmov:
+    case SxuOpcode::kVneg:
+    case SxuOpcode::kVabs:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+// Each cycle as tick() runs it in a quiet core: FETCH, the EXEC cycles, and VPU_COLLECT after a
+// combinational op (whose result is ready at once).
+bool Sxu::run_alone(TensorCore& tc) {
+  if (!loaded[pc] || !runs_alone(prog[pc])) return false;
+  latch();
+  ++cycles;
+  ++tc.cycle;
+  for (;;) {
+    const Exec outcome = kSxuOps[cur.op].exec(tc);
+    ++cycles;
+    ++tc.cycle;
+    switch (outcome) {
+      case Exec::kFired:
+        ++step;
+        continue;
+      case Exec::kNext:
+        ++pc;
+        phase = Phase::kFetch;
+        return true;
+      case Exec::kJump:
+        phase = Phase::kFetch;
+        return true;
+      case Exec::kAwaitCollect:
+        tc.vrf[vpu_wb_dst] = tc.vpu.result;
+        vpu_wb_pending = false;
+        ++cycles;
+        ++tc.cycle;
+        ++pc;
+        phase = Phase::kFetch;
+        return true;
+      default:
+        tc.fail("internal error: an instruction run alone stalled");
+    }
+  }
+}
+
 namespace sxu_exec {
 namespace {
 

@@ -44,6 +44,11 @@ struct Sxu {
   bool halted() const { return phase == Phase::kHalted; }
   template <bool kTraced>
   void tick(TensorCore& tc);
+  // The instruction at pc from its FETCH to its retirement at once, for a core in which nothing else works
+  // (TensorCore::run_instruction_alone checks that): when it is one whose cycles then involve no other unit
+  // but a combinational VPU op, ending within kMaxAloneCycles. Returns whether it ran.
+  static constexpr int kMaxAloneCycles = 4;
+  bool run_alone(TensorCore& tc);
 
  private:
   void fetch(TensorCore& tc);

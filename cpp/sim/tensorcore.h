@@ -78,6 +78,17 @@ class TensorCore {
     const bool idle_else = sxu.vpu_wait && !sxu.xlu_busy && !ctrl.active();
     return idle_else && vpu.busy_left > 1 ? uint64_t(vpu.busy_left - 1) : 0;
   }
+  // An untraced run takes an instruction whole when nothing but the SXU would work in its cycles: the SXU is
+  // at FETCH, owes no write-back, the VPU and the MXU are idle and every record has arrived (Sxu::run_alone
+  // says which instructions qualify). The state and counts are what ticking its cycles one by one gives.
+  // `limit`: a run reaches no cycle past it without the timeout and poll check.
+  bool run_instruction_alone(uint64_t limit) {
+    const bool quiet = sxu.phase == Sxu::Phase::kFetch && !sxu.xlu_busy && !sxu.vpu_wb_pending &&
+                       vpu.is_done() && !ctrl.active() && !sxu.fetch_overlap && cycle >= data_arrival;
+    if (!quiet || cycle + Sxu::kMaxAloneCycles > limit) return false;
+    psum_port_taken = false;  // an idle MXU does not drain
+    return sxu.run_alone(*this);
+  }
   void skip_vpu_wait(uint64_t n) {
     sxu.cycles += n;
     sxu.stall_cycles += n;
