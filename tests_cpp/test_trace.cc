@@ -190,6 +190,39 @@ std::map<std::string, uint64_t> stall_cycles(const std::string& program) {
   for (const Slice& s : slices(log, Track::kSxu, 1)) out[s.name] += s.end - s.begin;
   return out;
 }
+// A run without a trace (which takes shortcuts) against the same run traced (which ticks every cycle):
+// the same results, cycles and unit counts. Returns the untraced run.
+RunResult check_untraced_as_traced(const Bundle& b) {
+  const RunResult plain = run_bundle(b);
+  TraceLog log;
+  const RunResult traced = run_bundle(b, {}, &log);
+  CHECK(plain.output() == traced.output());
+  CHECK(plain.sxu_cycles == traced.sxu_cycles);
+  CHECK(plain.busy.vpu == traced.busy.vpu);
+  CHECK(plain.busy.xlu == traced.busy.xlu);
+  CHECK(plain.busy.mxu == traced.busy.mxu);
+  CHECK(plain.busy.sxu_stall == traced.busy.sxu_stall);
+  return plain;
+}
+// The same run timed out at `max_cycles`, untraced and traced: the same timeout error.
+void check_timeout_as_traced(const Bundle& b, uint64_t max_cycles) {
+  TensorCoreConfig cfg;
+  cfg.max_cycles = max_cycles;
+  std::string plain_error, traced_error;
+  try {
+    run_bundle(b, cfg);
+  } catch (const SimError& e) {
+    plain_error = e.what();
+  }
+  try {
+    TraceLog timed_out;
+    run_bundle(b, cfg, &timed_out);
+  } catch (const SimError& e) {
+    traced_error = e.what();
+  }
+  CHECK_THAT(plain_error, Catch::Contains("no HALT after"));
+  CHECK(plain_error == traced_error);
+}
 const char* kData =
     "WMEM[0] = 1 0 0 0 0 1 0 0 0 0 1 0 0 0 0 1\nAMEM[0] = 1 2 3 4\n"
     "VMEM[0] = 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n";
@@ -242,31 +275,9 @@ TEST_CASE(
   for (const std::string& program : programs) {
     INFO(program);
     const Bundle b = assemble(std::string(kData) + program);
-    const RunResult plain = run_bundle(b);
-    TraceLog log;
-    const RunResult traced = run_bundle(b, {}, &log);
-    CHECK(plain.output() == traced.output());
-    CHECK(plain.sxu_cycles == traced.sxu_cycles);
-    CHECK(plain.busy.vpu == traced.busy.vpu);
-    CHECK(plain.busy.sxu_stall == traced.busy.sxu_stall);
-    CHECK(plain.busy.mxu == traced.busy.mxu);
-    CHECK(plain.busy.sxu_stall > 80);  // the TranscUnit's waits are there to be skipped
-    TensorCoreConfig cfg;
-    cfg.max_cycles = plain.start + 60;  // inside the first op's wait
-    std::string plain_error, traced_error;
-    try {
-      run_bundle(b, cfg);
-    } catch (const SimError& e) {
-      plain_error = e.what();
-    }
-    try {
-      TraceLog timed_out;
-      run_bundle(b, cfg, &timed_out);
-    } catch (const SimError& e) {
-      traced_error = e.what();
-    }
-    CHECK_THAT(plain_error, Catch::Contains("no HALT after"));
-    CHECK(plain_error == traced_error);
+    const RunResult plain = check_untraced_as_traced(b);
+    CHECK(plain.busy.sxu_stall > 80);              // the TranscUnit's waits are there to be skipped
+    check_timeout_as_traced(b, plain.start + 60);  // inside the first op's wait
   }
 }
 
@@ -281,16 +292,7 @@ TEST_CASE(
   for (const auto& entry : fs::directory_iterator(std::string(TINYTPU_KERNELS_DIR) + "/reference")) {
     if (entry.path().extension() != ".bundle") continue;
     INFO(entry.path().filename().string());
-    const Bundle b = parse_wire(test::read_file(entry.path()));
-    const RunResult plain = run_bundle(b);
-    TraceLog log;
-    const RunResult traced = run_bundle(b, {}, &log);
-    CHECK(plain.output() == traced.output());
-    CHECK(plain.sxu_cycles == traced.sxu_cycles);
-    CHECK(plain.busy.vpu == traced.busy.vpu);
-    CHECK(plain.busy.xlu == traced.busy.xlu);
-    CHECK(plain.busy.mxu == traced.busy.mxu);
-    CHECK(plain.busy.sxu_stall == traced.busy.sxu_stall);
+    check_untraced_as_traced(parse_wire(test::read_file(entry.path())));
     ++checked;
   }
   CHECK(checked >= 49);
@@ -301,22 +303,7 @@ TEST_CASE(
   const RunResult whole = run_bundle(b);
   for (uint64_t at = whole.start; at < whole.start + whole.sxu_cycles; ++at) {
     INFO("max_cycles " << at);
-    TensorCoreConfig cfg;
-    cfg.max_cycles = at;
-    std::string plain_error, traced_error;
-    try {
-      run_bundle(b, cfg);
-    } catch (const SimError& e) {
-      plain_error = e.what();
-    }
-    try {
-      TraceLog timed_out;
-      run_bundle(b, cfg, &timed_out);
-    } catch (const SimError& e) {
-      traced_error = e.what();
-    }
-    CHECK_THAT(plain_error, Catch::Contains("no HALT after"));
-    CHECK(plain_error == traced_error);
+    check_timeout_as_traced(b, at);
   }
 }
 

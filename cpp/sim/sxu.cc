@@ -184,19 +184,17 @@ bool Sxu::run_alone(TensorCore& tc) {
       case Exec::kFired:
         ++step;
         continue;
+      case Exec::kAwaitCollect:  // VPU_COLLECT: the write-back, then retirement in that cycle
+        tc.vrf[vpu_wb_dst] = tc.vpu.result;
+        vpu_wb_pending = false;
+        ++cycles;
+        ++tc.cycle;
+        [[fallthrough]];
       case Exec::kNext:
         ++pc;
         phase = Phase::kFetch;
         return true;
       case Exec::kJump:
-        phase = Phase::kFetch;
-        return true;
-      case Exec::kAwaitCollect:
-        tc.vrf[vpu_wb_dst] = tc.vpu.result;
-        vpu_wb_pending = false;
-        ++cycles;
-        ++tc.cycle;
-        ++pc;
         phase = Phase::kFetch;
         return true;
       default:
