@@ -127,7 +127,7 @@ TEST_CASE("lane_pack: terms of different shapes and stores at one element stay a
   CHECK(p.nodes[p.stores[0].value].op == Op::ADD);
 }
 
-TEST_CASE("lane_pack: a 16-element sum runs as LOAD, SUM_REDUCE_TILE, STORE, HALT") {
+TEST_CASE("lane_pack: a 16-element sum runs as LOAD, SUM_REDUCE_TILE (in the background), STORE, HALT") {
   CompiledKernel k(test::kSum16Ir);
   std::vector<DeviceBuffer> bufs{DeviceBuffer(4), DeviceBuffer(16 * 4)};
   for (int i = 0; i < 16; ++i) {
@@ -140,7 +140,7 @@ TEST_CASE("lane_pack: a 16-element sum runs as LOAD, SUM_REDUCE_TILE, STORE, HAL
   CHECK(out == 120000 - 112);
   REQUIRE(s.tasm.size() == 1);
   const std::string& t = s.tasm[0];
-  CHECK(t.find("LOAD v0, VMEM[0]\nVPU v1 = SUM_REDUCE_TILE(v0)\nSTORE VMEM[0], v1\nHALT\n") !=
+  CHECK(t.find("LOAD v0, VMEM[0]\nVPU_BG v1 = SUM_REDUCE_TILE(v0)\nSTORE VMEM[0], v1\nHALT\n") !=
         std::string::npos);
   // the testbench's count: 2 per record (1 tile, 4 instructions, 1 output) + SXU cycles + 1 output + 4
   CHECK(s.cycles == 2 * 6 + s.sxu_cycles + 1 + 4);

@@ -350,7 +350,14 @@ class Emitter {
     // forgetting a constant there only costs a refill)
     reg_content_[in.vregDst % lim_.vregs] = kNothing;
   }
-  void vpu(VpuOpcode op, int d, int a, int b = 0) { emit(instr::vpu(op, d, a, b)); }
+  // A combinational op is dispatched in the background: its write-back lands in the next instruction's
+  // FETCH, which reads no vreg, so every later instruction sees it and the op costs 2 cycles, not
+  // DISPATCH_VPU's 3 (the collect's cycle is bsc's schedule, checked on the reference: test_sxu.cc).
+  void vpu(VpuOpcode op, int d, int a, int b = 0) {
+    Instr in = instr::vpu(op, d, a, b);
+    if (kVpuOps[size_t(op)].kind == VpuKind::kComb) in.op = uint8_t(SxuOpcode::kDispatchVpuBg);
+    emit(in);
+  }
 
   // A VMEM tile filled by the loader (a leaf, a constant, or a spilled value), loaded into a fresh vreg.
   int load_fill(int node, DType const_dtype = DType::kI32) {

@@ -130,6 +130,7 @@ namespace {
 bool runs_alone(const Instr& i) {
   switch (SxuOpcode(i.op)) {
     case SxuOpcode::kDispatchVpu:
+    case SxuOpcode::kDispatchVpuBg:
       return i.vpuOp < kNumVpuOps && kVpuOps[i.vpuOp].kind == VpuKind::kComb;
     case SxuOpcode::kLoadVreg:
     case SxuOpcode::kStoreVreg:
@@ -191,6 +192,12 @@ bool Sxu::run_alone(TensorCore& tc) {
         ++tc.cycle;
         [[fallthrough]];
       case Exec::kNext:
+        // A combinational VPU_BG's write-back lands in the next FETCH, which reads no vreg and, the core
+        // being quiet, meets no other unit: taken now, the state after that cycle is the same.
+        if (vpu_wb_pending) {
+          tc.vrf[vpu_wb_dst] = tc.vpu.result;
+          vpu_wb_pending = false;
+        }
         ++pc;
         phase = Phase::kFetch;
         return true;
