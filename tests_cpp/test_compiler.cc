@@ -4,6 +4,8 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <sstream>
 #include <tuple>
 
 #include "compiler/compile.h"
@@ -70,7 +72,7 @@ TEST_CASE("lowering splits long tile programs into launches within the hardware 
   Tracer t(k, {}, {640, 640, 640});
   TileProgram p;
   for (int c = 0; c < 40; ++c) CHECK(t.trace_chunk(c, p));
-  std::vector<int32_t> consts;
+  std::vector<Tile> consts;
   const TensorCoreConfig ref;
   auto launches = lower(p, ref, consts);
   CHECK(launches.size() > 1);
@@ -800,16 +802,21 @@ TEST_CASE("compiler: a divisor's half of exact division is computed where the di
   }
 }
 
+namespace {
+// out[i] = sqrt(x[i]) for n float32 x, as tinygrad renders x.sqrt() when the backend declares SQRT.
+std::string sqrt_ir(int n) {
+  return "KERNEL root\nCONST idx 0 " + std::to_string(n) +
+         "\n"                                                        // 0
+         "PARAM f32 1 0 0 GLOBAL 0 0\nPARAM f32 1 0 1 GLOBAL 0 0\n"  // 1 out, 2 x
+         "RANGE i32 1 0 0 WEAK\nINDEX f32 2 2 3\nLOAD f32 1 4\n"     // 3 i, 4, 5 x[i]
+         "SQRT f32 1 5\nINDEX f32 2 1 3\nSTORE void 2 7 6\n"         // 6..8
+         "END void 2 8 3\nSINK void 1 9\n";
+}
+}  // namespace
+
 TEST_CASE("compiler: SQRT is IEEE's square root, rounded alike, over the whole float range") {
-  // out[i] = sqrt(x[i]) for float32 x, as tinygrad renders x.sqrt() when the backend declares SQRT.
   const int n = 16 * 64;
-  const std::string ir = "KERNEL root\nCONST idx 0 " + std::to_string(n) +
-                         "\n"                                                        // 0
-                         "PARAM f32 1 0 0 GLOBAL 0 0\nPARAM f32 1 0 1 GLOBAL 0 0\n"  // 1 out, 2 x
-                         "RANGE i32 1 0 0 WEAK\nINDEX f32 2 2 3\nLOAD f32 1 4\n"     // 3 i, 4, 5 x[i]
-                         "SQRT f32 1 5\nINDEX f32 2 1 3\nSTORE void 2 7 6\n"         // 6..8
-                         "END void 2 8 3\nSINK void 1 9\n";
-  CompiledKernel k(ir);
+  CompiledKernel k(sqrt_ir(n));
   std::vector<DeviceBuffer> bufs{DeviceBuffer(n * 4), DeviceBuffer(n * 4)};
   auto* x = reinterpret_cast<float*>(bufs[1].data());
   // Zeros of both signs, infinities, a NaN, negatives (NaN), the smallest and largest subnormals and
@@ -845,6 +852,45 @@ TEST_CASE("compiler: SQRT is IEEE's square root, rounded alike, over the whole f
     wrong += std::isnan(want) ? !std::isnan(got) : std::memcmp(&got, &want, 4) != 0;
   }
   CHECK(wrong == 0);
+}
+
+TEST_CASE("lowering: combinational VPU ops run in the background, and a launch's constants share a palette") {
+  // sqrt asks for about twenty constants a tile (masks, exponent offsets, the estimate's magic,
+  // Newton's 1.5).
+  const int n = 16 * 64;
+  CompiledKernel k(sqrt_ir(n));
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(n * 4), DeviceBuffer(n * 4)};
+  auto* x = reinterpret_cast<float*>(bufs[1].data());
+  for (int i = 0; i < n; ++i) x[i] = float(i) * 0.37f + 0.01f;
+  KernelStats st = k.run(bufs, {}, true);
+  int wrong = 0;
+  for (int i = 0; i < n; ++i) {
+    const float want = std::sqrt(x[i]), got = reinterpret_cast<float*>(bufs[0].data())[i];
+    wrong += std::memcmp(&got, &want, 4) != 0;
+  }
+  CHECK(wrong == 0);
+  // Every VPU op sqrt lowers to is combinational: each goes in the background (2 cycles, not 3).
+  CHECK(count_in(st.tasm, "VPU_BG ") > 0);
+  int palettes = 0;
+  for (const std::string& launch : st.tasm) {
+    std::istringstream lines(launch);
+    int uniform = 0, broadcasts = 0;
+    bool palette = false;
+    for (std::string line; std::getline(lines, line);) {
+      CHECK(line.rfind("VPU ", 0) != 0);  // no synchronous DISPATCH_VPU
+      broadcasts += line.rfind("BROADCAST_SCALAR ", 0) == 0;
+      if (line.rfind("VMEM[", 0) != 0) continue;
+      std::istringstream values(line.substr(line.find('=') + 1, line.find('#') - line.find('=') - 1));
+      std::vector<int64_t> v{std::istream_iterator<int64_t>(values), std::istream_iterator<int64_t>()};
+      uniform += std::all_of(v.begin(), v.end(), [&](int64_t e) { return e == v[0]; });
+      palette = palette || std::find(v.begin(), v.end(), 0x5F3759DF) != v.end();  // the estimate's magic
+    }
+    // One constant tile of its own at most; the others are lanes of the palette, broadcast.
+    CHECK(uniform <= 1);
+    CHECK(palette == (broadcasts > 0));
+    palettes += palette;
+  }
+  CHECK(palettes == int(st.tasm.size()));
 }
 
 namespace {

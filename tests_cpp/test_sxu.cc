@@ -194,6 +194,18 @@ TEST_CASE("VPU_BG retires beside the main FSM without stalling it") {
   CHECK(r.vmem_results[0][0] == 2);
 }
 
+TEST_CASE("a chain of VPU_BG ops, each reading the one before, costs 2 cycles an op") {
+  // The compiler's use of it: the collect lands in the next instruction's FETCH, so the next EXEC reads the
+  // result and no guard (!vpu_wb_pending) stalls. SXU cycles by the table: LOAD 3, three VPU_BG 2 each,
+  // STORE 2, HALT 1.
+  const char* p =
+      "VMEM[0] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\nLOAD v0, VMEM[0]\nVPU_BG v1 = ADD(v0, v0)\n"
+      "VPU_BG v2 = MUL(v1, v1)\nVPU_BG v1 = SUB(v2, v0)\nSTORE VMEM[1], v1\nHALT\nOUTPUT_VMEM VMEM[1]\nEND";
+  auto r = test::run(p);
+  CHECK(r.sxu_cycles == 3 + 3 * 2 + 2 + 1);
+  for (int i = 0; i < 16; ++i) CHECK(r.vmem_results[0][i] == 4 * (i + 1) * (i + 1) - (i + 1));
+}
+
 TEST_CASE("a main-FSM write to the VPU_BG destination in the collect cycle wins") {
   // FSUM_REDUCE_TILE dispatched at T retires at T+17 (§2.4). PSUM_READ (3) + n VZEROs (2 each) put the
   // VFILL's EXEC at T+5+2n: n=6 lands on T+17 and the VFILL survives; n=5 lands on T+15 and the

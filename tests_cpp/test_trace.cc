@@ -297,13 +297,20 @@ TEST_CASE(
   }
   CHECK(checked >= 49);
   // A timeout in any cycle of an instruction taken whole names the same cycle and instruction as ticking.
-  const Bundle b = assemble(std::string(kData) +
-                            "LOAD v0, VMEM[0]\nVPU v1 = ADD(v0, v0)\nSELECT v2 = SELECT(v0, v1, v0)\n"
-                            "ROTATE v3, v2, amount=1\nSTORE VMEM[1], v3\nHALT\nOUTPUT_VMEM VMEM[1]\nEND");
-  const RunResult whole = run_bundle(b);
-  for (uint64_t at = whole.start; at < whole.start + whole.sxu_cycles; ++at) {
-    INFO("max_cycles " << at);
-    check_timeout_as_traced(b, at);
+  // The second program is the compiler's: background VPU ops and XLU broadcasts, each read by the next
+  // instruction, whose write-backs land in that instruction's FETCH.
+  for (const char* program : {"LOAD v0, VMEM[0]\nVPU v1 = ADD(v0, v0)\nSELECT v2 = SELECT(v0, v1, v0)\n"
+                              "ROTATE v3, v2, amount=1\nSTORE VMEM[1], v3\n",
+                              "LOAD v0, VMEM[0]\nVPU_BG v1 = ADD(v0, v0)\nVPU_BG v2 = MUL(v1, v1)\n"
+                              "BROADCAST_SCALAR v3 = v2[1, 2]\nVPU_BG v4 = ADD(v3, v2)\n"
+                              "SELECT v5 = SELECT(v0, v4, v3)\nSTORE VMEM[1], v5\n"}) {
+    INFO(program);
+    const Bundle b = assemble(std::string(kData) + program + "HALT\nOUTPUT_VMEM VMEM[1]\nEND");
+    const RunResult whole = check_untraced_as_traced(b);
+    for (uint64_t at = whole.start; at < whole.start + whole.sxu_cycles; ++at) {
+      INFO("max_cycles " << at);
+      check_timeout_as_traced(b, at);
+    }
   }
 }
 

@@ -44,7 +44,7 @@ class PlanBuilder {
 
   // Adds a batch's launches to the plan, with a run of them.
   CompiledBatch add(const TileProgram& prog, const std::vector<Launch>& launches,
-                    const std::vector<int32_t>& consts) {
+                    const std::vector<Tile>& consts) {
     spilled_.clear();  // node numbers are the batch's
     CompiledBatch batch{int64_t(plan_.launches.size()), int64_t(launches.size())};
     bounds_ = &batch.bounds;
@@ -177,13 +177,13 @@ class PlanBuilder {
     }
   }
 
-  static Image image(const Launch& l, const std::vector<int32_t>& consts) {
+  static Image image(const Launch& l, const std::vector<Tile>& consts) {
     Image image;
     std::vector<Record>& records = image.bundle.records;
     records.reserve(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
     for (const SlotFill& f : l.fills) {
       Record r{RecordType::kVmemTile, f.slot};
-      if (f.node < 0) r.data.fill(consts[-f.node - 1]);
+      if (f.node < 0) r.data = consts[-f.node - 1];
       records.push_back(r);
       image.fill_dtypes.push_back(f.dtype);
     }
@@ -305,7 +305,7 @@ struct FirstChunk {
   bool compiled = false;  // chunk 0 is a batch of its own, and `packed`, `launches` and `consts` are its
   TileProgram packed;
   std::vector<Launch> launches;
-  std::vector<int32_t> consts;
+  std::vector<Tile> consts;
 };
 
 // A float reduction's chunk layout, by compiling its first chunk both ways: the one whose estimated
@@ -372,7 +372,7 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
     why.passed(2);
     why.fused(prog, first_chain, chains);
     const int64_t stores = int64_t(prog.stores.size());
-    std::vector<int32_t> consts;
+    std::vector<Tile> consts;
     std::vector<Launch> launches;
     if (first.compiled && chains == first_chain) {  // chunk 0, packed and lowered by choose_layout
       prog = std::move(first.packed);

@@ -156,7 +156,11 @@ class Emitter {
     for (pos_ = 0; pos_ < int(events_.size()); ++pos_) {
       bool is_node = events_[pos_].first;
       int id = events_[pos_].second;
-      transact([&] { is_node ? emit_node(id) : emit_store(id); });
+      transact([&] {
+        event_asks_.clear();
+        is_node ? emit_node(id) : emit_store(id);
+      });
+      if (is_node) op_asks_.try_emplace({p_.nodes[id].op, p_.nodes[id].dtype}, event_asks_);
     }
     finish_launch();
     return std::move(launches_);
@@ -193,6 +197,23 @@ class Emitter {
   // The constant a vreg holds (const_content), kept after it is released until an instruction writes the
   // vreg: a later use of the constant takes the vreg back instead of filling another.
   std::array<int64_t, TensorCoreConfig::kMaxVregs> reg_content_{};
+  // The constant forecast: when all free vregs hold constants, the one asked for again latest (or never)
+  // is given up. A node's lowering asks for the same constants, in the same order, every time its op and
+  // dtype recur (learned from its first emission); a leaf operand with a uniform value asks for that.
+  static constexpr int kForecastEvents = 32;  // how far ahead a forecast looks
+  std::map<std::pair<Op, DType>, std::vector<int64_t>> op_asks_;
+  std::vector<int64_t> event_asks_;  // the current event's lowering's asks so far
+  bool asking_for_leaf_ = false;
+  // The launch's constant palette: up to 16 constants in the lanes of one constant tile, each taken into a
+  // vreg by BROADCAST_SCALAR (an XLU op: 2 cycles) from the vreg holding the palette, where a constant of
+  // its own costs a fill record and a LOAD (3 cycles) in every launch. Lanes 0..15, because the broadcast's
+  // lane selector is the 4-bit vregSrc2 (row-major, so lane k on every geometry). A vreg or slot holding it
+  // holds kPalette.
+  static constexpr int kPaletteLanes = 16;
+  static constexpr int64_t kPalette = kConstTag - 1;
+  std::vector<int32_t> palette_;                         // its values, lane by lane
+  int palette_tile_ = -1;                                // its index in consts_, -1 before its first fill
+  int own_consts_ = 0;                                   // constants with fills of their own in the launch
   std::bitset<TensorCoreConfig::kMaxVregs> event_regs_;  // operands of the current event: never evicted
   int pos_ = 0;                                          // current emission position
 
@@ -204,6 +225,9 @@ class Emitter {
     std::fill_n(slot_.begin(), lim_.slots, kFree);
     slot_content_.fill(kNothing);
     reg_content_.fill(kNothing);
+    palette_.clear();
+    palette_tile_ = -1;
+    own_consts_ = 0;
     for (int n : bound_) vreg_[n] = -1;
     bound_.clear();
   }
@@ -258,6 +282,8 @@ class Emitter {
     auto saved_slots = slot_;
     auto saved_content = slot_content_;
     auto saved_reg_content = reg_content_;
+    const size_t palette = palette_.size();
+    const int palette_tile = palette_tile_;
     event_regs_.reset();
     undo_.clear();
     try {
@@ -276,6 +302,10 @@ class Emitter {
     slot_ = saved_slots;
     slot_content_ = saved_content;
     reg_content_ = saved_reg_content;
+    palette_.resize(palette);  // the launch ends here: its palette keeps the lanes it had
+    palette_tile_ = palette_tile;
+    if (palette_tile_ >= 0)
+      std::fill(consts_[palette_tile_].begin() + palette, consts_[palette_tile_].end(), 0);
     event_regs_.reset();
     for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) vreg_[it->first] = it->second;
     cut();
@@ -308,18 +338,57 @@ class Emitter {
     if (out_slots() + busy > lim_.slots) throw NoRoom{kNoSlots};
     if (int(cur_.drains.size()) + busy > lim_.drains) throw NoRoom{kNoOutputs};
   }
-  // A free vreg, one holding no constant first.
+  // A free vreg: one holding no constant first, else the one whose constant is asked for again latest.
   int alloc_vreg() {
     room_for_one_more_vreg();
     int pick = -1;
     for (int r = 0; r < lim_.vregs && (pick < 0 || reg_content_[pick] != kNothing); ++r)
       if (!busy_[r]) pick = r;
+    if (pick >= 0 && reg_content_[pick] != kNothing) pick = latest_asked_free_vreg();
     if (pick >= 0) {
       busy_.set(pick);
       return pick;
     }
     if (int r = evict_leaf(); r >= 0) return r;
     throw NoRoom{kNoVregs};
+  }
+  // Of the free vregs, all holding constants, the one whose constant the forecast asks for again latest.
+  int latest_asked_free_vreg() const {
+    std::array<int, TensorCoreConfig::kMaxVregs> when;  // events ahead, kForecastEvents + 1: not foreseen
+    int open = 0;
+    for (int r = 0; r < lim_.vregs; ++r) {
+      when[r] = busy_[r] ? -1 : kForecastEvents + 1;
+      open += !busy_[r];
+    }
+    auto asked = [&](int64_t content, int ahead) {
+      const bool in_palette =
+          std::find(palette_.begin(), palette_.end(), int32_t(content - kConstTag)) != palette_.end();
+      for (int r = 0; r < lim_.vregs; ++r)
+        if (when[r] == kForecastEvents + 1 &&
+            (reg_content_[r] == content || (in_palette && reg_content_[r] == kPalette))) {
+          when[r] = ahead;
+          --open;
+        }
+    };
+    if (bool is_node = events_[pos_].first; is_node) {  // the rest of the current event's lowering
+      auto it = op_asks_.find({p_.nodes[events_[pos_].second].op, p_.nodes[events_[pos_].second].dtype});
+      if (it != op_asks_.end())
+        for (size_t k = event_asks_.size(); k < it->second.size(); ++k) asked(it->second[k], 0);
+    }
+    for (int e = pos_ + 1; e < int(events_.size()) && e <= pos_ + kForecastEvents && open > 0; ++e) {
+      auto [is_node, id] = events_[e];
+      if (!is_node) continue;
+      const TileNode& n = p_.nodes[id];
+      for (int o : {n.a, n.b, n.c})
+        if (o >= 0 && is_leaf(o))
+          if (auto bits = uniform_bits(p_, p_.nodes[o])) asked(const_content(int32_t(*bits)), e - pos_);
+      if (auto it = op_asks_.find({n.op, n.dtype}); it != op_asks_.end())
+        for (int64_t content : it->second) asked(content, e - pos_);
+    }
+    int pick = -1;
+    for (int r = 0; r < lim_.vregs; ++r)
+      if (when[r] >= 0 && (pick < 0 || when[r] > when[pick])) pick = r;
+    return pick;
   }
   int slot_holding(int64_t content) const {
     auto s = std::find(slot_content_.begin(), slot_content_.end(), content);
@@ -346,9 +415,8 @@ class Emitter {
   void emit(Instr in) {
     if (int(cur_.program.size()) + 1 + spillable() > lim_.instrs) throw NoRoom{kNoInstrs};
     cur_.program.push_back(in);
-    // every instruction that writes a vreg names it in vregDst (others may use the field otherwise:
-    // forgetting a constant there only costs a refill)
-    reg_content_[in.vregDst % lim_.vregs] = kNothing;
+    // every instruction that writes a vreg names it in vregDst
+    if (may_write_vreg_dst(in.op)) reg_content_[in.vregDst % lim_.vregs] = kNothing;
   }
   // A combinational op is dispatched in the background: its write-back lands in the next instruction's
   // FETCH, which reads no vreg, so every later instruction sees it and the op costs 2 cycles, not
@@ -372,6 +440,7 @@ class Emitter {
   // A constant tile: VZERO/VFILL when the value allows, else a loader constant.
   int constant(int32_t value, DType dtype = DType::kI32) {
     const int64_t content = const_content(value);
+    if (!asking_for_leaf_) event_asks_.push_back(content);
     for (int r = 0; r < lim_.vregs; ++r)
       if (!busy_[r] && reg_content_[r] == content) {  // still in a released vreg: take it back
         room_for_one_more_vreg();
@@ -385,11 +454,17 @@ class Emitter {
     } else if (value == int8_t(value)) {  // VFILL's immediate is one sign-extended byte
       r = alloc_vreg();
       emit(instr::vfill(r, int8_t(value)));
+    } else if (int lane = palette_lane(value); lane >= 0) {
+      int palette = palette_vreg();
+      r = alloc_vreg();
+      emit(instr::xlu(SxuOpcode::kBroadcastScalar, r, palette, lane));
+      release(palette);
     } else if (int s = slot_holding(const_content(value)); s >= 0) {
       r = alloc_vreg();  // filled earlier in this launch: LOAD it again
       emit(instr::load(r, s));
     } else {
-      consts_.push_back(value);
+      consts_.emplace_back().fill(value);
+      ++own_consts_;
       r = load_fill(-int(consts_.size()), dtype);  // negative node ids name constants
       slot_content_[cur_.fills.back().slot] = content;
     }
@@ -397,8 +472,47 @@ class Emitter {
     return r;
   }
 
+  // The constant's lane in the launch's palette, given one while there is room; -1 without.
+  int palette_lane(int32_t value) {
+    auto it = std::find(palette_.begin(), palette_.end(), value);
+    if (it != palette_.end()) return int(it - palette_.begin());
+    if (int(palette_.size()) == kPaletteLanes) return -1;
+    // A launch's first loader constant keeps a fill of its own (a fill and a LOAD: 7 cycles, where the
+    // palette's fill, LOAD and broadcast take 11); the second starts the palette.
+    if (palette_.empty() && own_consts_ == 0) return -1;
+    if (palette_tile_ >= 0)
+      consts_[palette_tile_][palette_.size()] = value;  // loaded or not: VMEM is filled first
+    palette_.push_back(value);
+    return int(palette_.size()) - 1;
+  }
+  // The palette in a busy vreg: a released vreg still holding it, a LOAD from its slot, or its fill.
+  int palette_vreg() {
+    for (int r = 0; r < lim_.vregs; ++r)
+      if (!busy_[r] && reg_content_[r] == kPalette) {
+        room_for_one_more_vreg();
+        busy_.set(r);
+        return r;
+      }
+    int r;
+    if (int s = slot_holding(kPalette); s >= 0) {
+      r = alloc_vreg();
+      emit(instr::load(r, s));
+    } else {
+      if (palette_tile_ < 0) {
+        palette_tile_ = int(consts_.size());
+        Tile& t = consts_.emplace_back();
+        t.fill(0);
+        std::copy(palette_.begin(), palette_.end(), t.begin());
+      }
+      r = load_fill(-(palette_tile_ + 1));
+      slot_content_[cur_.fills.back().slot] = kPalette;
+    }
+    reg_content_[r] = kPalette;
+    return r;
+  }
+
  public:
-  std::vector<int32_t> consts_;  // constant tiles, named -1, -2, ... in SlotFill::node
+  std::vector<Tile> consts_;  // constant tiles, named -1, -2, ... in SlotFill::node
 
  private:
   bool is_leaf(int node) const { return p_.nodes[node].op == Op::LOAD; }
@@ -408,8 +522,12 @@ class Emitter {
     const TileNode& n = p_.nodes[node];
     // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
     if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a)) throw NoRoom{"gather indices computed in this launch"};
-    auto bits = uniform_bits(p_, n);
-    if (bits) return constant(int32_t(*bits), n.dtype);
+    if (auto bits = uniform_bits(p_, n)) {
+      asking_for_leaf_ = true;
+      int r = constant(int32_t(*bits), n.dtype);
+      asking_for_leaf_ = false;
+      return r;
+    }
     if (int s = slot_holding(node); s >= 0) {  // filled earlier in this launch, its vreg given up
       int r = alloc_vreg();
       emit(instr::load(r, s));
@@ -1322,8 +1440,8 @@ int64_t estimated_cycles(const std::vector<Launch>& launches) {  // hardware.md 
   return cycles;
 }
 
-std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg,
-                          std::vector<int32_t>& constants, bool fast_math, const Choices& choices) {
+std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
+                          bool fast_math, const Choices& choices) {
   // Both emission orders, and the one whose launches take fewer cycles.
   Emitter by_store(prog, cfg, fast_math, choices, EmitOrder::kByStore);
   auto launches = by_store.run();

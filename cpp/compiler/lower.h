@@ -4,6 +4,7 @@
 #include "compiler/mxu_dot.h"
 #include "compiler/tracer.h"
 #include "isa/instr.h"
+#include "sim/tile.h"
 
 namespace tinytpu::compiler {
 
@@ -11,7 +12,8 @@ namespace tinytpu::compiler {
 // is spilled to host-side scratch (a drain) and comes back as a fill.
 struct SlotFill {
   int slot;
-  int node;  // a leaf node's lanes, the spilled value of a computed node, or constant -k (constants[k-1])
+  int node;  // a leaf node's lanes, the spilled value of a computed node, or constant tile -k
+             // (constants[k-1])
   DType dtype = DType::kI32;  // what the lanes hold (DEBUG=4 shows float tiles as floats too)
 };
 struct SlotDrain {
@@ -41,15 +43,13 @@ struct Launch {
 };
 
 // Instruction selection, register and VMEM allocation, and splitting into launches.
-// Constant tiles the code needs are returned in `constants` (uniform values). An MXU operand with the
-// values of one already loaded in the launch (`choices`) reuses it.
-// What the testbench takes to run launches, as far as code generation changes it: two cycles per
-// record, and each instruction's cycles with its FETCH (VPU ops from their table; the few other
-// multi-cycle instructions counted as two).
+// Constant tiles the code needs are returned in `constants` (uniform values, and each launch's palette). An
+// MXU operand with the values of one already loaded in the launch (`choices`) reuses it. What the testbench
+// takes to run launches, as far as code generation changes it: two cycles per record, and each instruction's
+// cycles with its FETCH (VPU ops from their table; the few other multi-cycle instructions counted as two).
 int64_t estimated_cycles(const std::vector<Launch>& launches);
 
-std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg,
-                          std::vector<int32_t>& constants, bool fast_math = false,
-                          const Choices& choices = {});
+std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
+                          bool fast_math = false, const Choices& choices = {});
 
 }  // namespace tinytpu::compiler

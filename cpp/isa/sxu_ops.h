@@ -80,4 +80,8 @@ extern const std::array<SxuOpInfo, kNumSxuOps> kSxuOps;  // indexed by opcode
 
 const SxuOpInfo* find_sxu_op(std::string_view name);  // by `name`, case-insensitive
 
+// Whether the opcode may write the vreg its vregDst field names: its canonical template names vregDst as a
+// vreg (others use the field for a PSUM bucket or a row, or not at all).
+bool may_write_vreg_dst(uint8_t opcode);
+
 }  // namespace tinytpu

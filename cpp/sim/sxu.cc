@@ -192,8 +192,12 @@ bool Sxu::run_alone(TensorCore& tc) {
         ++tc.cycle;
         [[fallthrough]];
       case Exec::kNext:
-        // A combinational VPU_BG's write-back lands in the next FETCH, which reads no vreg and, the core
-        // being quiet, meets no other unit: taken now, the state after that cycle is the same.
+        // An XLU op's or a combinational VPU_BG's write-back lands in the next FETCH, which reads no vreg
+        // and, the core being quiet, meets no other unit: taken now, the state after that cycle is the same.
+        if (xlu_busy) {
+          tc.vrf[xlu_dst] = tc.xlu.result;
+          xlu_busy = false;
+        }
         if (vpu_wb_pending) {
           tc.vrf[vpu_wb_dst] = tc.vpu.result;
           vpu_wb_pending = false;
