@@ -1,13 +1,14 @@
 """Draws bench/history.tsv with matplotlib: the benchmark's geomean elems/cycle per recorded run, the compute-only
 (SXU cycles) geomean on its own axis at the right, the reference TinyTPU project's 0.663 and this hardware's floor
-(about 0.875, issue 5). Usage: python bench/plot.py [history.tsv] [out.png]"""
+(the geomean of the kernels' floors, tinytpu.workloads). Usage: python bench/plot.py [history.tsv] [out.png]"""
 import csv, os, sys
 import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
+from tinytpu.workloads import DEFAULT, geomean
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REFERENCE, FLOOR = 0.663, 0.875
+REFERENCE, FLOOR = 0.663, round(geomean([k.work / k.floor for k in DEFAULT]), 3)
 
 def plot(rows: list[dict], out: str) -> None:
   runs = [f"{r['date']}\n{r['commit']}" for r in rows]
