@@ -454,7 +454,8 @@ class Emitter {
     } else if (value == int8_t(value)) {  // VFILL's immediate is one sign-extended byte
       r = alloc_vreg();
       emit(instr::vfill(r, int8_t(value)));
-    } else if (int lane = palette_lane(value); lane >= 0) {
+    } else if (int lane = busy_.count() + 2 <= size_t(lim_.vregs) ? palette_lane(value) : -1; lane >= 0) {
+      // (two free vregs: the palette's and the constant's; with fewer, a fill of its own takes one)
       int palette = palette_vreg();
       r = alloc_vreg();
       emit(instr::xlu(SxuOpcode::kBroadcastScalar, r, palette, lane));
