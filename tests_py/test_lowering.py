@@ -156,7 +156,11 @@ def test_exp2_is_tinygrads_decomposition_bit_for_bit():
   r = np.random.default_rng(5)
   x = np.concatenate([np.asarray(v).astype(np.float32) for v in (
     r.random(8192) * 320 - 170, r.standard_normal(4096) * 4, r.integers(0, 2**32, 4096, dtype=np.uint64).astype(np.uint32).view(np.float32),
-    [128, np.nextafter(128, 0), -150, np.nextafter(-150, 0), -149.5, -126, -0.5, 0.5, -0.0, 1e30, -1e30], SPECIAL, -SPECIAL)])
+    [128, np.nextafter(128, 0), -150, np.nextafter(-150, 0), -149.5, -126, -0.5, 0.5, -0.0, 1e30, -1e30], SPECIAL, -SPECIAL,
+    # the compiler's clamp to [-151, 129], and between it and xexp2's cut-offs
+    [-151, np.nextafter(-151, 0), np.nextafter(-151, -200), -150.5, np.nextafter(-150, -200), -151.5, 128.5, 128.25,
+     129, np.nextafter(129, 0), np.nextafter(129, 200), 129.5, np.nextafter(128, 200)], np.linspace(-152, -149, 3001),
+    np.linspace(127, 130, 3001))])
   got = Tensor(x, device="TINYTPU").exp2().numpy()
   assert _bitwise_equal(got, _xexp2(x)).all()
 

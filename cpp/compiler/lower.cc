@@ -1014,20 +1014,24 @@ class Emitter {
 
   // 2^x as tinygrad's xexp2 computes it (codegen/decomp/transcendental.py), operation for operation where
   // one rounds, so the result is the bits its decomposition gives lowered node by node, in fewer
-  // instructions: x (infinities and NaN as 0) to an integer q = trunc(x +- 0.5), s = x - q, its degree-6
-  // polynomial in s by Horner's rule, times 2^(q/2) and 2^(q - q/2) (q/2 truncated: each a normal power of
-  // two, the second product rounding where the result is subnormal); inf from 128 up, 0 below -150, NaN
-  // for NaN.
+  // instructions: x to an integer q = trunc(x +- 0.5), s = x - q, its degree-6 polynomial in s by Horner's
+  // rule, times 2^(q/2) and 2^(q - q/2) (q/2 truncated: each a normal power of two, the second product
+  // rounding where the result is subnormal); NaN for NaN. xexp2 takes infinities as 0 and selects inf from
+  // 128 up and 0 below -150; here x is clamped to [-151, 129] instead, where the same products give those:
+  // from 128 up u*2^q is at least 2^128 (u = 2^s to within an ulp) and overflows, below -150 it is under
+  // 2^-150 and rounds to 0, and in between nothing changes.
   void exp2_decomposed(int d, int x) {
     int ax = alloc_vreg(), t = alloc_vreg(), xm = alloc_vreg(), q = alloc_vreg();
-    int inf = constant(0x7F800000), zero = constant(0);
     vpu(VpuOpcode::kFabs, ax, x);
-    vpu(VpuOpcode::kCmplt, t, ax, inf);  // finite
-    emit(instr::select(xm, t, x, zero));
-    vpu(VpuOpcode::kFcmplt, t, xm, zero);
-    int half = constant(0x3F000000, DType::kF32), minus_half = constant(int32_t(0xBF000000u), DType::kF32);
-    emit(instr::select(t, t, minus_half, half));
-    for (int c : {half, minus_half}) release(c);
+    int low = constant(int32_t(0xC3170000u), DType::kF32),
+        high = constant(0x43010000, DType::kF32);  // -151, 129
+    vpu(VpuOpcode::kFmax, xm, x, low);             // a NaN gives -151: its result is replaced below
+    vpu(VpuOpcode::kFmin, xm, xm, high);
+    for (int c : {low, high}) release(c);
+    int sign = constant(int32_t(0x80000000u)), half = constant(0x3F000000, DType::kF32);
+    vpu(VpuOpcode::kAnd, t, xm, sign);  // +-0.5 with x's sign (a -0 gives -0.5: q is 0 either way)
+    vpu(VpuOpcode::kOr, t, t, half);
+    for (int c : {sign, half}) release(c);
     vpu(VpuOpcode::kFadd, t, xm, t);
     vpu(VpuOpcode::kF2i, q, t);  // rounded away from zero
     vpu(VpuOpcode::kI2f, t, q);
@@ -1043,17 +1047,11 @@ class Emitter {
       vpu(VpuOpcode::kFmul, t, t, e);
     }
     for (int k : {two, bias, k23}) release(k);
-    int top = constant(0x43000000, DType::kF32),
-        bottom = constant(int32_t(0xC3160000u), DType::kF32);  // 128, -150
-    vpu(VpuOpcode::kFcmplt, q, x, top);
-    emit(instr::select(t, q, t, inf));
-    vpu(VpuOpcode::kFcmplt, q, x, bottom);
-    emit(instr::select(t, q, zero, t));
-    for (int k : {top, bottom}) release(k);
+    int inf = constant(0x7F800000);
     vpu(VpuOpcode::kCmplt, q, inf, ax);  // NaN
     int nan = constant(0x7FC00000);
     emit(instr::select(d, q, nan, t));
-    for (int r : {nan, inf, zero, ax, t, xm, q}) release(r);
+    for (int r : {nan, inf, ax, t, xm, q}) release(r);
   }
 
   // log2(x) as tinygrad's xlog2 computes it, operation for operation where one rounds (as exp2_decomposed):
