@@ -136,6 +136,19 @@ def test_bitcasts(src, dst):
   if src.itemsize != dst.itemsize: return
   check(lambda x: x.bitcast(dst), data((40,), src, -100, 100), dtype=src)
 
+@pytest.mark.parametrize("src,dst", [(dtypes.int8, dtypes.uint8), (dtypes.uint8, dtypes.int8), (dtypes.int16, dtypes.uint16),
+                                     (dtypes.uint16, dtypes.int16)])
+def test_bitcast_between_signednesses_then_arithmetic(src, dst):
+  # A narrow lane is held sign- or zero-extended as its dtype says: a bitcast to the other signedness extends it
+  # the other way before a wider op reads it (int8 -53 is uint8 203, so 203 * 3 + 1 as int32).
+  check(lambda x: x.bitcast(dst).cast(dtypes.int32) * 3 + 1, data((40,), src, -100, 100), dtype=src)
+
+def test_bitcast_int8_pairs_to_int16():
+  # tinygrad assembles each int16 from two bytes (uint8 lanes, shifted and added in uint16): upstream test_dtype's
+  # TestInt8DType.test_bitcast_alt, where a negative low byte was added sign-extended (17867 for 18123).
+  got = Tensor(np.array([72, -90, 27, 40, -53, 70, 96, 51], np.int8), device="TINYTPU").bitcast(dtypes.short).tolist()
+  assert got == [-22968, 10267, 18123, 13152]
+
 REDUCTION_CASES = [(op, dt) for op in ("sum", "max", "min", "prod", "mean") for dt in (dtypes.int32, dtypes.float32)]
 
 @pytest.mark.parametrize("op,dtype", REDUCTION_CASES)

@@ -1271,8 +1271,9 @@ class Emitter {
         vpu(VpuOpcode::kSub, d, a, d);
         break;
       }
-      case Op::BITCAST:
+      case Op::BITCAST:  // the bits, a narrow integer's extended as its dtype is (int8 <-> uint8)
         vpu(VpuOpcode::kAnd, d, a, a);
+        wrap(n.dtype, d);
         break;
       case Op::MXU_DOT:
         mxu_dot(d, p_.mxu[n.mxu], a);

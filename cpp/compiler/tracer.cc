@@ -782,10 +782,12 @@ void Tracer::trace_cast(size_t ip) {
   const Value& x = src(n, 0);
   Value& res = st_.val[ip];
   bool foldable = x.kind == Value::kConst && !is_float(x.dtype) && !is_float(n.dtype);
-  // Lanes keep their bits: a bitcast, a float to float cast (float32 lanes; a weak float constant is
-  // float32 bits), an integer to a 32-bit integer (narrow lanes are held sign- or zero-extended). The
-  // value is the source's, constant or tile, without an instruction.
-  bool same_bits = n.op == Op::BITCAST || (is_float(x.dtype) && is_float(n.dtype)) ||
+  // Lanes keep their bits: a bitcast to a 32-bit type, a float to float cast (float32 lanes; a weak float
+  // constant is float32 bits), an integer to a 32-bit integer (narrow lanes are held sign- or
+  // zero-extended). The value is the source's, constant or tile, without an instruction. A bitcast between
+  // narrow integers of the other signedness (int8 -> uint8) extends its lanes the other way: a tile node.
+  bool same_bits = (n.op == Op::BITCAST && (dtype_bytes(n.dtype) == 4 || n.dtype == x.dtype)) ||
+                   (is_float(x.dtype) && is_float(n.dtype)) ||
                    (is_lane_int(x.dtype) && (n.dtype == DType::kI32 || n.dtype == DType::kU32));
   if (foldable) {
     res = x;
