@@ -160,7 +160,7 @@ class Emitter {
         event_asks_.clear();
         is_node ? emit_node(id) : emit_store(id);
       });
-      if (is_node) op_asks_.try_emplace({p_.nodes[id].op, p_.nodes[id].dtype}, event_asks_);
+      if (is_node) op_asks_.try_emplace(op_key(p_.nodes[id]), event_asks_);
     }
     finish_launch();
     return std::move(launches_);
@@ -201,6 +201,7 @@ class Emitter {
   // is given up. A node's lowering asks for the same constants, in the same order, every time its op and
   // dtype recur (learned from its first emission); a leaf operand with a uniform value asks for that.
   static constexpr int kForecastEvents = 32;  // how far ahead a forecast looks
+  static std::pair<Op, DType> op_key(const TileNode& n) { return {n.op, n.dtype}; }
   std::map<std::pair<Op, DType>, std::vector<int64_t>> op_asks_;
   std::vector<int64_t> event_asks_;  // the current event's lowering's asks so far
   bool asking_for_leaf_ = false;
@@ -370,11 +371,9 @@ class Emitter {
           --open;
         }
     };
-    if (bool is_node = events_[pos_].first; is_node) {  // the rest of the current event's lowering
-      auto it = op_asks_.find({p_.nodes[events_[pos_].second].op, p_.nodes[events_[pos_].second].dtype});
-      if (it != op_asks_.end())
+    if (auto [is_node, id] = events_[pos_]; is_node)  // the rest of the current event's lowering
+      if (auto it = op_asks_.find(op_key(p_.nodes[id])); it != op_asks_.end())
         for (size_t k = event_asks_.size(); k < it->second.size(); ++k) asked(it->second[k], 0);
-    }
     for (int e = pos_ + 1; e < int(events_.size()) && e <= pos_ + kForecastEvents && open > 0; ++e) {
       auto [is_node, id] = events_[e];
       if (!is_node) continue;
@@ -382,7 +381,7 @@ class Emitter {
       for (int o : {n.a, n.b, n.c})
         if (o >= 0 && is_leaf(o))
           if (auto bits = uniform_bits(p_, p_.nodes[o])) asked(const_content(int32_t(*bits)), e - pos_);
-      if (auto it = op_asks_.find({n.op, n.dtype}); it != op_asks_.end())
+      if (auto it = op_asks_.find(op_key(n)); it != op_asks_.end())
         for (int64_t content : it->second) asked(content, e - pos_);
     }
     int pick = -1;
@@ -437,16 +436,21 @@ class Emitter {
     emit(instr::load(r, s));
     return r;
   }
-  // A constant tile: VZERO/VFILL when the value allows, else a loader constant.
-  int constant(int32_t value, DType dtype = DType::kI32) {
-    const int64_t content = const_content(value);
-    if (!asking_for_leaf_) event_asks_.push_back(content);
+  // A released vreg still holding `content` (a constant, or the palette), taken back busy; -1 without.
+  int take_back(int64_t content) {
     for (int r = 0; r < lim_.vregs; ++r)
-      if (!busy_[r] && reg_content_[r] == content) {  // still in a released vreg: take it back
+      if (!busy_[r] && reg_content_[r] == content) {
         room_for_one_more_vreg();
         busy_.set(r);
         return r;
       }
+    return -1;
+  }
+  // A constant tile: VZERO/VFILL when the value allows, else a loader constant.
+  int constant(int32_t value, DType dtype = DType::kI32) {
+    const int64_t content = const_content(value);
+    if (!asking_for_leaf_) event_asks_.push_back(content);
+    if (int r = take_back(content); r >= 0) return r;
     int r;
     if (value == 0) {
       r = alloc_vreg();
@@ -488,12 +492,7 @@ class Emitter {
   }
   // The palette in a busy vreg: a released vreg still holding it, a LOAD from its slot, or its fill.
   int palette_vreg() {
-    for (int r = 0; r < lim_.vregs; ++r)
-      if (!busy_[r] && reg_content_[r] == kPalette) {
-        room_for_one_more_vreg();
-        busy_.set(r);
-        return r;
-      }
+    if (int r = take_back(kPalette); r >= 0) return r;
     int r;
     if (int s = slot_holding(kPalette); s >= 0) {
       r = alloc_vreg();

@@ -16,14 +16,16 @@ namespace tinytpu {
 //    rule fires: no main-FSM rule that can fire then reads a vreg (they are guarded by
 //    !vpu_wb_pending), and when both write the same vreg the main FSM's write wins (G0117). Its only
 //    G0010 conflicts are the MXU epilogue dispatches (42, 46), which lose that cycle.
+void Sxu::collect_xlu(TensorCore& tc) {
+  tc.vrf[xlu_dst] = tc.xlu.result;
+  xlu_busy = false;
+}
+
 template <bool kTraced>
 void Sxu::tick(TensorCore& tc) {
   collecting = vpu_wb_pending && tc.vpu.is_done();
   vpu_wait = false;
-  if (xlu_busy) {
-    tc.vrf[xlu_dst] = tc.xlu.result;
-    xlu_busy = false;
-  }
+  if (xlu_busy) collect_xlu(tc);
   if (collecting) tc.vrf[vpu_wb_dst] = tc.vpu.result;  // first, so a main-FSM write overrides it
   Exec outcome = Exec::kFired;                         // what the cycle did, for a trace
   // On to the next instruction in sequence. Overlapped fetch (a variant, config.h) fetches it in this same
@@ -185,19 +187,15 @@ bool Sxu::run_alone(TensorCore& tc) {
       case Exec::kFired:
         ++step;
         continue;
-      case Exec::kAwaitCollect:  // VPU_COLLECT: the write-back, then retirement in that cycle
-        tc.vrf[vpu_wb_dst] = tc.vpu.result;
-        vpu_wb_pending = false;
+      case Exec::kAwaitCollect:  // VPU_COLLECT: one more cycle, the write-back and retirement in it
         ++cycles;
         ++tc.cycle;
         [[fallthrough]];
       case Exec::kNext:
-        // An XLU op's or a combinational VPU_BG's write-back lands in the next FETCH, which reads no vreg
-        // and, the core being quiet, meets no other unit: taken now, the state after that cycle is the same.
-        if (xlu_busy) {
-          tc.vrf[xlu_dst] = tc.xlu.result;
-          xlu_busy = false;
-        }
+        // VPU_COLLECT's write-back; or an XLU op's or a combinational VPU_BG's, which lands in the next
+        // FETCH: that reads no vreg and, the core being quiet, meets no other unit, so taken now, the state
+        // after that cycle is the same.
+        if (xlu_busy) collect_xlu(tc);
         if (vpu_wb_pending) {
           tc.vrf[vpu_wb_dst] = tc.vpu.result;
           vpu_wb_pending = false;

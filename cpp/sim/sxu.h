@@ -60,6 +60,7 @@ struct Sxu {
     phase = SxuOpcode(cur.op) == SxuOpcode::kHalt ? Phase::kHalted : Phase::kExec;
   }
   void trace_cycle(TensorCore& tc, Exec outcome);
+  void collect_xlu(TensorCore& tc);  // the XLU's result into its destination vreg
 };
 
 }  // namespace tinytpu
