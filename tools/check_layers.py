@@ -1,0 +1,44 @@
+"""Fails when a C++ include runs against the layering (docs: the code's layout).
+
+cpp/ is layered, each layer including only itself and the layers below it:
+
+  base      config, tile, errors, fp32, the value functions of the FP reducer and the transcendental unit
+  isa       opcode tables, instruction word, TASM, bundles
+  sim       the units, the SXU that drives them, the TensorCore that clocks them, the testbench runner
+  compiler  IR -> plans                    runtime   executes plans (beside the compiler, may use it)
+  bindings  the Python module
+
+Within sim, the units sit below the SXU and the SXU below the TensorCore: tensorcore.h, runner.h and trace
+consumers above; a unit's file never includes tensorcore.h or sxu.h.
+
+Usage: python tools/check_layers.py [cpp-dir]   (exit 1 and one line per offending include)
+"""
+import re
+import sys
+from pathlib import Path
+
+LAYERS = ["base", "isa", "sim", "compiler", "runtime", "bindings"]
+# sim's own order: a file may include sim files of its rank or below. Unlisted sim files are units (rank 0).
+SIM_RANK = {"sxu": 1, "tensorcore": 2, "runner": 3}
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include\s+"([a-z_]+)/([a-z0-9_]+)\.(?:h|def)"', re.M)
+
+def offences(root: Path):
+  for path in sorted(root.glob("*/*")):
+    if path.suffix not in (".h", ".cc", ".def"): continue
+    layer, stem = path.parent.name, path.stem
+    if layer not in LAYERS: yield f"{path}: in no layer (layers: {', '.join(LAYERS)})"; continue
+    for m in INCLUDE.finditer(path.read_text()):
+      to_layer, to_stem = m.groups()
+      line = path.read_text()[:m.start()].count("\n") + 1
+      if to_layer not in LAYERS:
+        yield f"{path}:{line}: includes {to_layer}/{to_stem}, in no layer"
+      elif LAYERS.index(to_layer) > LAYERS.index(layer):
+        yield f"{path}:{line}: {layer} includes {to_layer}/{to_stem}, a layer above it"
+      elif layer == to_layer == "sim" and SIM_RANK.get(to_stem, 0) > SIM_RANK.get(stem, 0):
+        yield f"{path}:{line}: sim/{stem} includes sim/{to_stem}, above it in sim (units < sxu < tensorcore < runner)"
+
+if __name__ == "__main__":
+  root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "cpp")
+  bad = list(offences(root))
+  print("\n".join(bad) if bad else f"layers: every include in {root} runs downwards")
+  sys.exit(1 if bad else 0)
