@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "isa/bundle.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 
 namespace tinytpu::fuzz {
 

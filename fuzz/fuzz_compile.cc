@@ -5,7 +5,7 @@
 
 #include "fuzz.h"
 #include "runtime/executor.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 
 using namespace tinytpu;
 

@@ -2,7 +2,7 @@
 // same bundle, and that TASM must be a fixed point. Clean rejection of the input: AsmError.
 #include "fuzz.h"
 #include "isa/tasm.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 
 using namespace tinytpu;
 

@@ -3,7 +3,7 @@
 // Clean rejections: AsmError (input), SimError (a run the reference would hang or time out on).
 #include "fuzz.h"
 #include "isa/bundle.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 #include "sim/runner.h"
 
 using namespace tinytpu;

@@ -2,7 +2,7 @@
 // word. Clean rejection: AsmError. An accepted bundle must print back to the same wire text.
 #include "fuzz.h"
 #include "isa/bundle.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 
 using namespace tinytpu;
 

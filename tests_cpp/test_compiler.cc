@@ -15,7 +15,7 @@
 #include "compiler/tracer.h"
 #include "helpers.h"
 #include "runtime/executor.h"
-#include "sim/config.h"
+#include "base/config.h"
 
 using namespace tinytpu;
 using namespace tinytpu::compiler;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 
 using namespace tinytpu;
 using Catch::Matchers::Contains;

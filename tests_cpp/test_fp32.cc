@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 
-#include "sim/fp32.h"
+#include "base/fp32.h"
 
 using namespace tinytpu;
 using fp32::Order;

@@ -4,7 +4,7 @@
 
 #include "helpers.h"
 #include "isa/sxu_ops.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 
 using namespace tinytpu;
 

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "helpers.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 
 using namespace tinytpu;
 namespace fs = std::filesystem;

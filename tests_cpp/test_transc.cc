@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 
-#include "sim/transc.h"
+#include "base/transc.h"
 
 using namespace tinytpu;
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "isa/vpu_ops.h"
-#include "sim/fp32.h"
+#include "base/fp32.h"
 
 using namespace tinytpu;
 

@@ -7,7 +7,7 @@
 #include "isa/bundle.h"
 #include "isa/tasm.h"
 #include "runtime/executor.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 #include "sim/runner.h"
 
 namespace py = pybind11;

@@ -13,7 +13,7 @@
 #include "compiler/lower.h"
 #include "compiler/mxu_dot.h"
 #include "compiler/replay.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 
 namespace tinytpu::compiler {
 

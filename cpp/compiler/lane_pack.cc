@@ -6,6 +6,7 @@
 #include <set>
 
 #include "compiler/op_table.h"
+#include "sim/timing.h"
 
 namespace tinytpu::compiler {
 
@@ -595,9 +596,11 @@ class ReplicaPacker {
   }
 
  private:
-  // Estimated cycles, with each instruction's record: an op, a gathered leaf (its fill and LOAD), a
-  // broadcast.
-  static constexpr int kOpCycles = 5, kLeafCycles = 7, kBroadcastCycles = 4;
+  // Estimated cycles, with each instruction's record: an op (a combinational DISPATCH_VPU), a gathered leaf
+  // (its fill record and a LOAD), a broadcast.
+  static inline const int kOpCycles = kRecordCycles + instr_cycles(Instr{uint8_t(SxuOpcode::kDispatchVpu)}),
+                          kLeafCycles = 2 * kRecordCycles + instr_cycles(SxuOpcode::kLoadVreg),
+                          kBroadcastCycles = kRecordCycles + instr_cycles(SxuOpcode::kDispatchXluBroadcast);
   static constexpr size_t kOpenGroups = 8;  // groups taking roots at a time
   struct Group {
     LaneAxis axis;

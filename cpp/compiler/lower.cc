@@ -6,7 +6,8 @@
 
 #include "compiler/op_table.h"
 #include "isa/instr_builders.h"
-#include "sim/fp32.h"
+#include "sim/timing.h"
+#include "base/fp32.h"
 
 namespace tinytpu::compiler {
 
@@ -1429,12 +1430,8 @@ class Emitter {
 int64_t estimated_cycles(const std::vector<Launch>& launches) {  // hardware.md §2.7, §4.4
   int64_t cycles = 0;
   for (const Launch& l : launches) {
-    cycles += 2 * int64_t(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
-    for (const Instr& in : l.program)
-      cycles += in.op == uint8_t(SxuOpcode::kLoadVreg) ? 3
-                : in.op == uint8_t(SxuOpcode::kDispatchVpu)
-                    ? 2 + vpu_done_latency(kVpuOps[in.vpuOp % kNumVpuOps])
-                    : 2;
+    cycles += kRecordCycles * int64_t(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
+    for (const Instr& in : l.program) cycles += instr_cycles(in);
   }
   return cycles;
 }

@@ -4,7 +4,7 @@
 #include "compiler/mxu_dot.h"
 #include "compiler/tracer.h"
 #include "isa/instr.h"
-#include "sim/tile.h"
+#include "base/tile.h"
 
 namespace tinytpu::compiler {
 

@@ -8,6 +8,7 @@
 #include "compiler/op_table.h"
 #include "isa/vpu_ops.h"
 #include "sim/controller.h"
+#include "sim/timing.h"
 
 namespace tinytpu::compiler {
 
@@ -314,11 +315,12 @@ class Fuser {
     if (m.single_dispatch()) {  // one MXU_VPU_EPILOGUE
       records += int(m.acts.size());
       instrs = 1;
-      sxu = epilogue_dispatch_cycles(1);
+      sxu = instr_cycles(Instr{uint8_t(SxuOpcode::kDispatchMxuVpuEpilogue), 0, 0, 0, 0, 0, 0, 0, /*tLen*/ 1});
     } else if (!m.os) {
       records += int(m.acts.size());
       instrs = int(m.dispatches.size()) + 2;
-      sxu = ws_dispatch_interval(1) * int(m.dispatches.size()) + 5;
+      sxu = ws_dispatch_interval(1) * int(m.dispatches.size()) + instr_cycles(SxuOpcode::kWaitMxu) +
+            instr_cycles(SxuOpcode::kPsumRead);
     } else {
       int rows = 0;
       for (bool r : m.live_rows) rows += r;
@@ -327,7 +329,9 @@ class Fuser {
         sxu += os_dispatch_interval(d.k);
       }
       instrs = int(m.dispatches.size()) + 2 * rows + 1 + !m.live_rows[0];
-      sxu += 2 + 4 * rows + 3;
+      sxu += instr_cycles(SxuOpcode::kWaitMxu) +
+             rows * (instr_cycles(SxuOpcode::kLoadMxuMatrixRow) + instr_cycles(SxuOpcode::kPsumAccumulateRow)) +
+             instr_cycles(SxuOpcode::kPsumRead);
     }
     return 2 * (records + instrs) + sxu;
   }

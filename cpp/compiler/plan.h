@@ -6,7 +6,7 @@
 #include "compiler/ir.h"
 #include "compiler/tracer.h"
 #include "isa/bundle.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 
 namespace tinytpu::compiler {
 

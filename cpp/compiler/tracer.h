@@ -11,7 +11,7 @@
 
 #include "compiler/ir.h"
 #include "isa/vpu_ops.h"
-#include "sim/tile.h"
+#include "base/tile.h"
 
 namespace tinytpu::compiler {
 

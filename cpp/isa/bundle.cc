@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "isa/tasm.h"
-#include "sim/config.h"
-#include "sim/errors.h"
+#include "base/config.h"
+#include "base/errors.h"
 
 namespace tinytpu {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "isa/instr.h"
-#include "sim/tile.h"
+#include "base/tile.h"
 
 namespace tinytpu {
 

@@ -3,7 +3,7 @@
 #include <array>
 #include <cstdint>
 
-#include "sim/config.h"
+#include "base/config.h"
 
 namespace tinytpu {
 
@@ -12,6 +12,9 @@ struct Instr {
   uint8_t op = 0, vmemAddr = 0, vregDst = 0, vregSrc = 0, vpuOp = 0, vregSrc2 = 0, mxuWBase = 0, mxuABase = 0,
           mxuTLen = 0;
 };
+
+// DISPATCH_MXU's PSUM deposit, in vregSrc2's low two bits (hardware.md §2.7).
+enum class PsumMode : uint8_t { kOff = 0, kWrite = 1, kAccumulate = 2, kInvalid = 3 };
 
 constexpr int kNumFields = 9;
 struct FieldInfo {

@@ -4,7 +4,6 @@
 #include "isa/instr.h"
 #include "isa/sxu_ops.h"
 #include "isa/vpu_ops.h"
-#include "sim/controller.h"
 
 // Instructions by what their operands mean, so code generators never fill Instr fields by position. Each
 // builder is named after its TASM mnemonic and takes the operands in TASM order (sxu_ops.def's templates

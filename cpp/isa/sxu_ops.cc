@@ -4,23 +4,17 @@
 
 #include <cstring>
 
-#include "sim/sxu_exec.h"
 
 namespace tinytpu {
 
-const std::array<const char*, kNumStalls> kStallNames = {"VPU write-back", "VPU busy",  "VPU result",
-                                                         "XLU result",     "MXU busy",  "MXU result",
-                                                         "PSUM port",      "DMA record"};
-
 // TASM templates: see isa/tasm.h for the template language. Mnemonics follow the reference's TASM
 // (hardware.md §5); opcodes it has no mnemonic for get the names TRANSPOSE, PSUM_*, SET_PRED_*,
-// SKIP_IF_*, PSUM_CLEAR_ALL. The exec of HALT is never called: FETCH handles it.
+// SKIP_IF_*, PSUM_CLEAR_ALL.
 #define WAR "WMEM[{mxuWBase:addr}], AMEM[{mxuABase:addr}]"
 #define GEMM "{vregDst:vreg} = GEMM(" WAR ", tiles={mxuTLen:tiles})"
-using namespace sxu_exec;
 const std::array<SxuOpInfo, kNumSxuOps> kSxuOps = {{
-#define X(opcode, name, mnemonic, exec, cycles, ...) \
-  {uint8_t(SxuOpcode::name), mnemonic, {__VA_ARGS__}, exec, cycles},
+#define X(opcode, name, mnemonic, exec, cycles, timing, alone, reads_data, ...) \
+  {uint8_t(SxuOpcode::name), mnemonic, {__VA_ARGS__}, cycles, SxuTiming::timing, SxuAlone::alone, reads_data},
 #include "isa/sxu_ops.def"
 #undef X
 }};

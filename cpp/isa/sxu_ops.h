@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sim/config.h"
+#include "base/config.h"
 
 // BROADCAST_SCALAR's lane selector in vregSrc2, for the TASM template: the row in the high bits, the column
 // in the low ones (TensorCoreConfig::kRowBits each).
@@ -16,33 +16,6 @@
 #endif
 
 namespace tinytpu {
-
-class TensorCore;
-
-// What one EXEC cycle of an SXU instruction did. BSV rules either fire or are blocked by a guard;
-// a blocked rule leaves the SXU in place (a stall) and lets a conflicting background rule fire. A stall
-// says what it waits for: the profiler reports the causes.
-enum class Exec : uint8_t {
-  kFired,         // the rule fired; the instruction needs more EXEC cycles (step advances)
-  kNext,          // finished: pc + 1, back to FETCH
-  kJump,          // finished: the function set pc itself, back to FETCH
-  kAwaitCollect,  // dispatched a synchronous VPU op: wait in VPU_COLLECT for the write-back
-  // Stalls: nothing happened this cycle (or WAIT_MXU polled); step stays.
-  kStallVpuWriteback,  // a VPU result is still to be written back to a vreg
-  kStallVpuBusy,       // a multi-cycle VPU op is running
-  kStallVpuResult,     // a synchronous VPU op waits for its result (VPU_COLLECT)
-  kStallXluResult,     // the previous XLU result is collected this cycle
-  kStallMxuBusy,       // the MXU is running a dispatch
-  kStallMxuResult,     // waits for the MXU to reach Done
-  kStallPsumPort,      // the MXU drain owns the PSUM write port
-  kStallLoad,          // a memory entry's record has not arrived (the DMA loader variant, config.h)
-};
-constexpr Exec kFirstStall = Exec::kStallVpuWriteback;
-constexpr int kNumStalls = 8;
-inline bool is_stall(Exec e) { return e >= kFirstStall; }
-extern const std::array<const char*, kNumStalls> kStallNames;  // indexed by e - kFirstStall
-
-using SxuExecFn = Exec (*)(TensorCore& tc);
 
 // The SXU opcodes, numbered in sxu_ops.def.
 enum class SxuOpcode : uint8_t {
@@ -65,15 +38,22 @@ static_assert(
     }(),
     "sxu_ops.def lists opcodes 0, 1, 2, ... in order");
 
+// How an opcode's unstalled cycles are made up (the .def's `timing` column; sim/timing.h computes them).
+enum class SxuTiming : uint8_t { kFixed, kVpu, kMxu, kWait, kPsumBuckets };
+// Whether a quiet core may take the instruction whole (the .def's `alone` column).
+enum class SxuAlone : uint8_t { kNever, kAlways, kCombVpu };
+
 // One row per SXU opcode (hardware.md §2.7). The TASM templates drive both the assembler and the
-// disassembler (tasm.h documents the template language); `exec` is the instruction's behaviour in
-// one EXEC cycle, defined in sim/sxu.cc; `cycles` documents the unstalled cost including FETCH.
+// disassembler (tasm.h documents the template language); the timing columns are described in the .def.
+// The simulator's behaviour of each opcode is sim's, named by the .def's exec column.
 struct SxuOpInfo {
   uint8_t opcode;
   const char* name;
   std::array<const char*, 2> tasm;  // canonical template first; nullptr when unused
-  SxuExecFn exec;
-  const char* cycles;
+  uint8_t cycles;
+  SxuTiming timing;
+  SxuAlone alone;
+  bool reads_data;
 };
 
 extern const std::array<SxuOpInfo, kNumSxuOps> kSxuOps;  // indexed by opcode

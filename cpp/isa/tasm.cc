@@ -12,8 +12,8 @@
 
 #include "isa/sxu_ops.h"
 #include "isa/vpu_ops.h"
-#include "sim/config.h"
-#include "sim/errors.h"
+#include "base/config.h"
+#include "base/errors.h"
 
 namespace tinytpu {
 

@@ -2,9 +2,9 @@
 
 #include <cstdint>
 
-#include "sim/fp32.h"
-#include "sim/fp_reducer.h"
-#include "sim/transc.h"
+#include "base/fp32.h"
+#include "base/fp_reducer.h"
+#include "base/transc.h"
 
 // The VPU opcode table, built from vpu_ops.def (hardware.md §3, src/VPU.bsv). Each op is a per-lane (or
 // per-row / per-column / per-tile) function lifted onto the tile by one of the shape helpers below.

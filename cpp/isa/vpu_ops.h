@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sim/tile.h"
+#include "base/tile.h"
 
 namespace tinytpu {
 

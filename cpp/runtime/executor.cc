@@ -10,7 +10,7 @@
 #include "compiler/compile.h"
 #include "compiler/log.h"
 #include "isa/tasm.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 #include "sim/runner.h"
 #include "sim/tensorcore.h"
 

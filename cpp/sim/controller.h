@@ -2,6 +2,7 @@
 #include <array>
 #include <cstdint>
 
+#include "isa/instr.h"
 #include "sim/memories.h"
 #include "sim/systolic_array.h"
 
@@ -20,7 +21,6 @@ enum class CState : uint8_t {
   kDone
 };
 enum class Dataflow : uint8_t { kWS, kWSAccumulate, kOS };
-enum class PsumMode : uint8_t { kOff = 0, kWrite = 1, kAccumulate = 2, kInvalid = 3 };
 
 // The start methods, one per dispatching SXU opcode.
 enum class MxuStart : uint8_t {
@@ -40,8 +40,6 @@ constexpr int ws_dispatch_interval(int t_len) { return t_len + kRows + 4; }
 constexpr int os_dispatch_interval(int k) {
   return (k > 1 ? k : 1) + k + kRows + kRows + 3;
 }  // K' + k + rows + cols + 3
-// A synchronous epilogue dispatch (42, 46) with its FETCH: tLen + rows + 7 (hardware.md §2.7).
-constexpr int epilogue_dispatch_cycles(int t_len) { return ws_dispatch_interval(t_len) + 3; }
 
 struct EpilogueConfig {
   bool bias = false, relu = false, reduce = false, sumsq = false;

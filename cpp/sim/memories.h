@@ -2,7 +2,7 @@
 #include <array>
 #include <cstring>
 
-#include "sim/tile.h"
+#include "base/tile.h"
 
 namespace tinytpu {
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "isa/tasm.h"
-#include "sim/errors.h"
+#include "base/errors.h"
 #include "sim/tensorcore.h"
 
 namespace tinytpu {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "isa/bundle.h"
-#include "sim/config.h"
-#include "sim/tile.h"
+#include "base/config.h"
+#include "base/tile.h"
 #include "sim/trace.h"
 
 namespace tinytpu {

@@ -1,15 +1,40 @@
 #pragma once
+#include <algorithm>
 #include <array>
 #include <bitset>
 #include <cstdint>
 
+#include <string>
+
+#include "base/config.h"
 #include "isa/instr.h"
 #include "isa/sxu_ops.h"
-#include "sim/config.h"
+#include "sim/datapath.h"
 
 namespace tinytpu {
 
-class TensorCore;
+// What one EXEC cycle of an SXU instruction did. BSV rules either fire or are blocked by a guard;
+// a blocked rule leaves the SXU in place (a stall) and lets a conflicting background rule fire. A stall
+// says what it waits for: the profiler reports the causes.
+enum class Exec : uint8_t {
+  kFired,         // the rule fired; the instruction needs more EXEC cycles (step advances)
+  kNext,          // finished: pc + 1, back to FETCH
+  kJump,          // finished: the function set pc itself, back to FETCH
+  kAwaitCollect,  // dispatched a synchronous VPU op: wait in VPU_COLLECT for the write-back
+  // Stalls: nothing happened this cycle (or WAIT_MXU polled); step stays.
+  kStallVpuWriteback,  // a VPU result is still to be written back to a vreg
+  kStallVpuBusy,       // a multi-cycle VPU op is running
+  kStallVpuResult,     // a synchronous VPU op waits for its result (VPU_COLLECT)
+  kStallXluResult,     // the previous XLU result is collected this cycle
+  kStallMxuBusy,       // the MXU is running a dispatch
+  kStallMxuResult,     // waits for the MXU to reach Done
+  kStallPsumPort,      // the MXU drain owns the PSUM write port
+  kStallLoad,          // a memory entry's record has not arrived (the DMA loader variant, config.h)
+};
+constexpr Exec kFirstStall = Exec::kStallVpuWriteback;
+constexpr int kNumStalls = 8;
+inline bool is_stall(Exec e) { return e >= kFirstStall; }
+extern const std::array<const char*, kNumStalls> kStallNames;  // indexed by e - kFirstStall
 
 // ScalarUnit microprogram sequencer (ScalarUnit.bsv, hardware.md §2.7): single issue, one FETCH cycle
 // plus the instruction's EXEC cycles, with the XLU and (for VPU_BG) VPU write-backs retiring beside it.
@@ -36,6 +61,10 @@ struct Sxu {
   bool fetch_overlap = false;  // TensorCoreConfig::fetch_overlap, kept here for the hot path
   uint64_t cycles = 0;         // P: from the first FETCH through the FETCH of HALT
   uint64_t stall_cycles = 0;
+  // A kFixed instruction whose exec function finished before its row's cycles (sxu_ops.def) holds that
+  // many more EXEC cycles, then ends as the function said (kNext or kJump): the row is the timing.
+  uint8_t hold = 0;
+  Exec held = Exec::kNext;
 
   void start() {
     pc = 0;
@@ -43,24 +72,38 @@ struct Sxu {
   }
   bool halted() const { return phase == Phase::kHalted; }
   template <bool kTraced>
-  void tick(TensorCore& tc);
+  void tick(Datapath& tc);
   // The instruction at pc from its FETCH to its retirement at once, for a core in which nothing else works
   // (TensorCore::run_instruction_alone checks that): when it is one whose cycles then involve no other unit
   // but a combinational VPU op, ending within kMaxAloneCycles. Returns whether it ran.
-  static constexpr int kMaxAloneCycles = 4;
-  bool run_alone(TensorCore& tc);
+  static constexpr int kMaxAloneCycles = [] {  // the longest row that may run alone (a VPU op's latency 1)
+    int most = 0;
+#define X(opcode, name, mnemonic, exec, cycles, timing, alone, ...)                                  \
+  if (SxuAlone::alone != SxuAlone::kNever)                                                           \
+    most = std::max(most, cycles + (SxuTiming::timing == SxuTiming::kVpu ? 1 : 0));
+#include "isa/sxu_ops.def"
+#undef X
+    return most;
+  }();
+  bool run_alone(Datapath& tc);
+
+  // A reference hang or other fatal condition, reported with pc, instruction and cycle.
+  [[noreturn]] void fail(const Datapath& tc, const std::string& what) const;
 
  private:
-  void fetch(TensorCore& tc);
-  [[noreturn, gnu::cold, gnu::noinline]] void bad_fetch(TensorCore& tc);
+  void fetch(Datapath& tc);
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_fetch(Datapath& tc);
   void overlapped_fetch();
   void latch() {  // the instruction at pc becomes the running one; HALT retires in its FETCH cycle
     cur = prog[pc];
     step = 0;
     phase = SxuOpcode(cur.op) == SxuOpcode::kHalt ? Phase::kHalted : Phase::kExec;
   }
-  void trace_cycle(TensorCore& tc, Exec outcome);
-  void collect_xlu(TensorCore& tc);  // the XLU's result into its destination vreg
+  void trace_cycle(Datapath& tc, Exec outcome);
+  void collect_xlu(Datapath& tc);
+  // When a kFixed instruction's exec function ended (outcome kNext or kJump) before its row's cycles: holds
+  // it for the rest (hold, held) and makes the outcome kFired.
+  bool hold_to_row(Exec& outcome);  // the XLU's result into its destination vreg
 };
 
 }  // namespace tinytpu

@@ -1,52 +1,11 @@
 #pragma once
-#include "isa/sxu_ops.h"
+#include "sim/datapath.h"
+#include "sim/sxu.h"
 
-// The EXEC-cycle behaviour of each SXU opcode (defined in sim/sxu.cc, referenced by the kSxuOps table).
+// The EXEC-cycle behaviour of each SXU opcode, one function per sxu_ops.def row (its exec column), defined
+// in sim/sxu.cc. Called with the SXU in its EXEC phase for the instruction `s.cur`.
 namespace tinytpu::sxu_exec {
-Exec load_vreg(TensorCore&);
-Exec store_vreg(TensorCore&);
-Exec dispatch_vpu(TensorCore&);
-Exec xlu_broadcast(TensorCore&);
-Exec dispatch_mxu(TensorCore&);
-Exec wait_mxu(TensorCore&);
-Exec load_mxu_result(TensorCore&);
-Exec dispatch_select(TensorCore&);
-Exec broadcast_scalar(TensorCore&);
-Exec broadcast_row(TensorCore&);
-Exec broadcast_col(TensorCore&);
-Exec xlu_transpose(TensorCore&);
-Exec load_vpu_result(TensorCore&);
-Exec load_xlu_result(TensorCore&);
-Exec psum_write(TensorCore&);
-Exec psum_accumulate(TensorCore&);
-Exec psum_read(TensorCore&);
-Exec psum_read_row(TensorCore&);
-Exec psum_clear(TensorCore&);
-Exec set_pred_if_zero(TensorCore&);
-Exec skip_if_pred(TensorCore&);
-Exec psum_accumulate_row(TensorCore&);
-Exec dispatch_mxu_accumulate(TensorCore&);
-Exec mxu_clear(TensorCore&);
-Exec dispatch_mxu_os(TensorCore&);
-Exec load_mxu_matrix_row(TensorCore&);
-Exec read_cycle(TensorCore&);
-Exec loop_begin(TensorCore&);
-Exec loop_end(TensorCore&);
-Exec vzero(TensorCore&);
-Exec vfill(TensorCore&);
-Exec vmov(TensorCore&);
-Exec dispatch_mxu_os_accumulate(TensorCore&);
-Exec vneg(TensorCore&);
-Exec vabs(TensorCore&);
-Exec load_loop_depth(TensorCore&);
-Exec xlu_rotate(TensorCore&);
-Exec psum_clear_all(TensorCore&);
-Exec set_pred_ne_zero(TensorCore&);
-Exec skip_if_not_pred(TensorCore&);
-Exec dispatch_vpu_bg(TensorCore&);
-Exec dispatch_mxu_epilogue(TensorCore&);
-Exec load_epilogue_stat(TensorCore&);
-Exec set_requant_config(TensorCore&);
-Exec dispatch_mxu_requant(TensorCore&);
-Exec dispatch_mxu_vpu_epilogue(TensorCore&);
+#define X(opcode, name, mnemonic, exec, ...) Exec exec(Sxu& s, Datapath& tc);
+#include "isa/sxu_ops.def"
+#undef X
 }  // namespace tinytpu::sxu_exec

@@ -1,14 +1,7 @@
 #include "sim/tensorcore.h"
 
-#include "isa/tasm.h"
-#include "sim/errors.h"
 
 namespace tinytpu {
-
-std::string TensorCore::where() const {
-  return "pc " + std::to_string(sxu.pc) + " (" + format_instr(sxu.cur) + ") at cycle " +
-         std::to_string(cycle);
-}
 
 void TensorCore::trace_mxu(CState phase) {
   const char* name = "drain";
@@ -31,7 +24,5 @@ void TensorCore::trace_mxu(CState phase) {
   trace->state(Track::kMxu, 1, cycle, trace->name(name));
   if (ctrl.is_done()) trace->mxu_done(cycle);
 }
-
-void TensorCore::fail(const std::string& what) const { throw SimError(where() + ": " + what); }
 
 }  // namespace tinytpu

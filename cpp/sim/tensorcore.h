@@ -3,14 +3,9 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/config.h"
-#include "sim/controller.h"
-#include "sim/memories.h"
+#include "base/config.h"
+#include "sim/datapath.h"
 #include "sim/sxu.h"
-#include "sim/systolic_array.h"
-#include "sim/trace.h"
-#include "sim/vpu.h"
-#include "sim/xlu.h"
 
 namespace tinytpu {
 
@@ -24,35 +19,11 @@ namespace tinytpu {
 //    accepts new work and advances in one cycle;
 //  - within the SXU, the background write-backs never fire in the same cycle as a main-FSM rule that
 //    reads the vreg they write (Sxu::tick explains why), so vreg writes can be applied directly.
-class TensorCore {
+class TensorCore : public Datapath {
  public:
-  explicit TensorCore(const TensorCoreConfig& cfg = {})
-      : cfg(cfg), vrf(cfg), vmem(cfg), wsram(cfg), asram(cfg), psum(cfg) {
-    sxu.fetch_overlap = cfg.fetch_overlap;
-  }
-
-  TensorCoreConfig cfg;
-  uint64_t cycle = 0;  // free-running counter shared with the testbench (READ_CYCLE reads it)
+  explicit TensorCore(const TensorCoreConfig& cfg = {}) : Datapath(cfg) { sxu.fetch_overlap = cfg.fetch_overlap; }
 
   Sxu sxu;
-  VRegFile vrf;
-  Vmem vmem;
-  Vpu vpu;
-  Xlu xlu;
-  SystolicArray array;
-  WeightSram wsram;
-  ActivationSram asram;
-  PsumBank psum;
-  Controller ctrl;
-
-  TraceLog* trace = nullptr;  // the optional event sink; null: tracing off
-  // The DMA loader variant (config.h dma_overlap): the first cycle each VMEM entry's records have all
-  // arrived in, the same for all WeightSRAM and ActivationSRAM records, and for every record. All 0 on
-  // the reference, whose loading ends before the SXU starts.
-  std::array<uint64_t, TensorCoreConfig::kMaxDepth> vmem_arrival{};
-  uint64_t mxu_data_arrival = 0, data_arrival = 0;
-  uint64_t xlu_busy_cycles = 0;
-  bool psum_port_taken = false;  // the MXU drain owns the PSUM write port this cycle
 
   // kTraced: report to `trace` (non-null). A separate instantiation keeps the untraced cycle free of it.
   template <bool kTraced>
@@ -98,8 +69,7 @@ class TensorCore {
   }
 
   // A reference hang or other fatal condition, reported with pc and instruction.
-  [[noreturn]] void fail(const std::string& what) const;
-  std::string where() const;  // "pc N (MNEMONIC ...)"
+  [[noreturn]] void fail(const std::string& what) const { sxu.fail(*this, what); }
 
  private:
   void trace_mxu(CState phase);  // one busy MXU cycle, and the dispatch's end when it reached Done

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "isa/instr.h"
-#include "sim/config.h"
+#include "base/config.h"
 
 namespace tinytpu {
 

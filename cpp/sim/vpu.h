@@ -1,6 +1,6 @@
 #pragma once
 #include "isa/vpu_ops.h"
-#include "sim/tile.h"
+#include "base/tile.h"
 
 namespace tinytpu {
 

@@ -1,5 +1,5 @@
 #pragma once
-#include "sim/tile.h"
+#include "base/tile.h"
 
 namespace tinytpu {
 

@@ -1,4 +1,4 @@
-#include "sim/config.h"
+#include "base/config.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "sim/fp32.h"
+#include "base/fp32.h"
 
 namespace tinytpu::fp32 {
 // VPU.bsv int32_to_float: the magnitude's leading one sets the exponent and the next 23 bits are kept,

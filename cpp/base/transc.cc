@@ -1,7 +1,7 @@
-#include "sim/transc.h"
+#include "base/transc.h"
 
-#include "sim/fp32.h"
-#include "sim/tile.h"
+#include "base/fp32.h"
+#include "base/tile.h"
 
 namespace tinytpu {
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 #include <cstdint>
 
-#include "sim/tile.h"
+#include "base/tile.h"
 
 namespace tinytpu {
 

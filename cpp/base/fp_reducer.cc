@@ -1,6 +1,6 @@
-#include "sim/fp_reducer.h"
+#include "base/fp_reducer.h"
 
-#include "sim/fp32.h"
+#include "base/fp32.h"
 
 namespace tinytpu {
 namespace {

@@ -2,7 +2,7 @@
 #include <array>
 #include <cstdint>
 
-#include "sim/config.h"
+#include "base/config.h"
 
 namespace tinytpu {
 
