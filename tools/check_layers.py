@@ -8,8 +8,8 @@ cpp/ is layered, each layer including only itself and the layers below it:
   compiler  IR -> plans                    runtime   executes plans (beside the compiler, may use it)
   bindings  the Python module
 
-Within sim, the units sit below the SXU and the SXU below the TensorCore: tensorcore.h, runner.h and trace
-consumers above; a unit's file never includes tensorcore.h or sxu.h.
+Within sim: the units (vpu, xlu, controller, systolic_array, memories, trace, timing) < the datapath (the
+units the SXU drives) < the SXU (sxu, sxu_exec) < the TensorCore that clocks them < the testbench runner.
 
 Usage: python tools/check_layers.py [cpp-dir]   (exit 1 and one line per offending include)
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 LAYERS = ["base", "isa", "sim", "compiler", "runtime", "bindings"]
 # sim's own order: a file may include sim files of its rank or below. Unlisted sim files are units (rank 0).
-SIM_RANK = {"sxu": 1, "tensorcore": 2, "runner": 3}
+SIM_RANK = {"datapath": 1, "sxu": 2, "sxu_exec": 2, "tensorcore": 3, "runner": 4}
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include\s+"([a-z_]+)/([a-z0-9_]+)\.(?:h|def)"', re.M)
 
 def offences(root: Path):
@@ -35,7 +35,7 @@ def offences(root: Path):
       elif LAYERS.index(to_layer) > LAYERS.index(layer):
         yield f"{path}:{line}: {layer} includes {to_layer}/{to_stem}, a layer above it"
       elif layer == to_layer == "sim" and SIM_RANK.get(to_stem, 0) > SIM_RANK.get(stem, 0):
-        yield f"{path}:{line}: sim/{stem} includes sim/{to_stem}, above it in sim (units < sxu < tensorcore < runner)"
+        yield f"{path}:{line}: sim/{stem} includes sim/{to_stem}, above it in sim (units < datapath < sxu < tensorcore < runner)"
 
 if __name__ == "__main__":
   root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "cpp")
