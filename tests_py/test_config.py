@@ -3,6 +3,7 @@ Results equal tinygrad's CPU device; a smaller core takes more launches."""
 import numpy as np
 import pytest
 import tinytpu
+from tinytpu import configs
 from tinygrad import Tensor, Device
 
 # Devices of their own, so their kernels are compiled for their config only. The config is set before a device's
@@ -21,11 +22,22 @@ def test_device_default_is_reference():
   cfg = Device["TINYTPU"].config
   assert (cfg.depth, cfg.vregs, cfg.psum_buckets, cfg.prog_depth, cfg.loop_depth, cfg.max_outputs) == (32, 16, 8, 256, 4, 31)
 
-def test_bad_config_is_a_value_error():
+def test_bad_config_is_a_value_error_where_it_enters():
   cfg = tinytpu.Config()
-  cfg.vregs = 12
-  with pytest.raises(ValueError, match="vregs = 12"): cfg.check()
-  with pytest.raises(ValueError, match="vregs = 12"): tinytpu.run_tasm("HALT\nEND", config=cfg)
+  with pytest.raises(ValueError, match="vregs = 12: must be a power of two"): cfg.vregs = 12
+  with pytest.raises(ValueError, match="record_cycles = 3"): cfg.record_cycles = 3
+  with pytest.raises(ValueError, match="dma_overlap = 2"): cfg.dma_overlap = 2
+  assert (cfg.vregs, cfg.record_cycles, cfg.dma_overlap) == (16, 2, False)  # a refused value leaves the field
+  cfg.check()
+
+def test_every_config_field_reaches_python_and_the_search():
+  from tinytpu import _core, explore
+  names = [f["name"] for f in _core.config_fields()]
+  assert names == [k for k in configs.fields(tinytpu.Config()) if k != "rows"]
+  for f in _core.config_fields():
+    assert getattr(tinytpu.Config(), f["name"]) == f["default"] and f["doc"]
+    assert explore.SPACE.get(f["name"], []) == f["explore"]
+  assert repr(tinytpu.Config()) == " ".join(f"{f['name']}={f['default']}" for f in _core.config_fields())
 
 def softmax_input(r): return (r.uniform(-5, 5, (200,)).astype(np.float32),)
 

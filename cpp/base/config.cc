@@ -4,84 +4,59 @@
 #include <array>
 #include <charconv>
 #include <stdexcept>
+#include <type_traits>
 
 namespace tinytpu {
 
-namespace {
-
-void need(bool ok, const char* field, int value, const std::string& what) {
-  if (!ok)
-    throw std::invalid_argument("TensorCoreConfig." + std::string(field) + " = " + std::to_string(value) +
-                                ": " + what);
+const std::vector<ConfigField>& config_fields() {
+  using C = TensorCoreConfig;
+  static const std::vector<ConfigField> fields = {
+#define X(name, type, default_value, rule, min, max, doc, ...)                                                 \
+  {#name,                                                                                                       \
+   std::is_same_v<type, bool>,                                                                                  \
+   int(default_value),                                                                                          \
+   ConfigField::Rule::rule,                                                                                     \
+   min,                                                                                                         \
+   max,                                                                                                         \
+   doc,                                                                                                         \
+   {__VA_ARGS__},                                                                                               \
+   [](const C& c) { return int(c.name); },                                                                      \
+   [](C& c, int v) { c.name = type(v); }},
+#include "base/config_fields.def"
+#undef X
+  };
+  return fields;
 }
 
-bool power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
-
-void wrapping(const char* field, int value, int max) {
-  need(power_of_two(value) && value <= max, field, value,
-       "must be a power of two from 1 to " + std::to_string(max));
+void ConfigField::check(int value) const {
+  const bool pow2 = value > 0 && (value & (value - 1)) == 0;
+  if (value >= min && value <= max && (rule == Rule::kRange || pow2)) return;
+  const std::string range = is_bool                      ? "0 or 1"
+                            : rule == Rule::kPowerOfTwo ? "a power of two from " + std::to_string(min) + " to " + std::to_string(max)
+                                                        : "from " + std::to_string(min) + " to " + std::to_string(max);
+  throw std::invalid_argument("TensorCoreConfig." + std::string(name) + " = " + std::to_string(value) + ": must be " +
+                              range + " (" + doc + ")");
 }
-
-}  // namespace
 
 void TensorCoreConfig::check() const {
-  wrapping("depth", depth, kMaxDepth);
-  need(depth >= kRows, "depth", depth,
-       "must be at least " + std::to_string(kRows) + ": an MXU K-slice fills " + std::to_string(kRows) +
-           " WMEM tiles or AMEM rows");
-  wrapping("vregs", vregs, kMaxVregs);
-  wrapping("psum_buckets", psum_buckets, kMaxPsumBuckets);
-  need(prog_depth >= 1 && prog_depth <= kMaxProgDepth, "prog_depth", prog_depth,
-       "must be from 1 to " + std::to_string(kMaxProgDepth));
-  need(loop_depth >= 1 && loop_depth <= kMaxLoopDepth, "loop_depth", loop_depth,
-       "must be from 1 to " + std::to_string(kMaxLoopDepth));
-  need(max_outputs >= 1 && max_outputs <= kMaxOutputs, "max_outputs", max_outputs,
-       "must be from 1 to " + std::to_string(kMaxOutputs));
-  need(record_cycles == 1 || record_cycles == 2, "record_cycles", record_cycles,
-       "must be 1 (type beside the payload) or 2 (the reference testbench)");
+  for (const ConfigField& f : config_fields()) f.check(f.get(*this));
 }
-
-namespace {
-
-// The fields a configuration spec or describe() names, in order: an int member, or a bool one (0 or 1).
-struct Field {
-  const char* name;
-  int TensorCoreConfig::*number = nullptr;
-  bool TensorCoreConfig::*flag = nullptr;
-  int get(const TensorCoreConfig& c) const { return number ? c.*number : int(c.*flag); }
-  void set(TensorCoreConfig& c, int v) const {
-    if (number) return void(c.*number = v);
-    need(v == 0 || v == 1, name, v, "must be 0 or 1");
-    c.*flag = v == 1;
-  }
-};
-using C = TensorCoreConfig;
-const std::array<Field, 11> kFields = {{{"depth", &C::depth},
-                                        {"vregs", &C::vregs},
-                                        {"psum_buckets", &C::psum_buckets},
-                                        {"prog_depth", &C::prog_depth},
-                                        {"loop_depth", &C::loop_depth},
-                                        {"max_outputs", &C::max_outputs},
-                                        {"fetch_overlap", nullptr, &C::fetch_overlap},
-                                        {"record_cycles", &C::record_cycles},
-                                        {"dma_overlap", nullptr, &C::dma_overlap},
-                                        {"prefetch_launches", nullptr, &C::prefetch_launches},
-                                        {"resident_program", nullptr, &C::resident_program}}};
-
-}  // namespace
 
 std::string TensorCoreConfig::describe() const {
   std::string out;
-  for (const Field& f : kFields)
+  for (const ConfigField& f : config_fields())
     out += (out.empty() ? "" : " ") + std::string(f.name) + "=" + std::to_string(f.get(*this));
   return out;
 }
 
 void TensorCoreConfig::set(std::string_view field, int value) {
-  for (const Field& f : kFields)
-    if (field == f.name) return f.set(*this, value);
+  for (const ConfigField& f : config_fields())
+    if (field == f.name) {
+      f.check(value);
+      return f.put(*this, value);
+    }
   std::string known;
-  for (const Field& f : kFields) known += (known.empty() ? "" : ", ") + std::string(f.name);
+  for (const ConfigField& f : config_fields()) known += (known.empty() ? "" : ", ") + std::string(f.name);
   throw std::invalid_argument("TensorCoreConfig has no field '" + std::string(field) + "' (fields: " + known +
                               ")");
 }

@@ -16,7 +16,7 @@ namespace tinytpu {
 //    per geometry it ships (4 and 8 rows);
 //  - the encoding bounds (kMax*): TASM and the bundle's instruction fields are the reference ISA's, so
 //    a configuration can shrink a memory below what an instruction field addresses, never grow it.
-// Everything else is a field, checked by check().
+// Everything else is a field (config_fields.def), checked by check().
 #ifndef TINYTPU_ROWS
 #define TINYTPU_ROWS 4
 #endif
@@ -32,55 +32,40 @@ struct TensorCoreConfig {
   static constexpr int kMaxLoopDepth = 16;   // the loop stack's storage; `loop_depth` entries are used
   static constexpr int kMaxOutputs = 255;    // output records of each kind a bundle may hold
 
-  int depth = 32;        // VMEM, WeightSRAM and ActivationSRAM entries; addresses wrap mod depth
-  int vregs = 16;        // vector registers; register numbers wrap mod vregs
-  int psum_buckets = 8;  // PSUM tiles; bucket numbers wrap mod psum_buckets
-  int prog_depth = 256;  // program memory entries
-  int loop_depth = 4;    // nested LOOP_BEGINs kept; deeper ones are ignored, as in the reference
-  int max_outputs = 31;  // OUTPUT_VMEM / OUTPUT_ASRAM records: the testbench's counters are 5 bits wide
-
-  // Micro-architecture switches: hardware changes a designer could build (named_configs() below). Their
-  // defaults are the reference; every other value changes timing only, never a result.
-  //  - fetch_overlap: the SXU fetches the next instruction in the last EXEC cycle of the current one, so
-  //    an instruction costs its EXEC cycles alone. A taken branch still refetches (one bubble). XLU
-  //    and VPU write-backs are forwarded to the instruction executing in the cycle they land.
-  //  - record_cycles: loader cycles per bundle record. The reference testbench reads a record's type in
-  //    one cycle and applies it in the next (2); a loader with the type beside the payload on its bus
-  //    takes one.
-  //  - dma_overlap: the loader sends the program and output records first; the SXU starts once they are
-  //    in, while the data records (VMEM, WeightSRAM, ActivationSRAM tiles) keep arriving one per
-  //    record_cycles. An access to a VMEM entry whose record has not arrived waits for it (a read, and
-  //    a write, which the record would otherwise overwrite); an MXU dispatch waits for every
-  //    WeightSRAM and ActivationSRAM record; the outputs wait for every record.
-  //  - prefetch_launches: program memory, VMEM, WeightSRAM and ActivationSRAM are double-banked. While a
-  //    launch runs, the loader fills the other banks with the next launch of the same kernel call; the
-  //    next launch starts once its records are in and the current one has output its results. A launch
-  //    that reads a value the launch before it output starts loading only after that output.
-  //  - resident_program: program memory keeps programs across launches and kernel calls. It is a ring of
-  //    whole programs (prog_depth entries, both banks' with prefetch_launches): a new one is written after
-  //    the last one written, evicting those it overwrites; a launch starts at its program's first entry
-  //    (SXU programs have no absolute branch targets). Beside it, each resident program's output list.
-  //    The host knows what it sent: a launch whose program and output list are resident sends neither,
-  //    only its data records (the loader opens the bundle, sends the data, END and starts). With launch
-  //    prefetch, a launch whose program would overwrite the running launch's loads after it ends.
-  bool fetch_overlap = false;
-  int record_cycles = 2;
-  bool dma_overlap = false;
-  bool prefetch_launches = false;
-  bool resident_program = false;
+  // The fields, each declared once in config_fields.def (type, default, range, doc).
+#define X(name, type, default_value, ...) type name = default_value;
+#include "base/config_fields.def"
+#undef X
 
   // The reference testbench prints "FAIL: timeout" once its cycle counter passes 50000. Long programs
   // (the simulator-speed benchmark) raise the limit; exceeding it is a SimError, never a hang.
   uint64_t max_cycles = 50000;
 
-  // Throws std::invalid_argument naming the first field outside what the model supports. Wrapping
-  // sizes are powers of two: the hardware drops an address's high bits.
+  // Throws std::invalid_argument naming the first field outside its row's range. The model's entry points
+  // (compile(), run_bundle()) call it; set() checks the one field it sets.
   void check() const;
   std::string describe() const;  // "depth=32 vregs=16 ...": for messages and logs
-  // Sets one field by name ("depth", "fetch_overlap", ...); throws std::invalid_argument naming an
-  // unknown one. The value is checked by check().
+  // Sets one field by name ("depth", "fetch_overlap", ...), checked against its row; throws
+  // std::invalid_argument naming an unknown field or a value out of range.
   void set(std::string_view field, int value);
 };
+
+// One row of config_fields.def, for code that walks the fields by name (specs, bindings, the search).
+struct ConfigField {
+  enum class Rule : uint8_t { kRange, kPowerOfTwo };
+  const char* name;
+  bool is_bool;
+  int default_value;
+  Rule rule;
+  int min, max;
+  const char* doc;
+  std::vector<int> explore;  // values a design-space search tries by default
+  int (*get)(const TensorCoreConfig&);
+  void (*put)(TensorCoreConfig&, int);  // unchecked: set() checks
+  // Throws std::invalid_argument naming the field and value when `value` breaks the row.
+  void check(int value) const;
+};
+const std::vector<ConfigField>& config_fields();
 
 // What the hardware costs, as a designer would weigh it (proxies, not a layout):
 //  - pes: multiply-accumulate cells of the MXU;

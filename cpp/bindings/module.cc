@@ -11,6 +11,7 @@
 #include "sim/runner.h"
 
 namespace py = pybind11;
+using namespace pybind11::literals;
 using namespace tinytpu;
 
 namespace {
@@ -54,20 +55,31 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
   m.doc() = "tinytpu C++ core: TASM toolchain and the cycle-accurate TensorCore model";
   register_errors(m);
 
-  py::class_<TensorCoreConfig>(m, "TensorCoreConfig")
-      .def(py::init<>())
+  // Every config_fields.def row is a property whose setter checks the value (ValueError naming it).
+  py::class_<TensorCoreConfig> config(m, "TensorCoreConfig");
+  config.def(py::init<>())
       .def_readonly_static("ROWS", &TensorCoreConfig::kRows)
-      .def_readwrite("depth", &TensorCoreConfig::depth)
-      .def_readwrite("vregs", &TensorCoreConfig::vregs)
-      .def_readwrite("psum_buckets", &TensorCoreConfig::psum_buckets)
-      .def_readwrite("prog_depth", &TensorCoreConfig::prog_depth)
-      .def_readwrite("loop_depth", &TensorCoreConfig::loop_depth)
-      .def_readwrite("max_outputs", &TensorCoreConfig::max_outputs)
       .def_readwrite("max_cycles", &TensorCoreConfig::max_cycles)
-      .def_readwrite("fetch_overlap", &TensorCoreConfig::fetch_overlap)
-      .def_readwrite("record_cycles", &TensorCoreConfig::record_cycles)
       .def("check", &TensorCoreConfig::check)
       .def("__repr__", &TensorCoreConfig::describe);
+#define X(name, type, default_value, rule, min, max, doc, ...)                                             \
+  config.def_property(                                                                                       \
+      #name, [](const TensorCoreConfig& c) { return c.name; },                                               \
+      [](TensorCoreConfig& c, type v) { c.set(#name, int(v)); }, doc);
+#include "base/config_fields.def"
+#undef X
+  m.def(
+      "config_fields",
+      [] {
+        py::list out;
+        for (const ConfigField& f : config_fields())
+          out.append(py::dict("name"_a = f.name, "type"_a = f.is_bool ? "bool" : "int", "default"_a = f.default_value,
+                              "min"_a = f.min, "max"_a = f.max, "power_of_two"_a = f.rule == ConfigField::Rule::kPowerOfTwo,
+                              "doc"_a = f.doc, "explore"_a = f.explore));
+        return out;
+      },
+      "The configuration's fields, in config_fields.def's order: name, type, default, range, doc and the values "
+      "a design-space search tries");
 
   py::class_<CostProxy>(m, "CostProxy")
       .def_readonly("pes", &CostProxy::pes)

@@ -340,7 +340,6 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
              const std::vector<int64_t>& sizes, const Choices& choices,
              const std::function<void(int64_t, int64_t)>& traced, const TraceLimits& limits) {
   const auto start = std::chrono::steady_clock::now();
-  cfg.check();
   const Kernel k = split_divisions(ir);
   FirstChunk first = choose_layout(k, cfg, vals, sizes, choices, limits);
   Tracer tracer(k, vals, sizes, limits, first.layout);

@@ -52,8 +52,8 @@ def core_of(config) -> ModuleType:
   return sys.modules[type(config).__module__]
 
 def fields(config) -> dict[str, int]:
-  """Every field a spec can set, by name (the C++ core's describe()), and the geometry's rows."""
-  return {"rows": type(config).ROWS, **{k: int(v) for k, v in (item.split("=") for item in repr(config).split())}}
+  """Every field a spec can set, by name (the C++ core's config_fields()), and the geometry's rows."""
+  return {"rows": type(config).ROWS, **{f["name"]: int(getattr(config, f["name"])) for f in _core.config_fields()}}
 
 def cost(config) -> dict:
   c = core_of(config).cost_proxy(config)

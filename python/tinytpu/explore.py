@@ -11,12 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 from tinytpu import _core, configs
 from tinytpu.workloads import SETS, geomean
 
-# The fields a search may change, and the values it tries by default (--grid FIELD=... tries others). `rows` is
-# the tile geometry, one extension module per geometry built (configs.CORES). Exact float division needs more than
-# 8 vregs or 8 VMEM tiles in one launch, so smaller cores fail the training step: try them with --grid depth=8 or
-# vregs=8.
-SPACE = {"rows": [4, 8, 16], "fetch_overlap": [0, 1], "record_cycles": [2, 1], "dma_overlap": [0, 1], "prefetch_launches": [0, 1],
-         "resident_program": [0, 1], "depth": [16, 32], "vregs": [16], "psum_buckets": [8]}
+# The fields a search may change, and the values it tries by default (--grid FIELD=... tries others): each
+# configuration field's row says its values (the C++ core's config_fields.def); `rows` is the tile geometry, one
+# extension module per geometry built (configs.CORES). Exact float division needs more than 8 vregs or 8 VMEM tiles
+# in one launch, so smaller cores fail the training step: try them with --grid depth=8 or vregs=8.
+SPACE = {"rows": sorted(core.TensorCoreConfig.ROWS for core in configs.CORES),
+         **{f["name"]: f["explore"] for f in _core.config_fields() if f["explore"]}}
 REFERENCE = _core.TensorCoreConfig()
 
 def spec_of(base: str, changes: dict[str, int]) -> str:
