@@ -8,6 +8,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "compiler/op_table.h"
 #include "compiler/compile.h"
 #include "compiler/ir.h"
 #include "compiler/lower.h"
@@ -962,5 +963,16 @@ TEST_CASE("lane packing: a float max reduction is packed and gives the fold's re
       CHECK(compares <= n / 16 + 2);
       CHECK(tile_reduces == 1);
     }
+  }
+}
+
+TEST_CASE("op table: every op the renderer may pass lowers, by a function of its row or its one instruction") {
+  const std::vector<std::string> names = compiler::lowered_ops();
+  CHECK(names.size() == 23);  // tinygrad's ALU ops that reach the compiler (the rest tinygrad decomposes)
+  for (const std::string& name : names) {
+    INFO(name);
+    const compiler::OpInfo* info = compiler::find_op(name);
+    REQUIRE(info);
+    CHECK((info->lower || info->int_op || info->f32_op));
   }
 }

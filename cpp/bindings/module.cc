@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "compiler/ir.h"
+#include "compiler/op_table.h"
 #include "isa/bundle.h"
 #include "isa/tasm.h"
 #include "runtime/executor.h"
@@ -191,6 +192,7 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
   m.def(
       "check_kernel", [](const std::string& ir) { compiler::parse_kernel(ir); },
       "Raise NotImplementedError if the kernel has an op or dtype the compiler cannot lower");
+  m.def("lowered_ops", &compiler::lowered_ops, "The ALU ops the compiler lowers (the op table's rows), by tinygrad name");
   m.def("compile_kernel", [](const std::string& ir) {
     compiler::parse_kernel(ir);
     return py::bytes(ir);

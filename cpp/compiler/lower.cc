@@ -58,8 +58,13 @@ bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::
 
 enum class EmitOrder { kByStore, kProgram };
 
+}  // namespace
+
 class Emitter {
  public:
+#define TINYTPU_FRIEND_LOWERING(name) friend void lowering::name(Emitter&, const Lowered&);
+  TINYTPU_LOWERINGS(TINYTPU_FRIEND_LOWERING)
+#undef TINYTPU_FRIEND_LOWERING
   Emitter(const TileProgram& p, const TensorCoreConfig& cfg, bool fast_math, const Choices& choices,
           EmitOrder order)
       : p_(p),
@@ -249,11 +254,6 @@ class Emitter {
     cur_.program.push_back(instr::halt());
     launches_.push_back(std::move(cur_));
     begin_launch();
-  }
-  int free_slots() const { return int(std::count(slot_.begin(), slot_.end(), kFree)); }
-  int reusable_slots() const {
-    return int(
-        std::count_if(slot_.begin(), slot_.end(), [](SlotState s) { return s == kFree || s == kUsed; }));
   }
   // Ends the launch: values still to be read move to scratch through output tiles. The invariants kept
   // by emit(), take_out_slot() and alloc_vreg() (room for one STORE and one output per busy vreg)
@@ -1192,6 +1192,8 @@ class Emitter {
     vpu(*op, d, a, kVpuOps[int(*op)].arity == 2 ? b : 0);  // a unary op's second operand field stays 0
   }
 
+  // The op table's lowering of the node: a function of its row (lowerings.h), else the row's one instruction;
+  // then the result wrapped to a narrow integer dtype when the row says so.
   void emit_node(int i) {
     const TileNode& n = p_.nodes[i];
     int relu = relu_input(n);
@@ -1199,169 +1201,13 @@ class Emitter {
     int b = relu < 0 && n.b >= 0 ? operand(n.b) : -1;
     int c = n.c >= 0 ? operand(n.c) : -1;
     int d = alloc_vreg();
-    DType from = n.from;
-    bool f = is_float(n.dtype) || (n.op != Op::CAST && is_float(from));
+    bool f = is_float(n.dtype) || (n.op != Op::CAST && is_float(n.from));
     const OpInfo& info = op_info(n.op);
-    switch (n.op) {
-      case Op::NEG:
-        if (f) {
-          int s = constant(int32_t(0x80000000u));
-          vpu(VpuOpcode::kXor, d, a, s);
-          release(s);
-        } else {
-          emit(instr::vneg(d, a));
-        }
-        break;
-      case Op::MAX:
-        if (relu >= 0) {
-          vpu(VpuOpcode::kRelu, d, a);
-        } else if (f) {  // a < b ? b : a, tinygrad's definition: a NaN in b keeps a (FMAX would pick b)
-          int c = alloc_vreg();
-          vpu(VpuOpcode::kFcmplt, c, a, b);
-          emit(instr::select(d, c, b, a));
-          release(c);
-        } else {
-          vpu(n.dtype == DType::kU32 ? VpuOpcode::kMaxU32 : *info.int_op, d, a, b);
-        }
-        break;
-      case Op::CMPLT:
-        if (!f && from == DType::kU32) {
-          int s = constant(int32_t(0x80000000u)), t = alloc_vreg();
-          less_unsigned(d, a, b, s, d, t);
-          release(s);
-          release(t);
-        } else {
-          one_instruction(info, f, d, a, b);
-        }
-        break;
-      case Op::CMPNE:
-      case Op::CMPEQ:
-        if (f) {
-          float_ne(d, n, a, b);
-          if (n.op == Op::CMPEQ) {
-            int one = constant(1);
-            vpu(VpuOpcode::kXor, d, d, one);
-            release(one);
-          }
-        } else {
-          one_instruction(info, f, d, a, b);
-        }
-        break;
-      case Op::WHERE:
-        emit(instr::select(d, a, b, c));
-        break;
-      case Op::SHR:
-        if (is_signed(n.dtype))
-          sar(d, a, b);
-        else
-          one_instruction(info, f, d, a, b);
-        break;
-      case Op::CDIV:
-        if (n.dtype == DType::kU32)
-          udiv(d, a, b);
-        else
-          one_instruction(info, f, d, a, b);
-        break;
-      case Op::CMOD: {  // a - (a / b) * b, sign of the dividend
-        if (n.dtype == DType::kU32)
-          udiv(d, a, b);
-        else
-          one_instruction(op_info(Op::CDIV), f, d, a, b);
-        vpu(VpuOpcode::kMul, d, d, b);
-        vpu(VpuOpcode::kSub, d, a, d);
-        break;
-      }
-      case Op::BITCAST:  // the bits, a narrow integer's extended as its dtype is (int8 <-> uint8)
-        vpu(VpuOpcode::kAnd, d, a, a);
-        wrap(n.dtype, d);
-        break;
-      case Op::MXU_DOT:
-        mxu_dot(d, p_.mxu[n.mxu], a);
-        break;
-      case Op::LANE_REDUCE:
-        if (n.axis == LaneAxis::kPair) {  // lane 2j combines with lane 2j+1 of its row
-          int t = alloc_vreg();
-          emit(instr::rotate(t, a, 1));
-          vpu(lane_reduce_opcode(n), d, a, t);
-          release(t);
-        } else {
-          vpu(lane_reduce_opcode(n), d, a);
-        }
-        break;
-      case Op::LANE_BROADCAST:
-        emit(n.axis == LaneAxis::kTile  ? instr::broadcast_scalar(d, a, n.lane / kRows, n.lane % kRows)
-             : n.axis == LaneAxis::kRow ? instr::broadcast_col(d, a, n.lane)
-                                        : instr::broadcast_row(d, a, n.lane));
-        break;
-      case Op::FDIV:
-        if (fast_math_) {
-          vpu(VpuOpcode::kFrecip, d, b);
-          vpu(VpuOpcode::kFmul, d, a, d);
-        } else {
-          divide(d, a, b);
-        }
-        break;
-      case Op::DIV_SCALE: {
-        int e = alloc_vreg();
-        div_scale(d, a, e);
-        release(e);
-        break;
-      }
-      case Op::DIV_EXACT: {
-        int q = alloc_vreg();
-        div_exact(d, a, b, c, q);
-        release(q);
-        break;
-      }
-      case Op::RECIPROCAL:
-        if (fast_math_)
-          vpu(VpuOpcode::kFrecip, d, a);
-        else
-          reciprocal(d, a);
-        break;
-      case Op::SQRT:
-        square_root(d, a);
-        break;
-      case Op::EXP2:
-      case Op::LOG2:  // fast math: the TranscUnit's instruction; else tinygrad's decomposition, in fewer
-        if (fast_math_)
-          one_instruction(op_info(n.op), true, d, a, b);
-        else if (n.op == Op::EXP2)
-          exp2_decomposed(d, a);
-        else
-          log2_decomposed(d, a);
-        break;
-      case Op::TRUNC:
-        trunc(d, a);
-        break;
-      case Op::CAST:
-        if (n.dtype == DType::kBool) {
-          if (is_float(from)) {  // x != 0.0: any bit but the sign set
-            int m = constant(0x7FFFFFFF);
-            vpu(VpuOpcode::kAnd, d, a, m);
-            release(m);
-            a = d;
-          }
-          int zero = constant(0);
-          vpu(VpuOpcode::kCmpne, d, a, zero);
-          release(zero);
-        } else if (is_float(n.dtype) && !is_float(from)) {
-          if ((from == DType::kI32 || from == DType::kU32) && !from_float_to_i32(n.a))
-            int_to_float(d, a, from == DType::kI32);
-          else
-            vpu(VpuOpcode::kI2f, d, a);  // exact below 2^24, and on F2I's results
-        } else if (!is_float(n.dtype) && is_float(from)) {
-          vpu(VpuOpcode::kF2i, d, a);
-        } else {
-          vpu(VpuOpcode::kAnd, d, a, a);
-        }
-        break;
-      default:  // ADD, SUB, MUL, AND, OR, XOR, SHL, and the TranscUnit's SIN (fast math)
-        one_instruction(info, f, d, a, b);
-    }
-    if (n.op != Op::CMPLT && n.op != Op::CMPNE && n.op != Op::CMPEQ && n.op != Op::LANE_BROADCAST &&
-        !is_float(n.dtype))  // a broadcast copies lanes already wrapped
-      wrap(n.dtype, d);
+    if (info.lower)
+      info.lower(*this, {n, f, relu >= 0, d, a, b, c});
+    else
+      one_instruction(info, f, d, a, b);
+    if (info.wraps) wrap(n.dtype, d);
     set_vreg(i, d);
     if (last_use_[i] < 0) {  // computed only for a store that a later store overwrote
       release(d);
@@ -1425,7 +1271,145 @@ class Emitter {
   }
 };
 
-}  // namespace
+// The multi-instruction lowerings, one per op table row that names one (op_table.cc, lowerings.h). Each writes
+// the node's value into o.d from its operands' vregs; the op table's `wraps` column says whether the lowering
+// then wraps a narrow integer result to its dtype (emit_node).
+namespace lowering {
+
+void neg(Emitter& e, const Lowered& o) {
+  if (!o.f) return e.emit(instr::vneg(o.d, o.a));
+  int s = e.constant(int32_t(0x80000000u));  // flip the sign bit
+  e.vpu(VpuOpcode::kXor, o.d, o.a, s);
+  e.release(s);
+}
+
+void max(Emitter& e, const Lowered& o) {
+  if (o.relu) return e.vpu(VpuOpcode::kRelu, o.d, o.a);
+  if (o.f) {  // a < b ? b : a, tinygrad's definition: a NaN in b keeps a (FMAX would pick b)
+    int c = e.alloc_vreg();
+    e.vpu(VpuOpcode::kFcmplt, c, o.a, o.b);
+    e.emit(instr::select(o.d, c, o.b, o.a));
+    return e.release(c);
+  }
+  e.vpu(o.n.dtype == DType::kU32 ? VpuOpcode::kMaxU32 : *op_info(Op::MAX).int_op, o.d, o.a, o.b);
+}
+
+void cmplt(Emitter& e, const Lowered& o) {
+  if (o.f || o.n.from != DType::kU32) return e.one_instruction(op_info(Op::CMPLT), o.f, o.d, o.a, o.b);
+  int s = e.constant(int32_t(0x80000000u)), t = e.alloc_vreg();
+  e.less_unsigned(o.d, o.a, o.b, s, o.d, t);
+  e.release(s);
+  e.release(t);
+}
+
+void equality(Emitter& e, const Lowered& o) {  // CMPNE, CMPEQ
+  if (!o.f) return e.one_instruction(op_info(o.n.op), o.f, o.d, o.a, o.b);
+  e.float_ne(o.d, o.n, o.a, o.b);
+  if (o.n.op == Op::CMPNE) return;
+  int one = e.constant(1);
+  e.vpu(VpuOpcode::kXor, o.d, o.d, one);
+  e.release(one);
+}
+
+void where(Emitter& e, const Lowered& o) { e.emit(instr::select(o.d, o.a, o.b, o.c)); }
+
+void shr(Emitter& e, const Lowered& o) {
+  if (is_signed(o.n.dtype)) return e.sar(o.d, o.a, o.b);
+  e.one_instruction(op_info(Op::SHR), o.f, o.d, o.a, o.b);
+}
+
+void cdiv(Emitter& e, const Lowered& o) {
+  if (o.n.dtype == DType::kU32) return e.udiv(o.d, o.a, o.b);
+  e.one_instruction(op_info(Op::CDIV), o.f, o.d, o.a, o.b);
+}
+
+void cmod(Emitter& e, const Lowered& o) {  // a - (a / b) * b, sign of the dividend
+  cdiv(e, o);
+  e.vpu(VpuOpcode::kMul, o.d, o.d, o.b);
+  e.vpu(VpuOpcode::kSub, o.d, o.a, o.d);
+}
+
+// The bits; a narrow integer's re-extended as its dtype is (int8 <-> uint8) by the wrap that follows.
+void bitcast(Emitter& e, const Lowered& o) { e.vpu(VpuOpcode::kAnd, o.d, o.a, o.a); }
+
+void mxu_dot(Emitter& e, const Lowered& o) { e.mxu_dot(o.d, e.p_.mxu[o.n.mxu], o.a); }
+
+void lane_reduce(Emitter& e, const Lowered& o) {
+  if (o.n.axis != LaneAxis::kPair) return e.vpu(lane_reduce_opcode(o.n), o.d, o.a);
+  int t = e.alloc_vreg();  // lane 2j combines with lane 2j+1 of its row
+  e.emit(instr::rotate(t, o.a, 1));
+  e.vpu(lane_reduce_opcode(o.n), o.d, o.a, t);
+  e.release(t);
+}
+
+void lane_broadcast(Emitter& e, const Lowered& o) {
+  const TileNode& n = o.n;
+  e.emit(n.axis == LaneAxis::kTile  ? instr::broadcast_scalar(o.d, o.a, n.lane / kRows, n.lane % kRows)
+         : n.axis == LaneAxis::kRow ? instr::broadcast_col(o.d, o.a, n.lane)
+                                    : instr::broadcast_row(o.d, o.a, n.lane));
+}
+
+void fdiv(Emitter& e, const Lowered& o) {
+  if (!e.fast_math_) return e.divide(o.d, o.a, o.b);
+  e.vpu(VpuOpcode::kFrecip, o.d, o.b);
+  e.vpu(VpuOpcode::kFmul, o.d, o.a, o.d);
+}
+
+void div_scale(Emitter& e, const Lowered& o) {
+  int t = e.alloc_vreg();
+  e.div_scale(o.d, o.a, t);
+  e.release(t);
+}
+
+void div_exact(Emitter& e, const Lowered& o) {
+  int q = e.alloc_vreg();
+  e.div_exact(o.d, o.a, o.b, o.c, q);
+  e.release(q);
+}
+
+void reciprocal(Emitter& e, const Lowered& o) {
+  if (e.fast_math_) return e.vpu(VpuOpcode::kFrecip, o.d, o.a);
+  e.reciprocal(o.d, o.a);
+}
+
+void sqrt(Emitter& e, const Lowered& o) { e.square_root(o.d, o.a); }
+
+// Fast math: the TranscUnit's instruction; else tinygrad's decomposition, in fewer instructions.
+void exp2(Emitter& e, const Lowered& o) {
+  if (e.fast_math_) return e.one_instruction(op_info(Op::EXP2), true, o.d, o.a, o.b);
+  e.exp2_decomposed(o.d, o.a);
+}
+void log2(Emitter& e, const Lowered& o) {
+  if (e.fast_math_) return e.one_instruction(op_info(Op::LOG2), true, o.d, o.a, o.b);
+  e.log2_decomposed(o.d, o.a);
+}
+
+void trunc(Emitter& e, const Lowered& o) { e.trunc(o.d, o.a); }
+
+void cast(Emitter& e, const Lowered& o) {
+  const DType to = o.n.dtype, from = o.n.from;
+  int a = o.a;
+  if (to == DType::kBool) {
+    if (is_float(from)) {  // x != 0.0: any bit but the sign set
+      int m = e.constant(0x7FFFFFFF);
+      e.vpu(VpuOpcode::kAnd, o.d, a, m);
+      e.release(m);
+      a = o.d;
+    }
+    int zero = e.constant(0);
+    e.vpu(VpuOpcode::kCmpne, o.d, a, zero);
+    return e.release(zero);
+  }
+  if (is_float(to) && !is_float(from)) {
+    if ((from == DType::kI32 || from == DType::kU32) && !e.from_float_to_i32(o.n.a))
+      return e.int_to_float(o.d, a, from == DType::kI32);
+    return e.vpu(VpuOpcode::kI2f, o.d, a);  // exact below 2^24, and on F2I's results
+  }
+  if (!is_float(to) && is_float(from)) return e.vpu(VpuOpcode::kF2i, o.d, a);
+  e.vpu(VpuOpcode::kAnd, o.d, a, a);
+}
+
+}  // namespace lowering
 
 int64_t estimated_cycles(const std::vector<Launch>& launches) {  // hardware.md §2.7, §4.4
   int64_t cycles = 0;

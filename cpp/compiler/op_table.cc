@@ -87,7 +87,7 @@ constexpr ReduceOps kMaxF32{V::kFmaxReduceTile, V::kFmaxReduce, V::kFmaxReduceCo
 
 // Control and memory ops: no value lowering of their own.
 constexpr OpInfo plain(Op op, const char* name, int sources, Accepts accepts = Accepts::kAny) {
-  return {op, name, sources, accepts, Fold{}, none, none, false, none, none, false, nullptr};
+  return {op, name, sources, accepts, Fold{}, none, none, false, false, nullptr, true, none, none, false, nullptr};
 }
 // An op computed per lane: its fold and its one instruction, if any.
 using LaneFold = int64_t (*)(DType, int64_t, int64_t, int64_t);
@@ -118,7 +118,14 @@ constexpr Fold folds{F, over_lanes<F>};
 constexpr OpInfo alu(Op op, const char* name, int sources, Accepts accepts, Fold fold,
                      std::optional<VpuOpcode> int_op = none, std::optional<VpuOpcode> f32_op = none,
                      bool mxu_epilogue = false) {
-  return {op, name, sources, accepts, fold, int_op, f32_op, mxu_epilogue, none, none, false, nullptr};
+  return {op, name, sources, accepts, fold, int_op, f32_op, mxu_epilogue, accepts != Accepts::kNever, nullptr, true,
+          none, none, false, nullptr};
+}
+// An op whose lowering is a function of lowerings.h; `wraps`: whether a narrow integer result is wrapped after it.
+constexpr OpInfo lowered(OpInfo row, Lowering lower, bool wraps = true) {
+  row.lower = lower;
+  row.wraps = wraps;
+  return row;
 }
 // A per-lane op that reductions use too.
 constexpr OpInfo reducing(OpInfo row, std::optional<ReduceOps> int_reduce,
@@ -137,8 +144,8 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     plain(Op::PARAM, "PARAM", 0, A::kParam),
     plain(Op::BUFFER, "BUFFER", 0),
     plain(Op::CONST, "CONST", 0),
-    plain(Op::CAST, "CAST", 1, A::kCast),
-    plain(Op::BITCAST, "BITCAST", 1, A::kCast),
+    lowered(plain(Op::CAST, "CAST", 1, A::kCast), lowering::cast),
+    lowered(plain(Op::BITCAST, "BITCAST", 1, A::kCast), lowering::bitcast),
     plain(Op::RANGE, "RANGE", 1),
     plain(Op::END, "END", 2),
     plain(Op::INDEX, "INDEX", 2),
@@ -156,33 +163,34 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     alu(Op::SUB, "SUB", 2, A::kIntOrF32, folds<fold_sub>, V::kSub, V::kFsub, true),
     reducing(alu(Op::MUL, "MUL", 2, A::kIntOrF32, folds<fold_mul>, V::kMul, V::kFmul, true), kProductInt,
              none, false, product_identity),
-    alu(Op::NEG, "NEG", 1, A::kIntOrF32, folds<fold_neg>),
-    // int: MAX compares signed lanes (uint32 takes MAX_U32, and is not reduced); float: emit_node
-    reducing(alu(Op::MAX, "MAX", 2, A::kIntOrF32, folds<fold_max>, V::kMax, none, true), kMaxInt, kMaxF32,
-             true, max_identity),
-    alu(Op::CMPLT, "CMPLT", 2, A::kBool, folds<fold_cmplt>, V::kCmplt, V::kFcmplt),
-    alu(Op::CMPNE, "CMPNE", 2, A::kBool, folds<fold_cmpne>, V::kCmpne),
-    alu(Op::CMPEQ, "CMPEQ", 2, A::kBool, folds<fold_cmpeq>, V::kCmpeq),
-    alu(Op::WHERE, "WHERE", 3, A::kValue, folds<fold_where>),
+    lowered(alu(Op::NEG, "NEG", 1, A::kIntOrF32, folds<fold_neg>), lowering::neg),
+    // int: MAX compares signed lanes (uint32 takes MAX_U32, and is not reduced); float: tinygrad's NaN rule
+    reducing(lowered(alu(Op::MAX, "MAX", 2, A::kIntOrF32, folds<fold_max>, V::kMax, none, true), lowering::max),
+             kMaxInt, kMaxF32, true, max_identity),
+    lowered(alu(Op::CMPLT, "CMPLT", 2, A::kBool, folds<fold_cmplt>, V::kCmplt, V::kFcmplt), lowering::cmplt, false),
+    lowered(alu(Op::CMPNE, "CMPNE", 2, A::kBool, folds<fold_cmpne>, V::kCmpne), lowering::equality, false),
+    lowered(alu(Op::CMPEQ, "CMPEQ", 2, A::kBool, folds<fold_cmpeq>, V::kCmpeq), lowering::equality, false),
+    lowered(alu(Op::WHERE, "WHERE", 3, A::kValue, folds<fold_where>), lowering::where),
     alu(Op::AND, "AND", 2, A::kIntOrBool, folds<fold_and>, V::kAnd),
     alu(Op::OR, "OR", 2, A::kIntOrBool, folds<fold_or>, V::kOr),
     alu(Op::XOR, "XOR", 2, A::kIntOrBool, folds<fold_xor>, V::kXor),
     alu(Op::SHL, "SHL", 2, A::kInt, folds<fold_shl>, V::kShl),
-    alu(Op::SHR, "SHR", 2, A::kInt, folds<fold_shr>, V::kShr),  // logical; signed lanes: emit_node
-    alu(Op::CDIV, "CDIV", 2, A::kInt, folds<fold_cdiv>, V::kDiv),
-    alu(Op::CMOD, "CMOD", 2, A::kInt, folds<fold_cmod>),
-    alu(Op::RECIPROCAL, "RECIPROCAL", 1, A::kF32, Fold{}),
-    alu(Op::SQRT, "SQRT", 1, A::kF32, Fold{}),
-    alu(Op::TRUNC, "TRUNC", 1, A::kF32, Fold{}),
-    alu(Op::EXP2, "EXP2", 1, A::kF32, Fold{}, none, V::kExp2),  // TranscUnit in fast math only
-    alu(Op::LOG2, "LOG2", 1, A::kF32, Fold{}, none, V::kLog2),  // TranscUnit in fast math only
+    lowered(alu(Op::SHR, "SHR", 2, A::kInt, folds<fold_shr>, V::kShr), lowering::shr),  // logical; signed: SAR
+    lowered(alu(Op::CDIV, "CDIV", 2, A::kInt, folds<fold_cdiv>, V::kDiv), lowering::cdiv),
+    lowered(alu(Op::CMOD, "CMOD", 2, A::kInt, folds<fold_cmod>), lowering::cmod),
+    lowered(alu(Op::RECIPROCAL, "RECIPROCAL", 1, A::kF32, Fold{}), lowering::reciprocal),
+    lowered(alu(Op::SQRT, "SQRT", 1, A::kF32, Fold{}), lowering::sqrt),
+    lowered(alu(Op::TRUNC, "TRUNC", 1, A::kF32, Fold{}), lowering::trunc),
+    lowered(alu(Op::EXP2, "EXP2", 1, A::kF32, Fold{}, none, V::kExp2), lowering::exp2),  // TranscUnit: fast math
+    lowered(alu(Op::LOG2, "LOG2", 1, A::kF32, Fold{}, none, V::kLog2), lowering::log2),  // TranscUnit: fast math
     alu(Op::SIN, "SIN", 1, A::kF32FastMath, Fold{}, none, V::kSin),
-    alu(Op::FDIV, "FDIV", 2, A::kF32, Fold{}),
-    alu(Op::DIV_SCALE, "DIV_SCALE", 1, A::kNever, Fold{}),
-    alu(Op::DIV_EXACT, "DIV_EXACT", 3, A::kNever, Fold{}),
-    plain(Op::MXU_DOT, "MXU_DOT", 0, A::kNever),
-    plain(Op::LANE_REDUCE, "LANE_REDUCE", 0, A::kNever),
-    plain(Op::LANE_BROADCAST, "LANE_BROADCAST", 0, A::kNever),
+    lowered(alu(Op::FDIV, "FDIV", 2, A::kF32, Fold{}), lowering::fdiv),
+    lowered(alu(Op::DIV_SCALE, "DIV_SCALE", 1, A::kNever, Fold{}), lowering::div_scale),
+    lowered(alu(Op::DIV_EXACT, "DIV_EXACT", 3, A::kNever, Fold{}), lowering::div_exact),
+    lowered(plain(Op::MXU_DOT, "MXU_DOT", 0, A::kNever), lowering::mxu_dot),
+    lowered(plain(Op::LANE_REDUCE, "LANE_REDUCE", 0, A::kNever), lowering::lane_reduce),
+    lowered(plain(Op::LANE_BROADCAST, "LANE_BROADCAST", 0, A::kNever), lowering::lane_broadcast,
+            false),  // copies lanes already wrapped,
 }};
 static_assert(
     [] {
@@ -202,6 +210,13 @@ const OpInfo* find_op(std::string_view name) {
   for (const OpInfo& o : kOps)
     if (name == o.name) return &o;
   return nullptr;
+}
+
+std::vector<std::string> lowered_ops() {
+  std::vector<std::string> names;
+  for (const OpInfo& o : kOps)
+    if (o.alu) names.push_back(o.name);
+  return names;
 }
 
 bool accepts(const OpInfo& info, const Node& n, bool fast_math) {

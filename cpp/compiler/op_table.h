@@ -1,8 +1,11 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "compiler/ir.h"
+#include "compiler/lowerings.h"
 #include "isa/vpu_ops.h"
 #include "base/tile.h"
 
@@ -37,11 +40,11 @@ struct Fold {
   explicit operator bool() const { return one != nullptr; }
 };
 
-// One row per tinygrad op: what the IR may hold, how index arithmetic folds it, the VPU instruction it
-// lowers to when that is one instruction, and how a reduction over it runs. A pass reads these columns
-// instead of listing ops, so changing a property touches one row. Lowerings longer than one instruction
-// (float MAX with tinygrad's NaN rule, unsigned compares and division, exact float division, shifts of
-// signed lanes) are Emitter::emit_node's (lower.cc).
+// One row per tinygrad op: what the IR may hold, how index arithmetic folds it, how it lowers (the VPU
+// instruction it is when that is one instruction, else a function of lowerings.h: float MAX with tinygrad's NaN
+// rule, unsigned compares and division, exact float division, shifts of signed lanes, ...), and how a
+// reduction over it runs. A pass reads these columns instead of listing ops, so changing a property touches
+// one row.
 struct OpInfo {
   Op op;
   const char* name;  // as the renderer serialises it
@@ -50,6 +53,9 @@ struct OpInfo {
   Fold fold;                                // none for floats, memory and control
   std::optional<VpuOpcode> int_op, f32_op;  // the one instruction on integer / float32 lanes
   bool mxu_epilogue;  // the MXU's generic epilogue (46) computes it on the column sums (its int_op)
+  bool alu;           // a tinygrad ALU op the renderer hands the compiler (lowered_ops())
+  Lowering lower;     // the lowering longer than one instruction; none: int_op / f32_op
+  bool wraps;         // a narrow integer result is wrapped to its dtype after the lowering
   // Cross-lane reductions (lane packing): integer lanes (signed only when `signed_reduce`), float32
   // lanes, and the padding lanes' value as lane bits.
   std::optional<ReduceOps> int_reduce, f32_reduce;
@@ -60,6 +66,8 @@ struct OpInfo {
 const OpInfo& op_info(Op op);
 const OpInfo* find_op(std::string_view name);  // by serialised name; nullptr when unknown
 bool accepts(const OpInfo& info, const Node& n, bool fast_math);
-int64_t wrap(DType d, int64_t v);  // two's-complement wrap of a mathematical integer to the dtype's width
+int64_t wrap(DType d, int64_t v);
+// The ALU ops the compiler lowers, by serialised name: what the renderer may pass (the rest tinygrad rewrites).
+std::vector<std::string> lowered_ops();  // two's-complement wrap of a mathematical integer to the dtype's width
 
 }  // namespace tinytpu::compiler

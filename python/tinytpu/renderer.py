@@ -83,9 +83,8 @@ class TinyTPURenderer(Renderer):
   # Ops the compiler lowers itself; tinygrad decomposes the rest. EXP2 and LOG2 are lowered as tinygrad's own
   # xexp2/xlog2 (the same bits), SQRT and FDIV exactly. With TINYTPU_FAST_MATH=1 the TranscUnit's EXP2/LOG2/SIN
   # and FRECIP's estimate are used directly (hardware.md §2.5: polynomial approximations).
-  code_for_op = {op: None for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ,
-                                     Ops.WHERE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CDIV, Ops.CMOD,
-                                     Ops.RECIPROCAL, Ops.SQRT, Ops.FDIV, Ops.TRUNC, Ops.SIN, Ops.EXP2, Ops.LOG2)}
+  # The op table's rows say which (the C++ compiler's op_table.cc).
+  code_for_op = {Ops[name]: None for name in _core.lowered_ops()}
   compiler = TinyTPUCompiler()
   # SIN stays in code_for_op so tinygrad's uint64 Payne-Hanek never appears; sin32 builds it in 32 bits.
   extra_matcher = None if FAST_MATH else PatternMatcher([(UPat(Ops.SIN, dtypes.float32, src=(UPat.var("d"),)), sin32)])
