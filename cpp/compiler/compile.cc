@@ -225,23 +225,26 @@ class PlanBuilder {
   }
 };
 
+// The passes, in order, for their host time in the decision log.
+enum class Pass : uint8_t { kTrace, kShape, kFuseMxu, kPack, kLower, kPlan, kCount };
+constexpr std::array<const char*, size_t(Pass::kCount)> kPassNames = {"trace", "shape", "fuse_mxu",
+                                                                      "pack",  "lower", "plan"};
+
 // What the passes decided, for the decision log.
 struct Decisions {
   int64_t batches = 0, launches = 0, spills = 0, stores = 0, packed_stores = 0, lane_reduces = 0,
           broadcasts = 0;
   int64_t ws_blocks = 0, os_blocks = 0;
-  int chains = 0, mxu_chains = 0;
+  int mxu_chains = 0;
   std::map<std::string, int64_t> cuts;  // launches ended early, by the limit reached
   // Host time per pass (the log at debug), timed only when the log shows it.
-  std::array<double, 6> pass_ms{};
-  static constexpr std::array<const char*, 6> kPasses = {"trace", "shape", "fuse_mxu",
-                                                         "pack",  "lower", "plan"};
+  std::array<double, size_t(Pass::kCount)> pass_ms{};
   bool timing = decision_log().should_log(spdlog::level::debug);
   std::chrono::steady_clock::time_point mark = std::chrono::steady_clock::now();
-  void passed(int pass) {
+  void passed(Pass pass) {
     if (!timing) return;
     auto now = std::chrono::steady_clock::now();
-    pass_ms[pass] += std::chrono::duration<double, std::milli>(now - mark).count();
+    pass_ms[size_t(pass)] += std::chrono::duration<double, std::milli>(now - mark).count();
     mark = now;
   }
 
@@ -336,6 +339,138 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
 
 }  // namespace
 
+namespace {
+
+// compile()'s batches: each traced batch of chunks is replayed from an earlier one of the same shape, or
+// fused, packed, lowered and added to the plan. Holds what carries across batches.
+class Batches {
+ public:
+  Batches(const Kernel& k, const TensorCoreConfig& cfg, const Choices& choices, Tracer& tracer, Plan& plan,
+          FirstChunk first, size_t buffers)
+      : k_(k), cfg_(cfg), choices_(choices), tracer_(tracer), plan_(plan),
+        builder_(plan, tracer.slot_sizes(), buffers), first_(std::move(first)) {}
+
+  TileProgram& prog() { return prog_; }
+
+  // The traced batch, into the plan; the program is emptied for the next (not freed: it is mostly as large).
+  void compile() {
+    if (prog_.stores.empty()) return;
+    why_.passed(Pass::kTrace);
+    tracer_.batch_compiled();
+    const bool has_shape = batch_shape(prog_, shape_);
+    why_.passed(Pass::kShape);
+    if (auto hit = has_shape ? replays_.find(shape_) : std::nullopt) {  // an earlier batch's launches, shifted
+      replay(*hit, tracer_.slot_sizes(), plan_);
+      why_.counted(*hit->batch);
+      why_.passed(Pass::kPlan);
+      ++replays_.hits;
+    } else {
+      compile_new(has_shape);
+    }
+    prog_.clear();
+  }
+
+  // The decision log: what the kernel became and why (info), host time by pass (debug).
+  void log(int64_t chunks, std::chrono::steady_clock::time_point start) const;
+
+ private:
+  const Kernel& k_;
+  const TensorCoreConfig& cfg_;
+  const Choices& choices_;
+  Tracer& tracer_;
+  Plan& plan_;
+  PlanBuilder builder_;
+  FirstChunk first_;
+  Decisions why_;
+  TileProgram prog_;
+  int chains_ = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
+  ReplayCache replays_;
+  BatchShape shape_;  // the current batch's, in storage kept across batches
+
+  void compile_new(bool has_shape) {
+    const int first_chain = chains_;
+    chains_ = fuse_mxu_dots(prog_, cfg_, chains_, choices_);
+    why_.passed(Pass::kFuseMxu);
+    why_.fused(prog_, first_chain, chains_);
+    const int64_t stores = int64_t(prog_.stores.size());
+    std::vector<Tile> consts;
+    std::vector<Launch> launches;
+    if (first_.compiled && chains_ == first_chain) {  // chunk 0, packed and lowered by choose_layout
+      prog_ = std::move(first_.packed);
+      launches = std::move(first_.launches);
+      consts = std::move(first_.consts);
+      decision_log().debug("  chunk 0: packed and lowered once, while choosing the layout");
+    } else {
+      pack_lanes(prog_);
+      why_.passed(Pass::kPack);
+      launches = lower(prog_, cfg_, consts, k_.fast_math, choices_);
+    }
+    first_.compiled = false;  // only the first batch is chunk 0
+    why_.passed(Pass::kLower);
+    CompiledBatch batch = builder_.add(prog_, launches, consts);
+    why_.passed(Pass::kPlan);
+    batch.stores = stores;
+    batch.packed_stores = stores - int64_t(prog_.stores.size());
+    for (const TileNode& n : prog_.nodes) {
+      batch.lane_reduces += n.op == Op::LANE_REDUCE;
+      batch.broadcasts += n.op == Op::LANE_BROADCAST;
+    }
+    for (const Launch& l : launches)
+      if (l.cut) ++batch.cuts[l.cut];
+    why_.counted(batch);
+    if (has_shape && chains_ == first_chain && prog_.mxu.empty())  // no MXU chain: nothing data-dependent
+      replays_.add(shape_, std::move(batch));
+  }
+};
+
+void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) const {
+  if (!decision_log().should_log(spdlog::level::info)) return;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  decision_log().info(
+      "kernel {}: {} chunks of {} lanes{} in {} batches -> {} launches ({} distinct programs), "
+      "{} values spilled between launches; compiled in {:.1f} ms",
+      k_.name, chunks, kLanes, tracer_.blocked() ? " (4x4 blocks)" : "", why_.batches, why_.launches,
+      builder_.images(), why_.spills, ms);
+  if (replays_.hits > 0)
+    decision_log().info("  {} of {} batches replayed: an earlier batch's code with their indices shifted",
+                        replays_.hits, why_.batches);
+  if (tracer_.parts_cut() > 0)
+    decision_log().info(
+        "  long chunks traced in parts: {} cuts at a loop iteration's end, live values kept as pinned "
+        "tiles",
+        tracer_.parts_cut());
+  if (tracer_.memo_reads() > 0)
+    decision_log().info(
+        "  {} tiles read from {} memo buffers: values computed from one buffer's elements alone, kept per "
+        "element instead of computed again",
+        tracer_.memo_reads(), plan_.memo_sizes.size());
+  if (tracer_.loops_skipped() > 0)
+    decision_log().info(
+        "  {} reduction loops skipped: each term's guard, computed before the loop, false in "
+        "every lane",
+        tracer_.loops_skipped());
+  if (!why_.cuts.empty()) decision_log().info("  launches ended by a full limit: {}", why_.cut_summary());
+  if (chains_ > 0)
+    decision_log().info(
+        "  MXU: {} of {} int8 dot-product chains, in {} output-stationary and {} weight-stationary "
+        "blocks; this data: {} kept on the VPU (out of int8 range), {} operands loaded once "
+        "(equal values)",
+        why_.mxu_chains, chains_, why_.os_blocks, why_.ws_blocks, choices_.veto.size(),
+        choices_.same_values.size());
+  if (why_.packed_stores + why_.lane_reduces + why_.broadcasts > 0)
+    decision_log().info(
+        "  lane packing: {} of {} stores packed into others, {} cross-lane reduces, {} replicated values "
+        "computed side by side and broadcast back",
+        why_.packed_stores, why_.stores, why_.lane_reduces, why_.broadcasts);
+  std::string passes;
+  for (size_t i = 0; i < kPassNames.size(); ++i) passes += fmt::format(" {} {:.1f} ms", kPassNames[i], why_.pass_ms[i]);
+  decision_log().debug("  host time by pass:{}", passes);
+}
+
+}  // namespace
+
+// The pipeline: choose the chunk layout, then trace the kernel chunk by chunk, compiling a batch whenever one
+// ends (Batches), and log what was decided.
 Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
              const std::vector<int64_t>& sizes, const Choices& choices,
              const std::function<void(int64_t, int64_t)>& traced, const TraceLimits& limits) {
@@ -345,113 +480,16 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
   Tracer tracer(k, vals, sizes, limits, first.layout);
   Plan plan;
   plan.config = cfg;
-  PlanBuilder builder(plan, tracer.slot_sizes(), sizes.size());
-  Decisions why;
-  TileProgram prog;
-  int chains = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
-  ReplayCache replays;
-  BatchShape shape;                         // the current batch's, in storage kept across batches
-  auto next_batch = [&] { prog.clear(); };  // emptied, not freed: the next batch is mostly as large
-  auto compile_batch = [&] {
-    if (prog.stores.empty()) return;
-    why.passed(0);
-    tracer.batch_compiled();
-    const bool has_shape = batch_shape(prog, shape);
-    why.passed(1);
-    if (auto hit = has_shape ? replays.find(shape) : std::nullopt) {  // an earlier batch's launches, shifted
-      replay(*hit, tracer.slot_sizes(), plan);
-      why.counted(*hit->batch);
-      why.passed(5);
-      ++replays.hits;
-      next_batch();
-      return;
-    }
-    int first_chain = chains;
-    chains = fuse_mxu_dots(prog, cfg, chains, choices);
-    why.passed(2);
-    why.fused(prog, first_chain, chains);
-    const int64_t stores = int64_t(prog.stores.size());
-    std::vector<Tile> consts;
-    std::vector<Launch> launches;
-    if (first.compiled && chains == first_chain) {  // chunk 0, packed and lowered by choose_layout
-      prog = std::move(first.packed);
-      launches = std::move(first.launches);
-      consts = std::move(first.consts);
-      decision_log().debug("  chunk 0: packed and lowered once, while choosing the layout");
-    } else {
-      pack_lanes(prog);
-      why.passed(3);
-      launches = lower(prog, cfg, consts, k.fast_math, choices);
-    }
-    first.compiled = false;  // only the first batch is chunk 0
-    why.passed(4);
-    CompiledBatch batch = builder.add(prog, launches, consts);
-    why.passed(5);
-    batch.stores = stores;
-    batch.packed_stores = stores - int64_t(prog.stores.size());
-    for (const TileNode& n : prog.nodes) {
-      batch.lane_reduces += n.op == Op::LANE_REDUCE;
-      batch.broadcasts += n.op == Op::LANE_BROADCAST;
-    }
-    for (const Launch& l : launches)
-      if (l.cut) ++batch.cuts[l.cut];
-    why.counted(batch);
-    if (has_shape && chains == first_chain && prog.mxu.empty())  // no MXU chain: nothing data-dependent
-      replays.add(shape, std::move(batch));
-    next_batch();
-  };
+  Batches batches(k, cfg, choices, tracer, plan, std::move(first), sizes.size());
   const int64_t chunks = std::max<int64_t>(tracer.num_chunks(), 1);
   for (int64_t c = 0; c < chunks; ++c) {
-    while (!tracer.trace_chunk(c, prog)) compile_batch();  // a long chunk, in parts
+    while (!tracer.trace_chunk(c, batches.prog())) batches.compile();  // a long chunk, in parts
     if (traced) traced(c + 1, chunks);
-    if (batch_ends(prog, c, tracer)) compile_batch();
+    if (batch_ends(batches.prog(), c, tracer)) batches.compile();
   }
-  compile_batch();
+  batches.compile();
   plan.memo_sizes = tracer.memo_sizes();
-  if (decision_log().should_log(spdlog::level::info)) {
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    decision_log().info(
-        "kernel {}: {} chunks of {} lanes{} in {} batches -> {} launches ({} distinct programs), "
-        "{} values spilled between launches; compiled in {:.1f} ms",
-        k.name, chunks, kLanes, tracer.blocked() ? " (4x4 blocks)" : "", why.batches, why.launches,
-        builder.images(), why.spills, ms);
-    if (replays.hits > 0)
-      decision_log().info("  {} of {} batches replayed: an earlier batch's code with their indices shifted",
-                          replays.hits, why.batches);
-    if (tracer.parts_cut() > 0)
-      decision_log().info(
-          "  long chunks traced in parts: {} cuts at a loop iteration's end, live values kept as pinned "
-          "tiles",
-          tracer.parts_cut());
-    if (tracer.memo_reads() > 0)
-      decision_log().info(
-          "  {} tiles read from {} memo buffers: values computed from one buffer's elements alone, kept per "
-          "element instead of computed again",
-          tracer.memo_reads(), plan.memo_sizes.size());
-    if (tracer.loops_skipped() > 0)
-      decision_log().info(
-          "  {} reduction loops skipped: each term's guard, computed before the loop, false in "
-          "every lane",
-          tracer.loops_skipped());
-    if (!why.cuts.empty()) decision_log().info("  launches ended by a full limit: {}", why.cut_summary());
-    if (chains > 0)
-      decision_log().info(
-          "  MXU: {} of {} int8 dot-product chains, in {} output-stationary and {} weight-stationary "
-          "blocks; this data: {} kept on the VPU (out of int8 range), {} operands loaded once "
-          "(equal values)",
-          why.mxu_chains, chains, why.os_blocks, why.ws_blocks, choices.veto.size(),
-          choices.same_values.size());
-    if (why.packed_stores + why.lane_reduces + why.broadcasts > 0)
-      decision_log().info(
-          "  lane packing: {} of {} stores packed into others, {} cross-lane reduces, {} replicated values "
-          "computed side by side and broadcast back",
-          why.packed_stores, why.stores, why.lane_reduces, why.broadcasts);
-    std::string passes;
-    for (int i = 0; i < int(Decisions::kPasses.size()); ++i)
-      passes += fmt::format(" {} {:.1f} ms", Decisions::kPasses[i], why.pass_ms[i]);
-    decision_log().debug("  host time by pass:{}", passes);
-  }
+  batches.log(chunks, start);
   return plan;
 }
 
