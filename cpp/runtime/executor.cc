@@ -356,83 +356,160 @@ std::shared_ptr<const Plan> CompiledKernel::plan(const PlanKey& key, const Choic
   return made;
 }
 
-KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
-                                     bool keep_tasm, TraceLog* trace, const Progress& progress,
-                                     CoreState* core) const {
-  if (params_.size() != bufs.size())
-    throw SimError("kernel " + kernel_.name + " takes " + std::to_string(params_.size()) + " buffers, got " +
-                   std::to_string(bufs.size()));
+namespace {
+
+// One call of a kernel: its buffers bound to slots, its progress reports, and the run of a plan's launches.
+class Call {
+ public:
   // tinygrad passes the buffers of the PARAMs the kernel still has, in slot order; a slot whose uses were
   // folded away has no PARAM and no buffer. Everything below is indexed by slot.
-  const int nslots = params_.empty() ? 0 : params_.rbegin()->first + 1;
-  if (nslots > kMaxParamSlots)
-    throw SimError("kernel " + kernel_.name + ": buffer slot " + std::to_string(nslots - 1) +
-                   " over the limit of " + std::to_string(kMaxParamSlots));
-  std::vector<Slot> slots(nslots);
-  std::vector<int64_t> sizes(nslots, 0);
-  size_t i = 0;
-  for (auto& [slot, dtype] : params_) {
-    DeviceBuffer& b = bufs[i++];
-    slots[slot] = {b.data(), b.data(), dtype, dtype_bytes(dtype), int64_t(b.size() / dtype_bytes(dtype))};
-    sizes[slot] = slots[slot].size;
+  Call(const std::string& kernel, const std::map<int, DType>& params, std::vector<DeviceBuffer>& bufs,
+       const Progress& progress)
+      : kernel_(kernel), progress_(progress) {
+    if (params.size() != bufs.size())
+      throw SimError("kernel " + kernel + " takes " + std::to_string(params.size()) + " buffers, got " +
+                     std::to_string(bufs.size()));
+    nslots_ = params.empty() ? 0 : params.rbegin()->first + 1;
+    if (nslots_ > kMaxParamSlots)
+      throw SimError("kernel " + kernel + ": buffer slot " + std::to_string(nslots_ - 1) + " over the limit of " +
+                     std::to_string(kMaxParamSlots));
+    slots_.resize(nslots_);
+    sizes.resize(nslots_, 0);
+    size_t i = 0;
+    for (auto& [slot, dtype] : params) {
+      DeviceBuffer& b = bufs[i++];
+      slots_[slot] = {b.data(), b.data(), dtype, dtype_bytes(dtype), int64_t(b.size() / dtype_bytes(dtype))};
+      sizes[slot] = slots_[slot].size;
+    }
   }
 
-  KernelStats stats;
-  KernelProgress done{0, 1};
-  auto last_report = std::chrono::steady_clock::now();
-  const Poll poll = [&] {
-    if (!progress) return;
+  std::vector<int64_t> sizes;  // elements per slot
+  const std::vector<Slot>& slots() const { return slots_; }
+
+  // Reports progress at most every kProgressInterval; what the callback throws (KeyboardInterrupt) stops
+  // the call.
+  void poll() {
+    if (!progress_) return;
     auto now = std::chrono::steady_clock::now();
-    if (now - last_report < kProgressInterval) return;
-    last_report = now;
-    done.launches = stats.launches;
-    done.cycles = stats.cycles;
+    if (now - last_report_ < kProgressInterval) return;
+    last_report_ = now;
+    done_.launches = stats_.launches;
+    done_.cycles = stats_.cycles;
     try {
-      progress(done);
+      progress_(done_);
     } catch (...) {
       throw Stopped{std::current_exception()};
     }
-  };
-  auto traced = [&](int64_t chunks_done, int64_t chunks) {
-    done.chunks_done = chunks_done;
-    done.chunks = chunks;
-    poll();
-  };
-  std::shared_ptr<const Plan> plan = this->plan({vals, sizes, {}, {}}, {}, traced);
+  }
+  std::function<void(int64_t, int64_t)> tracing() {  // compiling: chunks traced so far
+    return [this](int64_t chunks_done, int64_t chunks) {
+      done_.chunks_done = chunks_done;
+      done_.chunks = chunks;
+      poll();
+    };
+  }
 
   // Loads see the buffers as they were when the kernel started, like one pass of tinygrad's loops: a
   // buffer the kernel writes, or one sharing memory with such a buffer, is read from a copy.
-  std::vector<std::vector<uint8_t>> snapshots;
-  snapshots.reserve(nslots);  // slots read through pointers into them
-  auto overlaps = [&](const Slot& a, const Slot& b) {
-    return a.write < b.write + b.size * b.bytes && b.write < a.write + a.size * a.bytes;
-  };
-  for (int s = 0; s < nslots; ++s) {
-    if (!slots[s].write) continue;
-    bool copy = false;
-    for (int w = 0; w < nslots && !copy; ++w)
-      copy = slots[w].write && plan->written[w] && overlaps(slots[s], slots[w]);
-    if (!copy) continue;
-    snapshots.emplace_back(slots[s].write, slots[s].write + slots[s].size * slots[s].bytes);
-    slots[s].read = snapshots.back().data();
-  }
-  done.chunks_done = done.chunks;
-  // The memo buffers (compiler/tracer.h), after the counter slot: 32-bit lanes as they were drained.
-  std::vector<std::vector<int32_t>> memos;
-  auto add_memos = [&](const Plan& p) {
-    slots.resize(nslots + 1);
-    memos.clear();
-    for (int64_t elements : p.memo_sizes) {
-      memos.emplace_back(size_t(elements));
-      auto* data = reinterpret_cast<uint8_t*>(memos.back().data());
-      slots.push_back({data, data, DType::kI32, 4, elements});
+  void snapshot_written(const Plan& plan) {
+    snapshots_.reserve(nslots_);  // slots read through pointers into them
+    auto overlaps = [](const Slot& a, const Slot& b) {
+      return a.write < b.write + b.size * b.bytes && b.write < a.write + a.size * a.bytes;
+    };
+    for (int s = 0; s < nslots_; ++s) {
+      if (!slots_[s].write) continue;
+      bool copy = false;
+      for (int w = 0; w < nslots_ && !copy; ++w)
+        copy = slots_[w].write && plan.written[w] && overlaps(slots_[s], slots_[w]);
+      if (!copy) continue;
+      snapshots_.emplace_back(slots_[s].write, slots_[s].write + slots_[s].size * slots_[s].bytes);
+      slots_[s].read = snapshots_.back().data();
     }
-  };
-  add_memos(*plan);
+  }
+  // The memo buffers (compiler/tracer.h), after the counter slot: 32-bit lanes as they were drained.
+  void add_memos(const Plan& plan) {
+    slots_.resize(nslots_ + 1);
+    memos_.clear();
+    for (int64_t elements : plan.memo_sizes) {
+      memos_.emplace_back(size_t(elements));
+      auto* data = reinterpret_cast<uint8_t*>(memos_.back().data());
+      slots_.push_back({data, data, DType::kI32, 4, elements});
+    }
+  }
 
+  // Every launch of the plan: gather, run on the model, scatter.
+  KernelStats run(const Plan& plan, bool keep_tasm, TraceLog* trace, CoreState* core) {
+    done_.chunks_done = done_.chunks;  // compiled
+    DataPlan data(plan, slots_);
+    const uint64_t kernel_begin = trace ? trace->base : 0;
+    LaunchClock clock;
+    for (const LaunchRun& run : plan.runs) {
+      data.start(run);
+      for (int64_t at = run.first; at < run.first + run.count; ++at)
+        run_launch(plan, plan.launches[at], data, clock, keep_tasm, trace, core);
+    }
+    if (trace) trace->span(Track::kKernel, 0, kernel_begin, trace->base, trace->intern(kernel_));
+    return stats_;
+  }
+
+ private:
+  const std::string& kernel_;
+  const Progress& progress_;
+  int nslots_ = 0;
+  std::vector<Slot> slots_;
+  std::vector<std::vector<uint8_t>> snapshots_;
+  std::vector<std::vector<int32_t>> memos_;
+  KernelStats stats_;
+  KernelProgress done_{0, 1};
+  std::chrono::steady_clock::time_point last_report_ = std::chrono::steady_clock::now();
+  const Poll poller_ = [this] { poll(); };  // for the model's run loop
+
+  void run_launch(const Plan& plan, const PlanLaunch& l, DataPlan& data, LaunchClock& clock, bool keep_tasm,
+                  TraceLog* trace, CoreState* core) {
+    if (keep_tasm) stats_.tasm.push_back(listing(data.bundle(l), l.image->fill_dtypes));
+    const uint64_t launch_begin = trace ? trace->base : 0;
+    // Prefetched while the last launch runs, unless it reads what that one outputs or its program's write
+    // overwrites that one's (resident programs: a ring of both banks' entries)
+    const bool prefetch = plan.config.prefetch_launches;
+    LaunchLoad load;
+    bool evicts_last = false;
+    if (core && plan.config.resident_program)
+      load.resident = core->load(l.image, plan.config.prog_depth * (prefetch ? 2 : 1), evicts_last);
+    if (prefetch && clock.last && !evicts_last && !data.reads_output_of(l, *clock.last)) load.ahead = clock.ahead();
+    RunResult res;
+    try {
+      res = run_validated(
+          l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, plan.config, trace, poller_, load);
+    } catch (const std::exception& e) {
+      throw SimError(std::string("internal error in kernel ") + kernel_ + ": " + e.what() + "\n" +
+                     disassemble(data.bundle(l)));
+    }
+    data.drain(l, res.vmem_results);
+    clock.ran(l, res);
+    if (trace)
+      trace->span(Track::kKernel, 1, launch_begin, trace->base,
+                  trace->intern("launch " + std::to_string(stats_.launches)));
+    ++stats_.launches;
+    stats_.cycles += res.cycles;
+    stats_.sxu_cycles += res.sxu_cycles;
+    poll();
+  }
+};
+
+}  // namespace
+
+// A call: bind the buffers, take the plan for their sizes (compiled once), snapshot what the kernel both reads
+// and writes, take the plan for the choices this call's data makes, and run its launches.
+KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
+                                     bool keep_tasm, TraceLog* trace, const Progress& progress,
+                                     CoreState* core) const {
+  Call call(kernel_.name, params_, bufs, progress);
+  std::shared_ptr<const Plan> plan = this->plan({vals, call.sizes, {}, {}}, {}, call.tracing());
+  call.snapshot_written(*plan);
+  call.add_memos(*plan);
   // Choices that depend on the data select another plan: MXU data out of int8 range keeps its chains on
   // the VPU, an operand with the values of another is loaded once.
-  if (auto [veto, same] = DataPlan(*plan, slots).choices(); !veto.empty() || !same.empty()) {
+  if (auto [veto, same] = DataPlan(*plan, call.slots()).choices(); !veto.empty() || !same.empty()) {
     Choices choices{veto, {}};
     for (auto [operand, earlier] : same)
       choices.same_values[plan->mxu_operands[operand].lanes] = plan->mxu_operands[earlier].lanes;
@@ -440,49 +517,10 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
         "kernel {}: this call's data keeps {} chains on the VPU (out of int8 range) and loads {} "
         "MXU operands once (equal values): the plan for these choices",
         kernel_.name, veto.size(), same.size());
-    plan = this->plan({vals, sizes, veto, same}, choices, traced);
-    add_memos(*plan);
+    plan = this->plan({vals, call.sizes, veto, same}, choices, call.tracing());
+    call.add_memos(*plan);
   }
-
-  DataPlan data(*plan, slots);
-  const uint64_t kernel_begin = trace ? trace->base : 0;
-  LaunchClock clock;
-  const bool prefetch = plan->config.prefetch_launches;
-  for (const LaunchRun& run : plan->runs) {
-    data.start(run);
-    for (int64_t at = run.first; at < run.first + run.count; ++at) {
-      const PlanLaunch& l = plan->launches[at];
-      if (keep_tasm) stats.tasm.push_back(listing(data.bundle(l), l.image->fill_dtypes));
-      const uint64_t launch_begin = trace ? trace->base : 0;
-      RunResult res;
-      // Prefetched while the last launch runs, unless it reads what that one outputs or its program's write
-      // overwrites that one's (resident programs: a ring of both banks' entries)
-      LaunchLoad load;
-      bool evicts_last = false;
-      if (core && plan->config.resident_program)
-        load.resident = core->load(l.image, plan->config.prog_depth * (prefetch ? 2 : 1), evicts_last);
-      if (prefetch && clock.last && !evicts_last && !data.reads_output_of(l, *clock.last))
-        load.ahead = clock.ahead();
-      try {
-        res = run_validated(
-            l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, plan->config, trace, poll, load);
-      } catch (const std::exception& e) {
-        throw SimError(std::string("internal error in kernel ") + kernel_.name + ": " + e.what() + "\n" +
-                       disassemble(data.bundle(l)));
-      }
-      data.drain(l, res.vmem_results);
-      clock.ran(l, res);
-      if (trace)
-        trace->span(Track::kKernel, 1, launch_begin, trace->base,
-                    trace->intern("launch " + std::to_string(stats.launches)));
-      ++stats.launches;
-      stats.cycles += res.cycles;
-      stats.sxu_cycles += res.sxu_cycles;
-      poll();
-    }
-  }
-  if (trace) trace->span(Track::kKernel, 0, kernel_begin, trace->base, trace->intern(kernel_.name));
-  return stats;
+  return call.run(*plan, keep_tasm, trace, core);
 }
 
 }  // namespace tinytpu
