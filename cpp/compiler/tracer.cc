@@ -124,25 +124,42 @@ int64_t Tracer::uniform_value(int node, const std::vector<int64_t>& known) const
   throw Unsupported("loop bound of kernel " + k_.name + " depends on " + op_name(n.op));
 }
 
+// The kernel's analyses, in order: who reads each node, the scalar variables' values, the lane-parallel
+// ranges (and each loop's end and enclosing loop), the loops guarded before they start, the buffers read and
+// written, the chunking, and the prefix that may be pinned.
 Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes,
                const TraceLimits& limits, ChunkLayout layout)
     : k_(k), sizes_(buffer_sizes), limits_(limits), slot_sizes_(buffer_sizes) {
   slot_sizes_.push_back(0);  // the counter slot (counter_slot): not gathered from as a buffer
   last_reader_.assign(k.nodes.size(), -1);
-  enclosing_loop_.assign(k.nodes.size(), -1);
-  loop_end_.assign(k.nodes.size(), -1);
   for (int i = 0; i < int(k.nodes.size()); ++i)
     for (int s : k.nodes[i].src)
       if (s >= 0 && s < int(k.nodes.size())) last_reader_[s] = i;
-  // Scalar variables arrive in `vals` in PARAM slot order; index them by slot.
+  bind_variables(vals);
+  find_parallel_ranges();
+  find_guarded_loops();
+  find_buffers_touched();
+  choose_chunking(layout);
+  find_pinnable_prefix();
+}
+
+// Scalar variables arrive in `vals` in PARAM slot order; index them by slot.
+void Tracer::bind_variables(const std::vector<int64_t>& vals) {
   std::vector<int64_t> var_slots;
-  for (const Node& n : k.nodes)
+  for (const Node& n : k_.nodes)
     if (n.op == Op::PARAM && !n.global) var_slots.push_back(n.ivalue);
   std::sort(var_slots.begin(), var_slots.end());
   int64_t max_slot = var_slots.empty() ? 0 : var_slots.back();
   vals_.assign(max_slot + 1, 0);
   for (size_t i = 0; i < var_slots.size() && i < vals.size(); ++i) vals_[var_slots[i]] = vals[i];
-  // Lane-parallel ranges: not REDUCE and not inside a REDUCE range; they must nest in one chain.
+}
+
+// Lane-parallel ranges: not REDUCE and not inside a REDUCE range; they must nest in one chain. Each loop's
+// END, and the innermost loop around each range that is not lane-parallel.
+void Tracer::find_parallel_ranges() {
+  const Kernel& k = k_;
+  enclosing_loop_.assign(k.nodes.size(), -1);
+  loop_end_.assign(k.nodes.size(), -1);
   std::vector<int> open;  // RANGE nodes currently open
   int reduce_depth = 0;
   for (int i = 0; i < int(k.nodes.size()); ++i) {
@@ -170,8 +187,12 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
         --reduce_depth;
     }
   }
-  find_guarded_loops();
-  for (const Node& n : k.nodes) {  // the buffers stores write and loads read
+}
+
+// The buffers stores write and loads read.
+void Tracer::find_buffers_touched() {
+  const Kernel& k = k_;
+  for (const Node& n : k.nodes) {
     if (n.op != Op::STORE && n.op != Op::LOAD) continue;
     const int base = n.src.empty() ? -1 : pointer_base(k, n.src[0]);
     const bool global = base >= 0 && k.nodes[base].op == Op::PARAM && k.nodes[base].global;
@@ -179,6 +200,12 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
     if (n.op == Op::LOAD && !global && (base < 0 || k.nodes[base].op != Op::BUFFER))
       reads_unknown_ = true;  // a pointer of another kind: any buffer may be read
   }
+}
+
+// Chunks of kLanes consecutive points, or kRows x kRows blocks of the two innermost parallel ranges for a
+// reduction (integer data; a float reduction's layout is the caller's, `layout`).
+void Tracer::choose_chunking(ChunkLayout layout) {
+  const Kernel& k = k_;
   size_t np = parallel_.size();
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
                              [](const Node& n) { return n.op == Op::RANGE && n.reduce; });
@@ -194,8 +221,12 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
     if (blocked_) chunks_ = blocks;
     layout_open_ = blockable && !int_data;  // the layout of a float reduction is the caller's to choose
   }
-  // A prefix may be pinned when it writes no global memory and opens no IF (pin_prefix decides whether it is
-  // worth it).
+}
+
+// A prefix may be pinned when it writes no global memory and opens no IF (pin_prefix decides whether it is
+// worth it).
+void Tracer::find_pinnable_prefix() {
+  const Kernel& k = k_;
   if (parallel_.empty() || num_chunks() < 2) return;
   int end = *std::min_element(parallel_.begin(), parallel_.end());
   for (int i = 0; i < end; ++i) {

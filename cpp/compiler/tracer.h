@@ -289,7 +289,12 @@ class Tracer {
     std::vector<int> guards;  // conjuncts of the WHERE's condition computed before the loop
   };
   std::map<int, std::vector<GuardedAccumulation>> guarded_loops_;  // REDUCE RANGE node -> its stores
+  void bind_variables(const std::vector<int64_t>& vals);
+  void find_parallel_ranges();
   void find_guarded_loops();
+  void find_buffers_touched();
+  void choose_chunking(ChunkLayout layout);
+  void find_pinnable_prefix();
   bool adds_nothing(const GuardedAccumulation& acc);  // on entry: the loop would leave `acc` as it is
   [[nodiscard]] bool trace_end(size_t& ip);
   void trace_if(const Node& n);
