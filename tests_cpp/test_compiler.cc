@@ -8,15 +8,15 @@
 #include <sstream>
 #include <tuple>
 
-#include "compiler/op_table.h"
+#include "base/config.h"
 #include "compiler/compile.h"
 #include "compiler/ir.h"
 #include "compiler/lower.h"
 #include "compiler/mxu_dot.h"
+#include "compiler/op_table.h"
 #include "compiler/tracer.h"
 #include "helpers.h"
 #include "runtime/executor.h"
-#include "base/config.h"
 
 using namespace tinytpu;
 using namespace tinytpu::compiler;
@@ -966,7 +966,8 @@ TEST_CASE("lane packing: a float max reduction is packed and gives the fold's re
   }
 }
 
-TEST_CASE("op table: every op the renderer may pass lowers, by a function of its row or its one instruction") {
+TEST_CASE(
+    "op table: every op the renderer may pass lowers, by a function of its row or its one instruction") {
   const std::vector<std::string> names = compiler::lowered_ops();
   CHECK(names.size() == 23);  // tinygrad's ALU ops that reach the compiler (the rest tinygrad decomposes)
   for (const std::string& name : names) {

@@ -2,8 +2,8 @@
 // pc and instruction, raised at once (hardware.md §8 item 14).
 #include <catch2/catch.hpp>
 
-#include "helpers.h"
 #include "base/errors.h"
+#include "helpers.h"
 
 using namespace tinytpu;
 using Catch::Matchers::Contains;

@@ -4,9 +4,9 @@
 #include <catch2/catch.hpp>
 #include <random>
 
+#include "base/errors.h"
 #include "helpers.h"
 #include "sim/controller.h"
-#include "base/errors.h"
 
 using namespace tinytpu;
 using Mat = Eigen::Matrix<int64_t, Eigen::Dynamic, Eigen::Dynamic>;

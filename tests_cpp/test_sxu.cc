@@ -1,7 +1,6 @@
 // SXU: every opcode's unstalled cost (hardware.md §2.7 table, cycles include FETCH; HALT costs 1) and
 // its semantics. P is counted from the first FETCH through the FETCH of HALT.
 #include <catch2/catch.hpp>
-
 #include <set>
 
 #include "base/errors.h"

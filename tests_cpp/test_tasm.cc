@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 #include <random>
 
+#include "base/errors.h"
 #include "helpers.h"
 #include "isa/sxu_ops.h"
-#include "base/errors.h"
 
 using namespace tinytpu;
 

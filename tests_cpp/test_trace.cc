@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <map>
 
-#include "helpers.h"
 #include "base/errors.h"
+#include "helpers.h"
 
 using namespace tinytpu;
 namespace fs = std::filesystem;

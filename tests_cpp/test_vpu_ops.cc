@@ -6,8 +6,8 @@
 #include <set>
 #include <string>
 
-#include "isa/vpu_ops.h"
 #include "base/fp32.h"
+#include "isa/vpu_ops.h"
 
 using namespace tinytpu;
 

@@ -11,16 +11,16 @@ namespace tinytpu {
 const std::vector<ConfigField>& config_fields() {
   using C = TensorCoreConfig;
   static const std::vector<ConfigField> fields = {
-#define X(name, type, default_value, rule, min, max, doc, ...)                                                 \
-  {#name,                                                                                                       \
-   std::is_same_v<type, bool>,                                                                                  \
-   int(default_value),                                                                                          \
-   ConfigField::Rule::rule,                                                                                     \
-   min,                                                                                                         \
-   max,                                                                                                         \
-   doc,                                                                                                         \
-   {__VA_ARGS__},                                                                                               \
-   [](const C& c) { return int(c.name); },                                                                      \
+#define X(name, type, default_value, rule, min, max, doc, ...) \
+  {#name,                                                      \
+   std::is_same_v<type, bool>,                                 \
+   int(default_value),                                         \
+   ConfigField::Rule::rule,                                    \
+   min,                                                        \
+   max,                                                        \
+   doc,                                                        \
+   {__VA_ARGS__},                                              \
+   [](const C& c) { return int(c.name); },                     \
    [](C& c, int v) { c.name = type(v); }},
 #include "base/config_fields.def"
 #undef X
@@ -31,11 +31,12 @@ const std::vector<ConfigField>& config_fields() {
 void ConfigField::check(int value) const {
   const bool pow2 = value > 0 && (value & (value - 1)) == 0;
   if (value >= min && value <= max && (rule == Rule::kRange || pow2)) return;
-  const std::string range = is_bool                      ? "0 or 1"
-                            : rule == Rule::kPowerOfTwo ? "a power of two from " + std::to_string(min) + " to " + std::to_string(max)
-                                                        : "from " + std::to_string(min) + " to " + std::to_string(max);
-  throw std::invalid_argument("TensorCoreConfig." + std::string(name) + " = " + std::to_string(value) + ": must be " +
-                              range + " (" + doc + ")");
+  const std::string range = is_bool ? "0 or 1"
+                            : rule == Rule::kPowerOfTwo
+                                ? "a power of two from " + std::to_string(min) + " to " + std::to_string(max)
+                                : "from " + std::to_string(min) + " to " + std::to_string(max);
+  throw std::invalid_argument("TensorCoreConfig." + std::string(name) + " = " + std::to_string(value) +
+                              ": must be " + range + " (" + doc + ")");
 }
 
 void TensorCoreConfig::check() const {

@@ -3,12 +3,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "base/errors.h"
 #include "compiler/ir.h"
 #include "compiler/op_table.h"
 #include "isa/bundle.h"
 #include "isa/tasm.h"
 #include "runtime/executor.h"
-#include "base/errors.h"
 #include "sim/runner.h"
 
 namespace py = pybind11;
@@ -63,9 +63,9 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def_readwrite("max_cycles", &TensorCoreConfig::max_cycles)
       .def("check", &TensorCoreConfig::check)
       .def("__repr__", &TensorCoreConfig::describe);
-#define X(name, type, default_value, rule, min, max, doc, ...)                                             \
-  config.def_property(                                                                                       \
-      #name, [](const TensorCoreConfig& c) { return c.name; },                                               \
+#define X(name, type, default_value, rule, min, max, doc, ...) \
+  config.def_property(                                         \
+      #name, [](const TensorCoreConfig& c) { return c.name; }, \
       [](TensorCoreConfig& c, type v) { c.set(#name, int(v)); }, doc);
 #include "base/config_fields.def"
 #undef X
@@ -74,12 +74,14 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       [] {
         py::list out;
         for (const ConfigField& f : config_fields())
-          out.append(py::dict("name"_a = f.name, "type"_a = f.is_bool ? "bool" : "int", "default"_a = f.default_value,
-                              "min"_a = f.min, "max"_a = f.max, "power_of_two"_a = f.rule == ConfigField::Rule::kPowerOfTwo,
-                              "doc"_a = f.doc, "explore"_a = f.explore));
+          out.append(py::dict("name"_a = f.name, "type"_a = f.is_bool ? "bool" : "int",
+                              "default"_a = f.default_value, "min"_a = f.min, "max"_a = f.max,
+                              "power_of_two"_a = f.rule == ConfigField::Rule::kPowerOfTwo, "doc"_a = f.doc,
+                              "explore"_a = f.explore));
         return out;
       },
-      "The configuration's fields, in config_fields.def's order: name, type, default, range, doc and the values "
+      "The configuration's fields, in config_fields.def's order: name, type, default, range, doc and the "
+      "values "
       "a design-space search tries");
 
   py::class_<CostProxy>(m, "CostProxy")
@@ -192,7 +194,8 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
   m.def(
       "check_kernel", [](const std::string& ir) { compiler::parse_kernel(ir); },
       "Raise NotImplementedError if the kernel has an op or dtype the compiler cannot lower");
-  m.def("lowered_ops", &compiler::lowered_ops, "The ALU ops the compiler lowers (the op table's rows), by tinygrad name");
+  m.def("lowered_ops", &compiler::lowered_ops,
+        "The ALU ops the compiler lowers (the op table's rows), by tinygrad name");
   m.def("compile_kernel", [](const std::string& ir) {
     compiler::parse_kernel(ir);
     return py::bytes(ir);

@@ -7,13 +7,13 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/errors.h"
 #include "compiler/divide.h"
 #include "compiler/lane_pack.h"
 #include "compiler/log.h"
 #include "compiler/lower.h"
 #include "compiler/mxu_dot.h"
 #include "compiler/replay.h"
-#include "base/errors.h"
 
 namespace tinytpu::compiler {
 
@@ -347,8 +347,13 @@ class Batches {
  public:
   Batches(const Kernel& k, const TensorCoreConfig& cfg, const Choices& choices, Tracer& tracer, Plan& plan,
           FirstChunk first, size_t buffers)
-      : k_(k), cfg_(cfg), choices_(choices), tracer_(tracer), plan_(plan),
-        builder_(plan, tracer.slot_sizes(), buffers), first_(std::move(first)) {}
+      : k_(k),
+        cfg_(cfg),
+        choices_(choices),
+        tracer_(tracer),
+        plan_(plan),
+        builder_(plan, tracer.slot_sizes(), buffers),
+        first_(std::move(first)) {}
 
   TileProgram& prog() { return prog_; }
 
@@ -359,7 +364,8 @@ class Batches {
     tracer_.batch_compiled();
     const bool has_shape = batch_shape(prog_, shape_);
     why_.passed(Pass::kShape);
-    if (auto hit = has_shape ? replays_.find(shape_) : std::nullopt) {  // an earlier batch's launches, shifted
+    if (auto hit =
+            has_shape ? replays_.find(shape_) : std::nullopt) {  // an earlier batch's launches, shifted
       replay(*hit, tracer_.slot_sizes(), plan_);
       why_.counted(*hit->batch);
       why_.passed(Pass::kPlan);
@@ -425,7 +431,8 @@ class Batches {
 
 void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) const {
   if (!decision_log().should_log(spdlog::level::info)) return;
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   decision_log().info(
       "kernel {}: {} chunks of {} lanes{} in {} batches -> {} launches ({} distinct programs), "
       "{} values spilled between launches; compiled in {:.1f} ms",
@@ -463,7 +470,8 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
         "computed side by side and broadcast back",
         why_.packed_stores, why_.stores, why_.lane_reduces, why_.broadcasts);
   std::string passes;
-  for (size_t i = 0; i < kPassNames.size(); ++i) passes += fmt::format(" {} {:.1f} ms", kPassNames[i], why_.pass_ms[i]);
+  for (size_t i = 0; i < kPassNames.size(); ++i)
+    passes += fmt::format(" {} {:.1f} ms", kPassNames[i], why_.pass_ms[i]);
   decision_log().debug("  host time by pass:{}", passes);
 }
 

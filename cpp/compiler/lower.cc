@@ -4,10 +4,10 @@
 #include <bitset>
 #include <map>
 
+#include "base/fp32.h"
 #include "compiler/op_table.h"
 #include "isa/instr_builders.h"
 #include "sim/timing.h"
-#include "base/fp32.h"
 
 namespace tinytpu::compiler {
 
@@ -1271,9 +1271,9 @@ class Emitter {
   }
 };
 
-// The multi-instruction lowerings, one per op table row that names one (op_table.cc, lowerings.h). Each writes
-// the node's value into o.d from its operands' vregs; the op table's `wraps` column says whether the lowering
-// then wraps a narrow integer result to its dtype (emit_node).
+// The multi-instruction lowerings, one per op table row that names one (op_table.cc, lowerings.h). Each
+// writes the node's value into o.d from its operands' vregs; the op table's `wraps` column says whether the
+// lowering then wraps a narrow integer result to its dtype (emit_node).
 namespace lowering {
 
 void neg(Emitter& e, const Lowered& o) {
@@ -1414,7 +1414,8 @@ void cast(Emitter& e, const Lowered& o) {
 int64_t estimated_cycles(const std::vector<Launch>& launches) {  // hardware.md §2.7, §4.4
   int64_t cycles = 0;
   for (const Launch& l : launches) {
-    cycles += kRecordCycles * int64_t(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
+    cycles +=
+        kRecordCycles * int64_t(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
     for (const Instr& in : l.program) cycles += instr_cycles(in);
   }
   return cycles;

@@ -1,10 +1,10 @@
 #pragma once
 #include <vector>
 
+#include "base/tile.h"
 #include "compiler/mxu_dot.h"
 #include "compiler/tracer.h"
 #include "isa/instr.h"
-#include "base/tile.h"
 
 namespace tinytpu::compiler {
 

@@ -16,9 +16,11 @@ using Lowering = void (*)(Emitter&, const Lowered&);
 
 // The lowerings longer than one instruction, one per op table row that names one (op_table.cc), defined in
 // lower.cc.
-#define TINYTPU_LOWERINGS(X)                                                                                  \
-  X(neg) X(max) X(cmplt) X(equality) X(where) X(shr) X(cdiv) X(cmod) X(bitcast) X(mxu_dot) X(lane_reduce)     \
-  X(lane_broadcast) X(fdiv) X(div_scale) X(div_exact) X(reciprocal) X(sqrt) X(exp2) X(log2) X(trunc) X(cast)
+#define TINYTPU_LOWERINGS(X)                                                                             \
+  X(neg)                                                                                                 \
+  X(max) X(cmplt) X(equality) X(where) X(shr) X(cdiv) X(cmod) X(bitcast) X(mxu_dot) X(lane_reduce)       \
+      X(lane_broadcast) X(fdiv) X(div_scale) X(div_exact) X(reciprocal) X(sqrt) X(exp2) X(log2) X(trunc) \
+          X(cast)
 namespace lowering {
 #define TINYTPU_DECLARE_LOWERING(name) void name(Emitter&, const Lowered&);
 TINYTPU_LOWERINGS(TINYTPU_DECLARE_LOWERING)

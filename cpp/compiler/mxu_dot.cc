@@ -329,9 +329,10 @@ class Fuser {
         sxu += os_dispatch_interval(d.k);
       }
       instrs = int(m.dispatches.size()) + 2 * rows + 1 + !m.live_rows[0];
-      sxu += instr_cycles(SxuOpcode::kWaitMxu) +
-             rows * (instr_cycles(SxuOpcode::kLoadMxuMatrixRow) + instr_cycles(SxuOpcode::kPsumAccumulateRow)) +
-             instr_cycles(SxuOpcode::kPsumRead);
+      sxu +=
+          instr_cycles(SxuOpcode::kWaitMxu) +
+          rows * (instr_cycles(SxuOpcode::kLoadMxuMatrixRow) + instr_cycles(SxuOpcode::kPsumAccumulateRow)) +
+          instr_cycles(SxuOpcode::kPsumRead);
     }
     return 2 * (records + instrs) + sxu;
   }

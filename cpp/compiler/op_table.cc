@@ -87,7 +87,8 @@ constexpr ReduceOps kMaxF32{V::kFmaxReduceTile, V::kFmaxReduce, V::kFmaxReduceCo
 
 // Control and memory ops: no value lowering of their own.
 constexpr OpInfo plain(Op op, const char* name, int sources, Accepts accepts = Accepts::kAny) {
-  return {op, name, sources, accepts, Fold{}, none, none, false, false, nullptr, true, none, none, false, nullptr};
+  return {op,    name,    sources, accepts, Fold{}, none,  none,   false,
+          false, nullptr, true,    none,    none,   false, nullptr};
 }
 // An op computed per lane: its fold and its one instruction, if any.
 using LaneFold = int64_t (*)(DType, int64_t, int64_t, int64_t);
@@ -118,10 +119,11 @@ constexpr Fold folds{F, over_lanes<F>};
 constexpr OpInfo alu(Op op, const char* name, int sources, Accepts accepts, Fold fold,
                      std::optional<VpuOpcode> int_op = none, std::optional<VpuOpcode> f32_op = none,
                      bool mxu_epilogue = false) {
-  return {op, name, sources, accepts, fold, int_op, f32_op, mxu_epilogue, accepts != Accepts::kNever, nullptr, true,
-          none, none, false, nullptr};
+  return {op,      name, sources, accepts, fold,  int_op, f32_op, mxu_epilogue, accepts != Accepts::kNever,
+          nullptr, true, none,    none,    false, nullptr};
 }
-// An op whose lowering is a function of lowerings.h; `wraps`: whether a narrow integer result is wrapped after it.
+// An op whose lowering is a function of lowerings.h; `wraps`: whether a narrow integer result is wrapped
+// after it.
 constexpr OpInfo lowered(OpInfo row, Lowering lower, bool wraps = true) {
   row.lower = lower;
   row.wraps = wraps;
@@ -140,24 +142,13 @@ constexpr OpInfo reducing(OpInfo row, std::optional<ReduceOps> int_reduce,
 
 using A = Accepts;
 constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
-    plain(Op::SINK, "SINK", 0),
-    plain(Op::PARAM, "PARAM", 0, A::kParam),
-    plain(Op::BUFFER, "BUFFER", 0),
-    plain(Op::CONST, "CONST", 0),
-    lowered(plain(Op::CAST, "CAST", 1, A::kCast), lowering::cast),
-    lowered(plain(Op::BITCAST, "BITCAST", 1, A::kCast), lowering::bitcast),
-    plain(Op::RANGE, "RANGE", 1),
-    plain(Op::END, "END", 2),
-    plain(Op::INDEX, "INDEX", 2),
-    plain(Op::LOAD, "LOAD", 1),
-    plain(Op::STORE, "STORE", 2),
-    plain(Op::AFTER, "AFTER", 1),
-    plain(Op::GROUP, "GROUP", 0),
-    plain(Op::IF, "IF", 1),
-    plain(Op::ENDIF, "ENDIF", 1),
-    plain(Op::NOOP, "NOOP", 0),
-    plain(Op::BARRIER, "BARRIER", 0),
-    plain(Op::STACK, "STACK", 0, A::kStack),
+    plain(Op::SINK, "SINK", 0), plain(Op::PARAM, "PARAM", 0, A::kParam), plain(Op::BUFFER, "BUFFER", 0),
+    plain(Op::CONST, "CONST", 0), lowered(plain(Op::CAST, "CAST", 1, A::kCast), lowering::cast),
+    lowered(plain(Op::BITCAST, "BITCAST", 1, A::kCast), lowering::bitcast), plain(Op::RANGE, "RANGE", 1),
+    plain(Op::END, "END", 2), plain(Op::INDEX, "INDEX", 2), plain(Op::LOAD, "LOAD", 1),
+    plain(Op::STORE, "STORE", 2), plain(Op::AFTER, "AFTER", 1), plain(Op::GROUP, "GROUP", 0),
+    plain(Op::IF, "IF", 1), plain(Op::ENDIF, "ENDIF", 1), plain(Op::NOOP, "NOOP", 0),
+    plain(Op::BARRIER, "BARRIER", 0), plain(Op::STACK, "STACK", 0, A::kStack),
     reducing(alu(Op::ADD, "ADD", 2, A::kIntOrF32, folds<fold_add>, V::kAdd, V::kFadd, true), kSumInt, kSumF32,
              false, sum_identity),
     alu(Op::SUB, "SUB", 2, A::kIntOrF32, folds<fold_sub>, V::kSub, V::kFsub, true),
@@ -165,9 +156,11 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
              none, false, product_identity),
     lowered(alu(Op::NEG, "NEG", 1, A::kIntOrF32, folds<fold_neg>), lowering::neg),
     // int: MAX compares signed lanes (uint32 takes MAX_U32, and is not reduced); float: tinygrad's NaN rule
-    reducing(lowered(alu(Op::MAX, "MAX", 2, A::kIntOrF32, folds<fold_max>, V::kMax, none, true), lowering::max),
-             kMaxInt, kMaxF32, true, max_identity),
-    lowered(alu(Op::CMPLT, "CMPLT", 2, A::kBool, folds<fold_cmplt>, V::kCmplt, V::kFcmplt), lowering::cmplt, false),
+    reducing(
+        lowered(alu(Op::MAX, "MAX", 2, A::kIntOrF32, folds<fold_max>, V::kMax, none, true), lowering::max),
+        kMaxInt, kMaxF32, true, max_identity),
+    lowered(alu(Op::CMPLT, "CMPLT", 2, A::kBool, folds<fold_cmplt>, V::kCmplt, V::kFcmplt), lowering::cmplt,
+            false),
     lowered(alu(Op::CMPNE, "CMPNE", 2, A::kBool, folds<fold_cmpne>, V::kCmpne), lowering::equality, false),
     lowered(alu(Op::CMPEQ, "CMPEQ", 2, A::kBool, folds<fold_cmpeq>, V::kCmpeq), lowering::equality, false),
     lowered(alu(Op::WHERE, "WHERE", 3, A::kValue, folds<fold_where>), lowering::where),
@@ -175,14 +168,17 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     alu(Op::OR, "OR", 2, A::kIntOrBool, folds<fold_or>, V::kOr),
     alu(Op::XOR, "XOR", 2, A::kIntOrBool, folds<fold_xor>, V::kXor),
     alu(Op::SHL, "SHL", 2, A::kInt, folds<fold_shl>, V::kShl),
-    lowered(alu(Op::SHR, "SHR", 2, A::kInt, folds<fold_shr>, V::kShr), lowering::shr),  // logical; signed: SAR
+    lowered(alu(Op::SHR, "SHR", 2, A::kInt, folds<fold_shr>, V::kShr),
+            lowering::shr),  // logical; signed: SAR
     lowered(alu(Op::CDIV, "CDIV", 2, A::kInt, folds<fold_cdiv>, V::kDiv), lowering::cdiv),
     lowered(alu(Op::CMOD, "CMOD", 2, A::kInt, folds<fold_cmod>), lowering::cmod),
     lowered(alu(Op::RECIPROCAL, "RECIPROCAL", 1, A::kF32, Fold{}), lowering::reciprocal),
     lowered(alu(Op::SQRT, "SQRT", 1, A::kF32, Fold{}), lowering::sqrt),
     lowered(alu(Op::TRUNC, "TRUNC", 1, A::kF32, Fold{}), lowering::trunc),
-    lowered(alu(Op::EXP2, "EXP2", 1, A::kF32, Fold{}, none, V::kExp2), lowering::exp2),  // TranscUnit: fast math
-    lowered(alu(Op::LOG2, "LOG2", 1, A::kF32, Fold{}, none, V::kLog2), lowering::log2),  // TranscUnit: fast math
+    lowered(alu(Op::EXP2, "EXP2", 1, A::kF32, Fold{}, none, V::kExp2),
+            lowering::exp2),  // TranscUnit: fast math
+    lowered(alu(Op::LOG2, "LOG2", 1, A::kF32, Fold{}, none, V::kLog2),
+            lowering::log2),  // TranscUnit: fast math
     alu(Op::SIN, "SIN", 1, A::kF32FastMath, Fold{}, none, V::kSin),
     lowered(alu(Op::FDIV, "FDIV", 2, A::kF32, Fold{}), lowering::fdiv),
     lowered(alu(Op::DIV_SCALE, "DIV_SCALE", 1, A::kNever, Fold{}), lowering::div_scale),

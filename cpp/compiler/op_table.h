@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "base/tile.h"
 #include "compiler/ir.h"
 #include "compiler/lowerings.h"
 #include "isa/vpu_ops.h"
-#include "base/tile.h"
 
 namespace tinytpu::compiler {
 
@@ -41,8 +41,8 @@ struct Fold {
 };
 
 // One row per tinygrad op: what the IR may hold, how index arithmetic folds it, how it lowers (the VPU
-// instruction it is when that is one instruction, else a function of lowerings.h: float MAX with tinygrad's NaN
-// rule, unsigned compares and division, exact float division, shifts of signed lanes, ...), and how a
+// instruction it is when that is one instruction, else a function of lowerings.h: float MAX with tinygrad's
+// NaN rule, unsigned compares and division, exact float division, shifts of signed lanes, ...), and how a
 // reduction over it runs. A pass reads these columns instead of listing ops, so changing a property touches
 // one row.
 struct OpInfo {
@@ -67,7 +67,9 @@ const OpInfo& op_info(Op op);
 const OpInfo* find_op(std::string_view name);  // by serialised name; nullptr when unknown
 bool accepts(const OpInfo& info, const Node& n, bool fast_math);
 int64_t wrap(DType d, int64_t v);
-// The ALU ops the compiler lowers, by serialised name: what the renderer may pass (the rest tinygrad rewrites).
-std::vector<std::string> lowered_ops();  // two's-complement wrap of a mathematical integer to the dtype's width
+// The ALU ops the compiler lowers, by serialised name: what the renderer may pass (the rest tinygrad
+// rewrites).
+std::vector<std::string>
+lowered_ops();  // two's-complement wrap of a mathematical integer to the dtype's width
 
 }  // namespace tinytpu::compiler

@@ -3,10 +3,10 @@
 #include <memory>
 #include <vector>
 
+#include "base/errors.h"
 #include "compiler/ir.h"
 #include "compiler/tracer.h"
 #include "isa/bundle.h"
-#include "base/errors.h"
 
 namespace tinytpu::compiler {
 

@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/tile.h"
 #include "compiler/ir.h"
 #include "isa/vpu_ops.h"
-#include "base/tile.h"
 
 namespace tinytpu::compiler {
 

@@ -5,9 +5,9 @@
 #include <climits>
 #include <sstream>
 
-#include "isa/tasm.h"
 #include "base/config.h"
 #include "base/errors.h"
+#include "isa/tasm.h"
 
 namespace tinytpu {
 

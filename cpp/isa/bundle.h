@@ -4,8 +4,8 @@
 #include <string_view>
 #include <vector>
 
-#include "isa/instr.h"
 #include "base/tile.h"
+#include "isa/instr.h"
 
 namespace tinytpu {
 

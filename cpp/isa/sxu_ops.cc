@@ -4,7 +4,6 @@
 
 #include <cstring>
 
-
 namespace tinytpu {
 
 // TASM templates: see isa/tasm.h for the template language. Mnemonics follow the reference's TASM

@@ -10,10 +10,10 @@
 #include <optional>
 #include <sstream>
 
-#include "isa/sxu_ops.h"
-#include "isa/vpu_ops.h"
 #include "base/config.h"
 #include "base/errors.h"
+#include "isa/sxu_ops.h"
+#include "isa/vpu_ops.h"
 
 namespace tinytpu {
 

@@ -7,10 +7,10 @@
 #include <map>
 #include <sstream>
 
+#include "base/errors.h"
 #include "compiler/compile.h"
 #include "compiler/log.h"
 #include "isa/tasm.h"
-#include "base/errors.h"
 #include "sim/runner.h"
 #include "sim/tensorcore.h"
 
@@ -371,8 +371,8 @@ class Call {
                      std::to_string(bufs.size()));
     nslots_ = params.empty() ? 0 : params.rbegin()->first + 1;
     if (nslots_ > kMaxParamSlots)
-      throw SimError("kernel " + kernel + ": buffer slot " + std::to_string(nslots_ - 1) + " over the limit of " +
-                     std::to_string(kMaxParamSlots));
+      throw SimError("kernel " + kernel + ": buffer slot " + std::to_string(nslots_ - 1) +
+                     " over the limit of " + std::to_string(kMaxParamSlots));
     slots_.resize(nslots_);
     sizes.resize(nslots_, 0);
     size_t i = 0;
@@ -475,7 +475,8 @@ class Call {
     bool evicts_last = false;
     if (core && plan.config.resident_program)
       load.resident = core->load(l.image, plan.config.prog_depth * (prefetch ? 2 : 1), evicts_last);
-    if (prefetch && clock.last && !evicts_last && !data.reads_output_of(l, *clock.last)) load.ahead = clock.ahead();
+    if (prefetch && clock.last && !evicts_last && !data.reads_output_of(l, *clock.last))
+      load.ahead = clock.ahead();
     RunResult res;
     try {
       res = run_validated(
@@ -498,8 +499,8 @@ class Call {
 
 }  // namespace
 
-// A call: bind the buffers, take the plan for their sizes (compiled once), snapshot what the kernel both reads
-// and writes, take the plan for the choices this call's data makes, and run its launches.
+// A call: bind the buffers, take the plan for their sizes (compiled once), snapshot what the kernel both
+// reads and writes, take the plan for the choices this call's data makes, and run its launches.
 KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
                                      bool keep_tasm, TraceLog* trace, const Progress& progress,
                                      CoreState* core) const {

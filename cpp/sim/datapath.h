@@ -16,7 +16,8 @@ namespace tinytpu {
 // array and its controller), with the cycle counter and the trace sink they share. The SXU (sxu.h) reads
 // and writes it; the TensorCore (tensorcore.h) is this and the SXU, clocked together.
 struct Datapath {
-  explicit Datapath(const TensorCoreConfig& cfg) : cfg(cfg), vrf(cfg), vmem(cfg), wsram(cfg), asram(cfg), psum(cfg) {}
+  explicit Datapath(const TensorCoreConfig& cfg)
+      : cfg(cfg), vrf(cfg), vmem(cfg), wsram(cfg), asram(cfg), psum(cfg) {}
 
   TensorCoreConfig cfg;
   uint64_t cycle = 0;  // free-running counter shared with the testbench (READ_CYCLE reads it)

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "isa/tasm.h"
 #include "base/errors.h"
+#include "isa/tasm.h"
 #include "sim/tensorcore.h"
 
 namespace tinytpu {

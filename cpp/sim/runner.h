@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "isa/bundle.h"
 #include "base/config.h"
 #include "base/tile.h"
+#include "isa/bundle.h"
 #include "sim/trace.h"
 
 namespace tinytpu {

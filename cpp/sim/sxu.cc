@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "isa/vpu_ops.h"
 #include "base/errors.h"
 #include "isa/tasm.h"
+#include "isa/vpu_ops.h"
 #include "sim/sxu_exec.h"
 
 namespace tinytpu {
@@ -14,8 +14,8 @@ const std::array<const char*, kNumStalls> kStallNames = {"VPU write-back", "VPU 
                                                          "PSUM port",      "DMA record"};
 
 void Sxu::fail(const Datapath& tc, const std::string& what) const {
-  throw SimError("pc " + std::to_string(pc) + " (" + format_instr(cur) + ") at cycle " + std::to_string(tc.cycle) +
-                 ": " + what);
+  throw SimError("pc " + std::to_string(pc) + " (" + format_instr(cur) + ") at cycle " +
+                 std::to_string(tc.cycle) + ": " + what);
 }
 
 namespace {
@@ -172,7 +172,6 @@ void Sxu::bad_fetch(Datapath& tc) {
 void Sxu::overlapped_fetch() {
   if (loaded[pc] && prog[pc].op < kNumSxuOps) latch();
 }
-
 
 bool Sxu::hold_to_row(Exec& outcome) {
   const SxuOpInfo& row = kSxuOps[cur.op];
@@ -461,7 +460,9 @@ Exec mxu_clear(Sxu&, Datapath& tc) {
   return Exec::kNext;
 }
 
-Exec wait_mxu(Sxu& sx, Datapath& tc) { return mxu_result_ready(sx, tc) ? Exec::kNext : Exec::kStallMxuResult; }
+Exec wait_mxu(Sxu& sx, Datapath& tc) {
+  return mxu_result_ready(sx, tc) ? Exec::kNext : Exec::kStallMxuResult;
+}
 
 Exec load_mxu_result(Sxu& sx, Datapath& tc) {
   if (!mxu_result_ready(sx, tc)) return Exec::kStallMxuResult;
@@ -574,7 +575,9 @@ Exec set_pred_ne_zero(Sxu& sx, Datapath& tc) { return set_pred(sx, tc, false); }
 Exec skip_if_pred(Sxu& sx, Datapath& tc) { return skip(sx, tc, true); }
 Exec skip_if_not_pred(Sxu& sx, Datapath& tc) { return skip(sx, tc, false); }
 
-Exec read_cycle(Sxu& sx, Datapath& tc) { return write_vreg(sx, tc, scalar_tile(int32_t(uint32_t(tc.cycle)))); }
+Exec read_cycle(Sxu& sx, Datapath& tc) {
+  return write_vreg(sx, tc, scalar_tile(int32_t(uint32_t(tc.cycle))));
+}
 Exec load_loop_depth(Sxu& sx, Datapath& tc) { return write_vreg(sx, tc, scalar_tile(sx.loop_top)); }
 
 Exec loop_begin(Sxu& sx, Datapath& tc) {

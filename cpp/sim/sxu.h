@@ -3,7 +3,6 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
-
 #include <string>
 
 #include "base/config.h"
@@ -78,8 +77,8 @@ struct Sxu {
   // but a combinational VPU op, ending within kMaxAloneCycles. Returns whether it ran.
   static constexpr int kMaxAloneCycles = [] {  // the longest row that may run alone (a VPU op's latency 1)
     int most = 0;
-#define X(opcode, name, mnemonic, exec, cycles, timing, alone, ...)                                  \
-  if (SxuAlone::alone != SxuAlone::kNever)                                                           \
+#define X(opcode, name, mnemonic, exec, cycles, timing, alone, ...) \
+  if (SxuAlone::alone != SxuAlone::kNever)                          \
     most = std::max(most, cycles + (SxuTiming::timing == SxuTiming::kVpu ? 1 : 0));
 #include "isa/sxu_ops.def"
 #undef X

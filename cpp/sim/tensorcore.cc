@@ -1,6 +1,5 @@
 #include "sim/tensorcore.h"
 
-
 namespace tinytpu {
 
 void TensorCore::trace_mxu(CState phase) {

@@ -21,7 +21,9 @@ namespace tinytpu {
 //    reads the vreg they write (Sxu::tick explains why), so vreg writes can be applied directly.
 class TensorCore : public Datapath {
  public:
-  explicit TensorCore(const TensorCoreConfig& cfg = {}) : Datapath(cfg) { sxu.fetch_overlap = cfg.fetch_overlap; }
+  explicit TensorCore(const TensorCoreConfig& cfg = {}) : Datapath(cfg) {
+    sxu.fetch_overlap = cfg.fetch_overlap;
+  }
 
   Sxu sxu;
 

@@ -13,7 +13,7 @@ int instr_cycles(const Instr& i, const TensorCoreConfig& cfg) {
       return row.cycles;
     case SxuTiming::kVpu: {  // DISPATCH_VPU's own op; SELECT's second op (its first, COPY, has its own cycle)
       const VpuOpcode op = SxuOpcode(i.op) == SxuOpcode::kDispatchSelect ? VpuOpcode::kSelect
-                                                                            : VpuOpcode(i.vpuOp % kNumVpuOps);
+                                                                         : VpuOpcode(i.vpuOp % kNumVpuOps);
       return row.cycles + vpu_done_latency(kVpuOps[size_t(op)]);
     }
     case SxuTiming::kMxu:

@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "isa/instr.h"
 #include "base/config.h"
+#include "isa/instr.h"
 
 namespace tinytpu {
 

@@ -1,6 +1,6 @@
 #pragma once
-#include "isa/vpu_ops.h"
 #include "base/tile.h"
+#include "isa/vpu_ops.h"
 
 namespace tinytpu {
 
