@@ -8,7 +8,7 @@ WHEEL_BUILD := build/wheel
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
 TINYGRAD_SDIST := $(UPSTREAM_CACHE)/tinygrad-0.14.0.tar.gz
 
-.PHONY: deps install test test-cpp test-py test-upstream test-sanitize fuzz test-upstream-full random-programs demo bench explore clean format
+.PHONY: deps install check-layers test test-cpp test-py test-upstream test-sanitize fuzz test-upstream-full random-programs demo bench explore clean format
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -99,7 +99,11 @@ fuzz: deps
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	$(PYTHON) fuzz/run.py --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --runs $(FUZZ_RUNS) --jobs $(JOBS)
 
-test: test-cpp test-py test-upstream test-sanitize fuzz
+# The C++ layering: no include runs from a lower layer to a higher one (tools/check_layers.py says the layers).
+check-layers:
+	$(PYTHON) tools/check_layers.py
+
+test: check-layers test-cpp test-py test-upstream test-sanitize fuzz
 
 demo: install
 	$(PYTHON) -m tinytpu demo
