@@ -2,7 +2,8 @@
 PYTHON ?= python3
 JOBS ?= 2
 DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang libclang-rt-14-dev chromium
-PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothesis cmake ninja matplotlib pillow
+PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothesis cmake ninja matplotlib pillow \
+  mkdocs==1.6.1 mkdocstrings==1.0.8 mkdocstrings-python==2.0.11
 WHEEL_BUILD := build/wheel
 
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
@@ -21,7 +22,8 @@ deps:
 	  fi; \
 	fi
 	@$(PYTHON) -c "import importlib.metadata as m, sys; sys.exit(m.version('tinygrad') != '0.14.0')" 2>/dev/null \
-	  && $(PYTHON) -c "import pybind11, scikit_build_core, numpy, pytest, hypothesis, matplotlib, PIL" 2>/dev/null \
+	  && $(PYTHON) -c "import pybind11, scikit_build_core, numpy, pytest, hypothesis, matplotlib, PIL, \
+	     mkdocs, mkdocstrings, mkdocstrings_handlers.python" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q $(PY_PACKAGES)
 
 # An explicit build directory keeps rebuilds incremental; a plain `pip install .` builds in a temporary one.
@@ -103,7 +105,13 @@ fuzz: deps
 check-layers:
 	$(PYTHON) tools/check_layers.py
 
-test: check-layers test-cpp test-py test-upstream test-sanitize fuzz
+test: check-layers test-cpp test-py test-upstream test-sanitize fuzz docs
+
+# The docs site (mkdocs.yml, docs/, API pages from python/tinytpu's docstrings) into build/site. --strict: a broken
+# link, a missing image or a docstring that does not render fails it.
+.PHONY: docs
+docs: deps
+	$(PYTHON) -m mkdocs build --strict -d build/site
 
 demo: install
 	$(PYTHON) -m tinytpu demo
