@@ -66,7 +66,7 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
 #define X(name, type, default_value, rule, min, max, doc, ...) \
   config.def_property(                                         \
       #name, [](const TensorCoreConfig& c) { return c.name; }, \
-      [](TensorCoreConfig& c, type v) { c.set(#name, int(v)); }, doc);
+      [](TensorCoreConfig& c, int v) { c.set(#name, v); }, doc);
 #include "base/config_fields.def"
 #undef X
   m.def(
