@@ -319,8 +319,13 @@ TEST_CASE("resident program: a launch whose program is resident sends only its d
   CHECK(dma.cycles == 12 + 1 + 4);
   CHECK(kept.vmem_results == ref.vmem_results);
   CHECK(dma.vmem_results == ref.vmem_results);
-  CHECK(same_program(add, add));
   Bundle other = add;
+  other.records.insert(other.records.begin() + 2, add.records[1]);  // a third data record: the same program
+  CHECK(same_program(add, other));
+  other = add;
+  other.records.pop_back();  // the output list without its last output: another program
+  CHECK_FALSE(same_program(add, other));
+  other = add;
   other.records[3].instr.vregDst = 3;  // LOAD v3: another program
   CHECK_FALSE(same_program(add, other));
   other = add;

@@ -1,5 +1,5 @@
 """The Python surface of the TensorCore model: run_tasm, the CLI, and errors."""
-import json, pathlib, subprocess, sys
+import json, pathlib, re, subprocess, sys
 import pytest
 import tinytpu
 
@@ -75,3 +75,8 @@ def test_hang_is_sim_error():
 def test_demo_runs():
   out = cli("demo")
   assert out.returncode == 0 and "cycles 33" in out.stdout
+  # the tinygrad matmul line says it ran on the MXU only from the trace's MXU work, which must be there
+  lines = out.stdout.splitlines()
+  row = lines.index(next(l for l in lines if l.startswith("matmul      8x8 @ 8x8 int32")))
+  m = re.search(r"on the MXU: (\d+) dispatches, (\d+) busy cycles", lines[row + 1])
+  assert m and int(m[1]) > 0 and int(m[2]) > 0, lines[row + 1]

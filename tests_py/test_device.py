@@ -92,10 +92,10 @@ def test_float_binary(op):
 TERNARY = {"where": lambda c, a, b: (c > 0).where(a, b), "lerp": lambda c, a, b: a.lerp(b, c),
            "clip": lambda c, a, b: c.clip(a.minimum(b), a.maximum(b)), "mulacc": lambda c, a, b: c * a + b}
 
-@pytest.mark.parametrize("op", sorted(TERNARY))
-@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.int32, dtypes.int8])
+# lerp interpolates by a fractional weight: only its float32 cases are generated
+@pytest.mark.parametrize("op,dtype", [(op, dtype) for op in sorted(TERNARY) for dtype in
+                                      ([dtypes.float32] if op == "lerp" else [dtypes.float32, dtypes.int32, dtypes.int8])])
 def test_ternary(op, dtype):
-  if op == "lerp" and dtype != dtypes.float32: return
   check(TERNARY[op], data((5, 5), dtype, -9, 9), data((5, 5), dtype, -9, 9), data((5, 5), dtype, -9, 9), dtype=dtype,
         atol=1e-5, rtol=1e-5)
 
@@ -133,7 +133,6 @@ def test_casts(src, dst):
 @pytest.mark.parametrize("src,dst", [(dtypes.float32, dtypes.int32), (dtypes.int32, dtypes.float32), (dtypes.uint32, dtypes.int32),
                                      (dtypes.int16, dtypes.uint16), (dtypes.int8, dtypes.uint8), (dtypes.uint16, dtypes.int16)])
 def test_bitcasts(src, dst):
-  if src.itemsize != dst.itemsize: return
   check(lambda x: x.bitcast(dst), data((40,), src, -100, 100), dtype=src)
 
 @pytest.mark.parametrize("src,dst", [(dtypes.int8, dtypes.uint8), (dtypes.uint8, dtypes.int8), (dtypes.int16, dtypes.uint16),
