@@ -24,6 +24,7 @@ namespace {
 // free), the XLU (written back in the next instruction's FETCH, as ticked) and a combinational VPU op, and
 // never stalls there. All retire within Sxu::kMaxAloneCycles.
 bool runs_alone(const Instr& i) {
+  if (i.op >= kNumSxuOps) return false;  // an undefined opcode: the ticked FETCH reports it
   switch (kSxuOps[i.op].alone) {
     case SxuAlone::kAlways:
       return true;
