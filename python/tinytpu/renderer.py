@@ -72,7 +72,7 @@ def track_float64_tensors() -> None:
       if not e.args or not str(e.args[0]).startswith(_NO_FLOAT64) or getattr(e, "located", False): raise
       e.located, msg, here = True, str(e.args[0]), _user_frame(sys._getframe(1))
       if " Computed for " not in msg and here is not None: msg += f" Computed for {_where(here)}."
-      made = [loc for loc in made if loc != here] or made  # .numpy() makes float64 tensors of its own on its line
+      made = ([loc for loc in made if loc != here] or made)[:3]  # .numpy() makes float64 tensors of its own on its line
       if made: msg += f" Its float64 tensor{'s were' if len(made) > 1 else ' was'} made at " + "; ".join(map(_where, made)) + "."
       e.args = (msg,)
       raise
@@ -80,12 +80,10 @@ def track_float64_tensors() -> None:
   Tensor.__init__, Tensor.realize = __init__, realize_
 
 def _made_in(tensors) -> list[tuple[str, int]]:
-  """Where the float64 tensors on TINYTPU that these tensors are computed from were made, in the order made (up to 3)."""
+  """Where the float64 tensors on TINYTPU that these tensors are computed from were made, in the order made."""
   if not _made: return []
-  from tinygrad.uop.ops import UOp
   nodes = UOp.sink(*[t.uop for t in tensors]).toposort()
-  made = list(dict.fromkeys(loc for t, loc in list(_made.items()) if t.uop in nodes))
-  return made[:3]
+  return list(dict.fromkeys(loc for t, loc in list(_made.items()) if t.uop in nodes))
 
 def check_dtypes(uops: list[UOp], kernel: str) -> None:
   """UnsupportedDType for a kernel that computes in float64: TINYTPU has no float64 lanes."""
