@@ -63,5 +63,5 @@ import sys as _sys
 from tinytpu import device as _device
 _sys.modules.setdefault("tinygrad.runtime.ops_tinytpu", _device)
 counters, reset_counters = _device.counters, _device.reset_counters
-from tinytpu.renderer import UnsupportedDType, refuse_float64_tensors as _refuse_float64_tensors
-_refuse_float64_tensors()
+from tinytpu.renderer import UnsupportedDType, track_float64_tensors as _track_float64_tensors
+_track_float64_tensors()

@@ -1,7 +1,7 @@
 """The TINYTPU tinygrad device: buffers live in the model's device memory (C++), every kernel runs on the
 cycle-accurate TensorCore in-process."""
 from __future__ import annotations
-import os, sys, time
+import ctypes, os, sys, time
 from collections import Counter
 from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
@@ -9,24 +9,92 @@ from tinygrad.codegen.opt import search
 from tinytpu import _core, configs, trace
 from tinytpu.renderer import TinyTPURenderer
 
+# A kernel call that stops before its end (Ctrl-C, an error) leaves the buffers it writes part written, and tinygrad made
+# them its tensors' storage before the call: reading one would hand back the part as the whole result. Their bytes are
+# kept here as incomplete until written whole again (a copy in, a kernel call that ends) or handed out anew by the
+# allocator; reading them (a copy out, a kernel's load) raises instead.
+_incomplete: list[tuple[int, int, str]] = []  # [start, end) host addresses, and why
+
+def _span(buf) -> tuple[int, int] | None:
+  mv = memoryview(buf)
+  if mv.nbytes == 0: return None
+  start = ctypes.addressof(ctypes.c_char.from_buffer(mv))
+  return start, start + mv.nbytes
+
+def _forget(buf) -> None:
+  """buf's bytes are whole again (written, or a new tensor's)."""
+  if not _incomplete or (span := _span(buf)) is None: return
+  lo, hi = span
+  kept = []
+  for a, b, why in _incomplete:
+    if b <= lo or hi <= a: kept.append((a, b, why))
+    else: kept += [(a, lo, why)] * (a < lo) + [(hi, b, why)] * (hi < b)
+  _incomplete[:] = kept
+
+def _check_whole(buf) -> None:
+  if not _incomplete or (span := _span(buf)) is None: return
+  for a, b, why in _incomplete:
+    if a < span[1] and span[0] < b:
+      raise RuntimeError(f"TINYTPU: this data is incomplete: {why}, and tinygrad had already taken its buffer as the "
+                         "result. Compute it again from its inputs (a tensor made anew: realize() of the same tensor "
+                         "does not run it again)")
+
 class TinyTPUAllocator(LRUAllocator["TinyTPUDevice"]):
   def _alloc(self, size: int, options: BufferSpec): return self.dev.core.DeviceBuffer(size)
-  def _as_buffer(self, src) -> memoryview: return memoryview(src)
-  def _copyin(self, dest, src: memoryview): memoryview(dest)[:] = src
-  def _copyout(self, dest: memoryview, src): dest[:] = memoryview(src)
+  def alloc(self, size: int, options: BufferSpec | None = None):
+    buf = super().alloc(size, options)  # maybe a cached one, incomplete for the tensor that had it
+    _forget(buf)
+    return buf
+  def _free(self, opaque, options: BufferSpec): _forget(opaque)
+  def _as_buffer(self, src) -> memoryview:
+    _check_whole(src)
+    return memoryview(src)
+  def _copyin(self, dest, src: memoryview):
+    memoryview(dest)[:] = src
+    _forget(dest)
+  def _copyout(self, dest: memoryview, src):
+    _check_whole(src)
+    dest[:] = memoryview(src)
   def _offset(self, buf, size: int, offset: int): return buf.view(offset, size)
+
+def _params_loaded_and_stored(ir: str) -> tuple[set[int], set[int]]:
+  """Which of a kernel's buffers (their places in its call: global PARAMs in slot order) it loads and stores, read from
+  the IR (renderer.serialize: OP DTYPE NSRC SRC... ARG...)."""
+  rows = [line.split() for line in ir.splitlines()[1:]]
+  slots = {i: int(r[3 + int(r[2])]) for i, r in enumerate(rows) if r[0] == "PARAM" and r[4 + int(r[2])] == "GLOBAL"}
+  place = {slot: n for n, slot in enumerate(sorted(set(slots.values())))}
+  def param_of(i: int) -> int | None:  # the PARAM an INDEX's (or its cast's) first source leads to
+    for _ in range(len(rows)):
+      if i in slots: return place[slots[i]]
+      if int(rows[i][2]) == 0: return None
+      i = int(rows[i][3])
+    return None
+  found: dict[str, set[int]] = {"LOAD": set(), "STORE": set()}
+  for r in rows:
+    if r[0] in found and int(r[2]) > 0 and (n := param_of(int(r[3]))) is not None: found[r[0]].add(n)
+  return found["LOAD"], found["STORE"]
 
 class TinyTPUProgram(Program["TinyTPUDevice"]):
   def __init__(self, dev: TinyTPUDevice, obj: TinyELF):
     self.dev, self.name = dev, obj.name
     # TINYTPU_CUT_NODES: how many tile nodes of a chunk are traced before its batch compiles (tests set it low)
     self.kernel = dev.core.Kernel(obj.lib, dev.config, int(os.getenv("TINYTPU_CUT_NODES", _core.DEFAULT_CUT_NODES)))
+    self.loads, self.stores = _params_loaded_and_stored(obj.lib.decode())
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
+    if _incomplete:
+      for i in self.loads: _check_whole(bufs[i])
     log = trace.for_kernel(self.name, self.dev.core)
     progress = _Progress(self.name)
     try: stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4, log, progress,
                                  self.dev.core_state)
+    except BaseException as e:  # Ctrl-C (KeyboardInterrupt) or an error: what it stores is not whole
+      for i in self.stores: _forget(bufs[i])
+      _incomplete.extend((*span, f"kernel {self.name} writing it stopped before its end ({type(e).__name__})")
+                         for i in self.stores if (span := _span(bufs[i])) is not None)
+      raise
     finally: progress.close()
+    if _incomplete:
+      for i in self.stores: _forget(bufs[i])
     if log is not None: trace.check(log)
     for i, tasm in enumerate(stats.tasm): print(f"# {self.name} launch {i}\n{tasm}", end="")
     _counters.setdefault((self.dev.device, _beam_trials > 0), Counter()).update(

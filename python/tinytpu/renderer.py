@@ -1,6 +1,7 @@
 """TinyTPURenderer: hands tinygrad's linearized UOps to the C++ compiler as a compact text IR."""
 from __future__ import annotations
-import functools
+import functools, linecache, multiprocessing, os, sys, sysconfig, weakref
+import tinygrad
 from tinygrad.renderer import Renderer
 from tinygrad.device import Compiler
 from tinygrad.dtype import dtypes, DType
@@ -24,27 +25,75 @@ class UnsupportedDType(TypeError, NotImplementedError):
 
 _TO_FLOAT32 = ("make it float32 before it reaches TINYTPU: Tensor(x, dtype=dtypes.float32) or Tensor(x.astype(np.float32)) "
                "for a numpy array (numpy's default is float64), .float() on a tensor not yet on TINYTPU")
+_NO_FLOAT64 = "TINYTPU has no float64 lanes: "
 
-def refuse_float64_tensors() -> None:
-  """The Tensor constructor (and so .to()) refuses a float64 tensor on TINYTPU, naming its shape. tinygrad 0.14.0
-  asks a device about dtypes only when it renders a kernel, far from the line that made the tensor."""
+# float64 on TINYTPU is refused where a kernel would compute in it (check_dtypes, at render), as tinygrad's devices without
+# float64 do: a float64 tensor can be made, copied in and out, and asked its dtype, shape and element size. Such a
+# kernel is rendered far from the user's code (in a compile worker process when several kernels compile at once), so
+# the tensor constructor keeps the user's line that made each float64 tensor on TINYTPU, and Tensor.realize adds to the
+# refusal the line that asked for the computation and the lines that made its float64 tensors.
+_PACKAGES = (os.path.dirname(tinygrad.__file__) + os.sep, os.path.dirname(__file__) + os.sep)
+_STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
+_made: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # float64 Tensor on TINYTPU -> (file, line) that made it
+
+def _user_frame(frame):
+  """The innermost frame outside tinygrad, tinytpu and Python's own library: the user's line. Code without a file is
+  the user's only in __main__ (python -c): tinygrad runs its compiled pattern matchers as "<string>" too."""
+  while frame is not None:
+    name, module = frame.f_code.co_filename, frame.f_globals.get("__name__")
+    if not (name.startswith(_PACKAGES) or (name.startswith(_STDLIB) and "-packages" not in name)
+            or (name.startswith("<") and module != "__main__") or str(module).startswith(("tinygrad.", "tinytpu."))):
+      return name, frame.f_lineno
+    frame = frame.f_back
+  return None
+
+def _where(loc: tuple[str, int]) -> str:
+  text = linecache.getline(*loc).strip()
+  return f"{loc[0]}:{loc[1]}" + (f" ({text})" if text else "")
+
+def _on_tinytpu(t) -> bool: return any(str(d).split(":")[0] == "TINYTPU" for d in to_tuple(t.device))
+
+def track_float64_tensors() -> None:
+  """Wraps the Tensor constructor to keep where each float64 tensor on TINYTPU was made, and Tensor.realize to name the
+  user's lines in a float64 refusal (see above)."""
   from tinygrad import Tensor
-  init = Tensor.__init__
-  if getattr(init, "refuses_float64", False): return
+  if getattr(Tensor.__init__, "tracks_float64", False): return
+  init, realize = Tensor.__init__, Tensor.realize
   @functools.wraps(init)
   def __init__(self, *args, **kwargs):
     init(self, *args, **kwargs)
-    if self.dtype == dtypes.float64 and any(str(d).split(":")[0] == "TINYTPU" for d in to_tuple(self.device)):
-      raise UnsupportedDType(f"TINYTPU has no float64 lanes: a float64 tensor of shape {self.shape} cannot go on it; "
-                             f"{_TO_FLOAT32}")
-  __init__.refuses_float64 = True
-  Tensor.__init__ = __init__
+    if self.dtype == dtypes.float64 and _on_tinytpu(self) and (loc := _user_frame(sys._getframe(1))) is not None:
+      _made[self] = loc
+  @functools.wraps(realize)
+  def realize_(self, *lst, **kwargs):
+    made = _made_in((self, *lst))  # before realize, which puts the buffers in place of the tensors' graphs
+    try: return realize(self, *lst, **kwargs)
+    except UnsupportedDType as e:
+      if not e.args or not str(e.args[0]).startswith(_NO_FLOAT64) or getattr(e, "located", False): raise
+      e.located, msg, here = True, str(e.args[0]), _user_frame(sys._getframe(1))
+      if " Computed for " not in msg and here is not None: msg += f" Computed for {_where(here)}."
+      made = ([loc for loc in made if loc != here] or made)[:3]  # .numpy() makes float64 tensors of its own on its line
+      if made: msg += f" Its float64 tensor{'s were' if len(made) > 1 else ' was'} made at " + "; ".join(map(_where, made)) + "."
+      e.args = (msg,)
+      raise
+  __init__.tracks_float64 = True
+  Tensor.__init__, Tensor.realize = __init__, realize_
+
+def _made_in(tensors) -> list[tuple[str, int]]:
+  """Where the float64 tensors on TINYTPU that these tensors are computed from were made, in the order made."""
+  if not _made: return []
+  nodes = UOp.sink(*[t.uop for t in tensors]).toposort()
+  return list(dict.fromkeys(loc for t, loc in list(_made.items()) if t.uop in nodes))
 
 def check_dtypes(uops: list[UOp], kernel: str) -> None:
-  """UnsupportedDType for a float64 kernel (what a tensor made before `import tinytpu` or a cast reaches)."""
+  """UnsupportedDType for a kernel that computes in float64: TINYTPU has no float64 lanes."""
   if (u := next((u for u in uops if u.dtype == dtypes.float64), None)) is None: return
   what = f"a float64 buffer of {u.src[0].vmax} elements" if u.op is Ops.PARAM else f"a float64 {u.op.name}"
-  raise UnsupportedDType(f"TINYTPU has no float64 lanes: kernel {kernel} has {what}; {_TO_FLOAT32}")
+  msg = f"{_NO_FLOAT64}kernel {kernel} has {what}; {_TO_FLOAT32}."
+  # the user's line, where the kernel renders in the user's process (tinygrad compiles several kernels in worker processes)
+  if multiprocessing.parent_process() is None and (loc := _user_frame(sys._getframe(1))) is not None:
+    msg += f" Computed for {_where(loc)}."
+  raise UnsupportedDType(msg)
 
 def _dtype(dt: DType) -> str: return DTYPE_CODES.get(dt.scalar() if hasattr(dt, "scalar") else dt, dt.name.replace(" ", "_"))
 
