@@ -23,9 +23,23 @@ namespace {
 // Started in a quiet core, an instruction whose row says so uses only the SXU, vregs, VMEM, PSUM (its port is
 // free), the XLU (written back in the next instruction's FETCH, as ticked) and a combinational VPU op, and
 // never stalls there. All retire within Sxu::kMaxAloneCycles.
+// Per opcode, from its sxu_ops.def row, as compact tables for the per-cycle loop: whether a quiet core may
+// take it whole, and the EXEC cycles a kFixed instruction takes at the least (0 for the other timings).
+constexpr SxuAlone kAloneRule[] = {
+#define X(opcode, name, mnemonic, exec, cycles, timing, alone, ...) SxuAlone::alone,
+#include "isa/sxu_ops.def"
+#undef X
+};
+constexpr uint8_t kFixedExecCycles[] = {
+#define X(opcode, name, mnemonic, exec, cycles, timing, ...) \
+  uint8_t(SxuTiming::timing == SxuTiming::kFixed ? cycles - 1 : 0),
+#include "isa/sxu_ops.def"
+#undef X
+};
+
 bool runs_alone(const Instr& i) {
   if (i.op >= kNumSxuOps) return false;  // an undefined opcode: the ticked FETCH reports it
-  switch (kSxuOps[i.op].alone) {
+  switch (kAloneRule[i.op]) {
     case SxuAlone::kAlways:
       return true;
     case SxuAlone::kCombVpu:
@@ -46,6 +60,16 @@ constexpr ExecFn kExec[] = {
 static_assert(std::size(kExec) == kNumSxuOps);
 
 }  // namespace
+
+inline bool Sxu::hold_to_row(Exec& outcome) {
+  const int left = kFixedExecCycles[cur.op] - 1 - step;  // the row's EXEC cycles less the step + 1 run
+  if (left <= 0) [[likely]]
+    return false;
+  hold = uint8_t(left);
+  held = outcome;
+  outcome = Exec::kFired;
+  return true;
+}
 
 // Background write-backs and the main FSM. Settled by bsc's schedule for the reference testbench
 // (bsc -show-schedule on TbTinyTPURuntime; hardware.md §8 item 1 left it open):
@@ -172,17 +196,6 @@ void Sxu::bad_fetch(Datapath& tc) {
 // reports it: the untraced cycle then needs nothing of the TensorCore after the instruction's EXEC.
 void Sxu::overlapped_fetch() {
   if (loaded[pc] && prog[pc].op < kNumSxuOps) latch();
-}
-
-bool Sxu::hold_to_row(Exec& outcome) {
-  const SxuOpInfo& row = kSxuOps[cur.op];
-  const int left = row.cycles - 2 - step;  // row cycles less FETCH and the step + 1 EXEC cycles run
-  if (row.timing != SxuTiming::kFixed || left <= 0) [[likely]]
-    return false;
-  hold = uint8_t(left);
-  held = outcome;
-  outcome = Exec::kFired;
-  return true;
 }
 
 // Each cycle as tick() runs it in a quiet core: FETCH, the EXEC cycles, and VPU_COLLECT after a
