@@ -20,9 +20,6 @@ void Sxu::fail(const Datapath& tc, const std::string& what) const {
 
 namespace {
 
-// Started in a quiet core, an instruction whose row says so uses only the SXU, vregs, VMEM, PSUM (its port is
-// free), the XLU (written back in the next instruction's FETCH, as ticked) and a combinational VPU op, and
-// never stalls there. All retire within Sxu::kMaxAloneCycles.
 // Per opcode, from its sxu_ops.def row, as compact tables for the per-cycle loop: whether a quiet core may
 // take it whole, and the EXEC cycles a kFixed instruction takes at the least (0 for the other timings).
 constexpr SxuAlone kAloneRule[] = {
@@ -37,6 +34,9 @@ constexpr uint8_t kFixedExecCycles[] = {
 #undef X
 };
 
+// Started in a quiet core, an instruction whose row says so uses only the SXU, vregs, VMEM, PSUM (its port is
+// free), the XLU (written back in the next instruction's FETCH, as ticked) and a combinational VPU op, and
+// never stalls there. All retire within Sxu::kMaxAloneCycles.
 bool runs_alone(const Instr& i) {
   if (i.op >= kNumSxuOps) return false;  // an undefined opcode: the ticked FETCH reports it
   switch (kAloneRule[i.op]) {
