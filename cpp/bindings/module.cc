@@ -180,6 +180,8 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
            py::arg("cut_nodes") = compiler::TraceLimits{}.cut_nodes)
       .def_property_readonly("config", &CompiledKernel::config)
       .def_property_readonly("name", &CompiledKernel::name)
+      .def_property_readonly("loads", &CompiledKernel::loads)
+      .def_property_readonly("stores", &CompiledKernel::stores)
       .def(
           "run",
           [](const CompiledKernel& k, std::vector<DeviceBuffer> bufs, std::vector<int64_t> vals, bool tasm,

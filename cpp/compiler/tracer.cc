@@ -49,6 +49,23 @@ int pointer_base(const Kernel& k, int node) {
   return node;
 }
 
+}  // namespace
+
+BuffersTouched buffers_touched(const Kernel& k) {
+  BuffersTouched t;
+  for (const Node& n : k.nodes) {
+    if (n.op != Op::STORE && n.op != Op::LOAD) continue;
+    const int base = n.src.empty() ? -1 : pointer_base(k, n.src[0]);
+    const bool global = base >= 0 && k.nodes[base].op == Op::PARAM && k.nodes[base].global;
+    if (global) (n.op == Op::STORE ? t.written : t.read).insert(int(k.nodes[base].ivalue));
+    if (n.op == Op::LOAD && !global && (base < 0 || k.nodes[base].op != Op::BUFFER))
+      t.reads_unknown = true;  // a pointer of another kind: any buffer may be read
+  }
+  return t;
+}
+
+namespace {
+
 // Every lane of `v` is known to be `x`.
 bool all_lanes(const TraceValue& v, int64_t x) {
   return v.kind == TraceValue::kConst &&
@@ -126,7 +143,7 @@ int64_t Tracer::uniform_value(int node, const std::vector<int64_t>& known) const
 
 // The kernel's analyses, in order: who reads each node, the scalar variables' values, the lane-parallel
 // ranges (and each loop's end and enclosing loop), the loops guarded before they start, the buffers read and
-// written, the chunking, and the prefix that may be pinned.
+// written (buffers_touched), the chunking, and the prefix that may be pinned.
 Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes,
                const TraceLimits& limits, ChunkLayout layout)
     : k_(k), sizes_(buffer_sizes), limits_(limits), slot_sizes_(buffer_sizes) {
@@ -138,7 +155,7 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
   bind_variables(vals);
   find_parallel_ranges();
   find_guarded_loops();
-  find_buffers_touched();
+  touched_ = buffers_touched(k);
   choose_chunking(layout);
   find_pinnable_prefix();
 }
@@ -186,19 +203,6 @@ void Tracer::find_parallel_ranges() {
           (r.reduce || std::find(parallel_.begin(), parallel_.end(), n.src[1]) == parallel_.end()))
         --reduce_depth;
     }
-  }
-}
-
-// The buffers stores write and loads read.
-void Tracer::find_buffers_touched() {
-  const Kernel& k = k_;
-  for (const Node& n : k.nodes) {
-    if (n.op != Op::STORE && n.op != Op::LOAD) continue;
-    const int base = n.src.empty() ? -1 : pointer_base(k, n.src[0]);
-    const bool global = base >= 0 && k.nodes[base].op == Op::PARAM && k.nodes[base].global;
-    if (global) (n.op == Op::STORE ? written_slots_ : read_slots_).insert(int(k.nodes[base].ivalue));
-    if (n.op == Op::LOAD && !global && (base < 0 || k.nodes[base].op != Op::BUFFER))
-      reads_unknown_ = true;  // a pointer of another kind: any buffer may be read
   }
 }
 
@@ -445,7 +449,7 @@ std::optional<Tracer::Derivation> Tracer::derive(const TileNode& t) {
       return std::nullopt;
     for (const LeafLane& l : lanes)
       if (!(l == first)) return std::nullopt;
-    if (written_slots_.count(first.buf)) return std::nullopt;
+    if (touched_.written.count(first.buf)) return std::nullopt;
     return Derivation{functions_.number({int64_t(Op::LOAD), int64_t(t.dtype), first.buf}), first, 0};
   }
   FunctionTable::Function f{int64_t(t.op), int64_t(t.dtype), int64_t(t.from), 0, 0, 0};
@@ -800,7 +804,8 @@ void Tracer::trace_store(const Node& n) {
       throw Unsupported("kernel " + k_.name + ": store outside buffer " + std::to_string(p.buf));
   s.value = to_tile(x);
   out_->stores.push_back(s);
-  if (!reads_unknown_ && !read_slots_.count(p.buf)) return;  // a buffer the kernel never loads: no read-back
+  if (!touched_.reads_unknown && !touched_.read.count(p.buf))
+    return;  // a buffer the kernel never loads: no read-back
   st_.stored_bufs.insert(p.buf);
   if (p.dyn >= 0) st_.scattered_bufs.insert(p.buf);
   for (int l = 0; l < kLanes; ++l)

@@ -19,6 +19,14 @@ constexpr int kLanes = kTileElems;  // the points of a chunk: one tile's lanes
 using Lanes = std::array<int64_t, kLanes>;
 using LaneMask = std::bitset<kLanes>;  // one bit per lane
 
+// The buffer slots (global PARAMs by slot) a kernel loads from and stores to, and whether it loads through a
+// pointer of another kind, so that any buffer may be read.
+struct BuffersTouched {
+  std::set<int> read, written;
+  bool reads_unknown = false;
+};
+BuffersTouched buffers_touched(const Kernel& k);
+
 // One lane's operand of a leaf tile: an element of a kernel buffer, or a constant (32-bit pattern).
 struct LeafLane {
   int buf = -1;  // PARAM slot; -1 for a constant
@@ -292,7 +300,6 @@ class Tracer {
   void bind_variables(const std::vector<int64_t>& vals);
   void find_parallel_ranges();
   void find_guarded_loops();
-  void find_buffers_touched();
   void choose_chunking(ChunkLayout layout);
   void find_pinnable_prefix();
   bool adds_nothing(const GuardedAccumulation& acc);  // on entry: the loop would leave `acc` as it is
@@ -377,9 +384,8 @@ class Tracer {
   std::vector<Memo*> pending_memos_;
   std::vector<int64_t> slot_sizes_;
   int64_t memo_reads_ = 0;
-  std::set<int> written_slots_;  // buffer slots the kernel stores to: not memo sources
-  std::set<int> read_slots_;     // buffer slots the kernel loads from: stores to them are kept for read-back
-  bool reads_unknown_ = false;   // a load through a pointer of another kind: every store is kept
+  // written: not memo sources; read (or reads_unknown): stores to them are kept for read-back
+  BuffersTouched touched_;
   std::optional<Derivation> derive(const TileNode& t);  // an operation's, if it is an element's function
   int memoize(int node);                                // `node`, or a leaf reading it from its memo buffer
 };

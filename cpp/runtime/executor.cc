@@ -300,6 +300,13 @@ CompiledKernel::CompiledKernel(std::string_view ir, const TensorCoreConfig& cfg,
   config_.check();
   for (const Node& n : kernel_.nodes)
     if (n.op == Op::PARAM && n.global) params_[int(n.ivalue)] = n.dtype;
+  const compiler::BuffersTouched touched = compiler::buffers_touched(kernel_);
+  int place = 0;
+  for (const auto& [slot, dtype] : params_) {
+    if (touched.reads_unknown || touched.read.count(slot)) loads_.push_back(place);
+    if (touched.written.count(slot)) stores_.push_back(place);
+    ++place;
+  }
 }
 
 bool CoreState::load(const std::shared_ptr<const Image>& image, int capacity, bool& evicts_last) {

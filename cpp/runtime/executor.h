@@ -58,7 +58,12 @@ class CompiledKernel {
   explicit CompiledKernel(std::string_view ir, const TensorCoreConfig& cfg = {},
                           const compiler::TraceLimits& limits = {});
   CompiledKernel(const CompiledKernel& o)
-      : kernel_(o.kernel_), config_(o.config_), limits_(o.limits_), params_(o.params_) {}
+      : kernel_(o.kernel_),
+        config_(o.config_),
+        limits_(o.limits_),
+        params_(o.params_),
+        loads_(o.loads_),
+        stores_(o.stores_) {}
   const TensorCoreConfig& config() const { return config_; }
   // With a trace, the kernel is one slice on its kernel track, each launch one nested in it, and the
   // launches' runs follow one another on the timeline. `core` is what the device's core kept from its last
@@ -66,12 +71,17 @@ class CompiledKernel {
   KernelStats run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm,
                   TraceLog* trace = nullptr, const Progress& progress = {}, CoreState* core = nullptr) const;
   const std::string& name() const { return kernel_.name; }
+  // The buffers a call loads from and stores to, by their places in the call (every place when the kernel
+  // loads through a pointer of another kind).
+  const std::vector<int>& loads() const { return loads_; }
+  const std::vector<int>& stores() const { return stores_; }
 
  private:
   compiler::Kernel kernel_;
   TensorCoreConfig config_;
   compiler::TraceLimits limits_;
   std::map<int, compiler::DType> params_;  // buffer PARAM slot -> dtype, in slot order
+  std::vector<int> loads_, stores_;
   // symbolic-variable values, buffer sizes, vetoed chains, MXU operands with an earlier one's values
   using PlanKey =
       std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::set<int>, std::vector<std::pair<int, int>>>;

@@ -57,29 +57,12 @@ class TinyTPUAllocator(LRUAllocator["TinyTPUDevice"]):
     dest[:] = memoryview(src)
   def _offset(self, buf, size: int, offset: int): return buf.view(offset, size)
 
-def _params_loaded_and_stored(ir: str) -> tuple[set[int], set[int]]:
-  """Which of a kernel's buffers (their places in its call: global PARAMs in slot order) it loads and stores, read from
-  the IR (renderer.serialize: OP DTYPE NSRC SRC... ARG...)."""
-  rows = [line.split() for line in ir.splitlines()[1:]]
-  slots = {i: int(r[3 + int(r[2])]) for i, r in enumerate(rows) if r[0] == "PARAM" and r[4 + int(r[2])] == "GLOBAL"}
-  place = {slot: n for n, slot in enumerate(sorted(set(slots.values())))}
-  def param_of(i: int) -> int | None:  # the PARAM an INDEX's (or its cast's) first source leads to
-    for _ in range(len(rows)):
-      if i in slots: return place[slots[i]]
-      if int(rows[i][2]) == 0: return None
-      i = int(rows[i][3])
-    return None
-  found: dict[str, set[int]] = {"LOAD": set(), "STORE": set()}
-  for r in rows:
-    if r[0] in found and int(r[2]) > 0 and (n := param_of(int(r[3]))) is not None: found[r[0]].add(n)
-  return found["LOAD"], found["STORE"]
-
 class TinyTPUProgram(Program["TinyTPUDevice"]):
   def __init__(self, dev: TinyTPUDevice, obj: TinyELF):
     self.dev, self.name = dev, obj.name
     # TINYTPU_CUT_NODES: how many tile nodes of a chunk are traced before its batch compiles (tests set it low)
     self.kernel = dev.core.Kernel(obj.lib, dev.config, int(os.getenv("TINYTPU_CUT_NODES", _core.DEFAULT_CUT_NODES)))
-    self.loads, self.stores = _params_loaded_and_stored(obj.lib.decode())
+    self.loads, self.stores = set(self.kernel.loads), set(self.kernel.stores)  # places in a call's buffers
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
     if _incomplete:
       for i in self.loads: _check_whole(bufs[i])
