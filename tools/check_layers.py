@@ -27,9 +27,10 @@ def offences(root: Path):
     if path.suffix not in (".h", ".cc", ".def"): continue
     layer, stem = path.parent.name, path.stem
     if layer not in LAYERS: yield f"{path}: in no layer (layers: {', '.join(LAYERS)})"; continue
-    for m in INCLUDE.finditer(path.read_text()):
+    text = path.read_text()
+    for m in INCLUDE.finditer(text):
       to_layer, to_stem = m.groups()
-      line = path.read_text()[:m.start()].count("\n") + 1
+      line = text.count("\n", 0, m.start()) + 1
       if to_layer not in LAYERS:
         yield f"{path}:{line}: includes {to_layer}/{to_stem}, in no layer"
       elif LAYERS.index(to_layer) > LAYERS.index(layer):

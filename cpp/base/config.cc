@@ -1,7 +1,6 @@
 #include "base/config.h"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <stdexcept>
 #include <type_traits>

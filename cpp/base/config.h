@@ -41,8 +41,8 @@ struct TensorCoreConfig {
   // (the simulator-speed benchmark) raise the limit; exceeding it is a SimError, never a hang.
   uint64_t max_cycles = 50000;
 
-  // Throws std::invalid_argument naming the first field outside its row's range. The model's entry points
-  // (compile(), run_bundle()) call it; set() checks the one field it sets.
+  // Throws std::invalid_argument naming the first field outside its row's range. Where a struct built in C++
+  // enters (run_bundle(), CompiledKernel) it is called; set() checks the one field it sets.
   void check() const;
   std::string describe() const;  // "depth=32 vregs=16 ...": for messages and logs
   // Sets one field by name ("depth", "fetch_overlap", ...), checked against its row; throws

@@ -81,8 +81,7 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
         return out;
       },
       "The configuration's fields, in config_fields.def's order: name, type, default, range, doc and the "
-      "values "
-      "a design-space search tries");
+      "values a design-space search tries");
 
   py::class_<CostProxy>(m, "CostProxy")
       .def_readonly("pes", &CostProxy::pes)

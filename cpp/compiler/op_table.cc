@@ -142,13 +142,24 @@ constexpr OpInfo reducing(OpInfo row, std::optional<ReduceOps> int_reduce,
 
 using A = Accepts;
 constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
-    plain(Op::SINK, "SINK", 0), plain(Op::PARAM, "PARAM", 0, A::kParam), plain(Op::BUFFER, "BUFFER", 0),
-    plain(Op::CONST, "CONST", 0), lowered(plain(Op::CAST, "CAST", 1, A::kCast), lowering::cast),
-    lowered(plain(Op::BITCAST, "BITCAST", 1, A::kCast), lowering::bitcast), plain(Op::RANGE, "RANGE", 1),
-    plain(Op::END, "END", 2), plain(Op::INDEX, "INDEX", 2), plain(Op::LOAD, "LOAD", 1),
-    plain(Op::STORE, "STORE", 2), plain(Op::AFTER, "AFTER", 1), plain(Op::GROUP, "GROUP", 0),
-    plain(Op::IF, "IF", 1), plain(Op::ENDIF, "ENDIF", 1), plain(Op::NOOP, "NOOP", 0),
-    plain(Op::BARRIER, "BARRIER", 0), plain(Op::STACK, "STACK", 0, A::kStack),
+    plain(Op::SINK, "SINK", 0),
+    plain(Op::PARAM, "PARAM", 0, A::kParam),
+    plain(Op::BUFFER, "BUFFER", 0),
+    plain(Op::CONST, "CONST", 0),
+    lowered(plain(Op::CAST, "CAST", 1, A::kCast), lowering::cast),
+    lowered(plain(Op::BITCAST, "BITCAST", 1, A::kCast), lowering::bitcast),
+    plain(Op::RANGE, "RANGE", 1),
+    plain(Op::END, "END", 2),
+    plain(Op::INDEX, "INDEX", 2),
+    plain(Op::LOAD, "LOAD", 1),
+    plain(Op::STORE, "STORE", 2),
+    plain(Op::AFTER, "AFTER", 1),
+    plain(Op::GROUP, "GROUP", 0),
+    plain(Op::IF, "IF", 1),
+    plain(Op::ENDIF, "ENDIF", 1),
+    plain(Op::NOOP, "NOOP", 0),
+    plain(Op::BARRIER, "BARRIER", 0),
+    plain(Op::STACK, "STACK", 0, A::kStack),
     reducing(alu(Op::ADD, "ADD", 2, A::kIntOrF32, folds<fold_add>, V::kAdd, V::kFadd, true), kSumInt, kSumF32,
              false, sum_identity),
     alu(Op::SUB, "SUB", 2, A::kIntOrF32, folds<fold_sub>, V::kSub, V::kFsub, true),
@@ -168,25 +179,24 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     alu(Op::OR, "OR", 2, A::kIntOrBool, folds<fold_or>, V::kOr),
     alu(Op::XOR, "XOR", 2, A::kIntOrBool, folds<fold_xor>, V::kXor),
     alu(Op::SHL, "SHL", 2, A::kInt, folds<fold_shl>, V::kShl),
-    lowered(alu(Op::SHR, "SHR", 2, A::kInt, folds<fold_shr>, V::kShr),
-            lowering::shr),  // logical; signed: SAR
+    // logical; signed lanes: an arithmetic shift (lowering::shr)
+    lowered(alu(Op::SHR, "SHR", 2, A::kInt, folds<fold_shr>, V::kShr), lowering::shr),
     lowered(alu(Op::CDIV, "CDIV", 2, A::kInt, folds<fold_cdiv>, V::kDiv), lowering::cdiv),
     lowered(alu(Op::CMOD, "CMOD", 2, A::kInt, folds<fold_cmod>), lowering::cmod),
     lowered(alu(Op::RECIPROCAL, "RECIPROCAL", 1, A::kF32, Fold{}), lowering::reciprocal),
     lowered(alu(Op::SQRT, "SQRT", 1, A::kF32, Fold{}), lowering::sqrt),
     lowered(alu(Op::TRUNC, "TRUNC", 1, A::kF32, Fold{}), lowering::trunc),
-    lowered(alu(Op::EXP2, "EXP2", 1, A::kF32, Fold{}, none, V::kExp2),
-            lowering::exp2),  // TranscUnit: fast math
-    lowered(alu(Op::LOG2, "LOG2", 1, A::kF32, Fold{}, none, V::kLog2),
-            lowering::log2),  // TranscUnit: fast math
+    // the TranscUnit's instruction in fast math only; else tinygrad's decomposition
+    lowered(alu(Op::EXP2, "EXP2", 1, A::kF32, Fold{}, none, V::kExp2), lowering::exp2),
+    lowered(alu(Op::LOG2, "LOG2", 1, A::kF32, Fold{}, none, V::kLog2), lowering::log2),
     alu(Op::SIN, "SIN", 1, A::kF32FastMath, Fold{}, none, V::kSin),
     lowered(alu(Op::FDIV, "FDIV", 2, A::kF32, Fold{}), lowering::fdiv),
     lowered(alu(Op::DIV_SCALE, "DIV_SCALE", 1, A::kNever, Fold{}), lowering::div_scale),
     lowered(alu(Op::DIV_EXACT, "DIV_EXACT", 3, A::kNever, Fold{}), lowering::div_exact),
     lowered(plain(Op::MXU_DOT, "MXU_DOT", 0, A::kNever), lowering::mxu_dot),
     lowered(plain(Op::LANE_REDUCE, "LANE_REDUCE", 0, A::kNever), lowering::lane_reduce),
-    lowered(plain(Op::LANE_BROADCAST, "LANE_BROADCAST", 0, A::kNever), lowering::lane_broadcast,
-            false),  // copies lanes already wrapped,
+    // a broadcast copies lanes already wrapped
+    lowered(plain(Op::LANE_BROADCAST, "LANE_BROADCAST", 0, A::kNever), lowering::lane_broadcast, false),
 }};
 static_assert(
     [] {
