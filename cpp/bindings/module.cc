@@ -161,7 +161,18 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def_readonly("launches", &KernelStats::launches)
       .def_readonly("cycles", &KernelStats::cycles)
       .def_readonly("sxu_cycles", &KernelStats::sxu_cycles)
+      .def_readonly("in_order", &KernelStats::in_order)
+      .def_readonly("checked", &KernelStats::checked)
       .def_readonly("tasm", &KernelStats::tasm);
+
+  py::class_<RunMode>(m, "RunMode")
+      .def(py::init([](bool functional, bool verify) {
+             return RunMode{functional, verify};
+           }),
+           py::arg("functional") = true, py::arg("verify") = false)
+      .def_readwrite("functional", &RunMode::functional)
+      .def_readwrite("verify", &RunMode::verify);
+  m.attr("SAMPLE_EVERY") = kSampleEvery;
 
   py::class_<KernelProgress>(m, "KernelProgress")
       .def_readonly("chunks_done", &KernelProgress::chunks_done)
@@ -184,12 +195,13 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def(
           "run",
           [](const CompiledKernel& k, std::vector<DeviceBuffer> bufs, std::vector<int64_t> vals, bool tasm,
-             TraceLog* trace, const Progress& progress, CoreState* core) {
+             TraceLog* trace, const Progress& progress, CoreState* core, const RunMode& mode) {
             py::gil_scoped_release release;
-            return k.run(bufs, vals, tasm, trace, progress, core);
+            return k.run(bufs, vals, tasm, trace, progress, core, mode);
           },
           py::arg("bufs"), py::arg("vals"), py::arg("tasm"), py::arg("trace") = nullptr,
-          py::arg("progress") = nullptr, py::arg("core") = nullptr);
+          py::arg("progress") = nullptr, py::arg("core") = nullptr, py::arg("mode") = RunMode{})
+      .def("corrupt_timings_for_test", &CompiledKernel::corrupt_timings_for_test);
 
   m.attr("DEFAULT_CUT_NODES") = compiler::TraceLimits{}.cut_nodes;
   m.def(

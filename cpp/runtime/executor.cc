@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <unordered_map>
 
 #include "base/errors.h"
 #include "compiler/compile.h"
@@ -328,10 +329,10 @@ bool CoreState::load(const std::shared_ptr<const Image>& image, int capacity, bo
 }
 
 KernelStats CompiledKernel::run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
-                                bool keep_tasm, TraceLog* trace, const Progress& progress,
-                                CoreState* core) const {
+                                bool keep_tasm, TraceLog* trace, const Progress& progress, CoreState* core,
+                                const RunMode& mode) const {
   try {
-    return run_plan(bufs, vals, keep_tasm, trace, progress, core);
+    return run_plan(bufs, vals, keep_tasm, trace, progress, core, mode);
   } catch (const Stopped& s) {
     std::rethrow_exception(s.cause);
   } catch (const Unsupported& e) {
@@ -363,7 +364,58 @@ std::shared_ptr<const Plan> CompiledKernel::plan(const PlanKey& key, const Choic
   return made;
 }
 
+std::shared_ptr<CompiledKernel::TimingCache::Entry> CompiledKernel::TimingCache::find(const Key& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<CompiledKernel::TimingCache::Entry> CompiledKernel::TimingCache::add(
+    const Key& key, const std::shared_ptr<const Image>& image, const RunResult& ticked) {
+  auto entry = std::make_shared<Entry>();
+  entry->image = image;
+  entry->in_order = computes_in_order(image->bundle);
+  entry->counters = ticked;
+  entry->counters.vmem_results.clear();
+  entry->counters.asram_results.clear();
+  entry->counters.mxu_result.reset();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (entries_.size() >= kMaxEntries) entries_.clear();
+  return entries_.try_emplace(key, entry).first->second;
+}
+
+void CompiledKernel::TimingCache::corrupt_for_test() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [key, entry] : entries_) ++entry->counters.cycles;
+}
+
 namespace {
+
+// A launch run in order against the same launch ticked: a difference in results or counters is an error.
+void check_same(const RunResult& in_order, const RunResult& ticked, uint64_t launch) {
+  std::string differs;
+  auto count = [&](const char* name, uint64_t kept, uint64_t now) {
+    if (kept != now && differs.empty())
+      differs = std::string(name) + " " + std::to_string(kept) + " kept, " + std::to_string(now) + " ticked";
+  };
+  count("cycles", in_order.cycles, ticked.cycles);
+  count("start", in_order.start, ticked.start);
+  count("loader_done", in_order.loader_done, ticked.loader_done);
+  count("sxu_cycles", in_order.sxu_cycles, ticked.sxu_cycles);
+  count("SXU busy", in_order.busy.sxu, ticked.busy.sxu);
+  count("MXU busy", in_order.busy.mxu, ticked.busy.mxu);
+  count("VPU busy", in_order.busy.vpu, ticked.busy.vpu);
+  count("XLU busy", in_order.busy.xlu, ticked.busy.xlu);
+  count("SXU stalls", in_order.busy.sxu_stall, ticked.busy.sxu_stall);
+  if (differs.empty() &&
+      (in_order.vmem_results != ticked.vmem_results || in_order.asram_results != ticked.asram_results ||
+       in_order.mxu_result != ticked.mxu_result))
+    differs = "its results";
+  if (!differs.empty())
+    throw SimError("launch " + std::to_string(launch) +
+                   " run in order differs from the same launch ticked: " + differs +
+                   " (TINYTPU_FUNCTIONAL=0 ticks every launch)");
+}
 
 // One call of a kernel: its buffers bound to slots, its progress reports, and the run of a plan's launches.
 class Call {
@@ -371,8 +423,8 @@ class Call {
   // tinygrad passes the buffers of the PARAMs the kernel still has, in slot order; a slot whose uses were
   // folded away has no PARAM and no buffer. Everything below is indexed by slot.
   Call(const std::string& kernel, const std::map<int, DType>& params, std::vector<DeviceBuffer>& bufs,
-       const Progress& progress)
-      : kernel_(kernel), progress_(progress) {
+       const Progress& progress, CompiledKernel::TimingCache& timings, const RunMode& mode)
+      : kernel_(kernel), progress_(progress), timings_(timings), mode_(mode) {
     if (params.size() != bufs.size())
       throw SimError("kernel " + kernel + " takes " + std::to_string(params.size()) + " buffers, got " +
                      std::to_string(bufs.size()));
@@ -470,6 +522,15 @@ class Call {
   KernelProgress done_{0, 1};
   std::chrono::steady_clock::time_point last_report_ = std::chrono::steady_clock::now();
   const Poll poller_ = [this] { poll(); };  // for the model's run loop
+  CompiledKernel::TimingCache& timings_;
+  const RunMode mode_;
+  // This call's view of the timing cache: per key, its entry (none: not ticked yet) and the in-order runner
+  // of its program, made at its first run in order.
+  struct KeyRuns {
+    std::shared_ptr<CompiledKernel::TimingCache::Entry> timing;
+    std::unique_ptr<InOrderRunner> runner;
+  };
+  std::unordered_map<CompiledKernel::TimingCache::Key, KeyRuns, CompiledKernel::TimingCache::KeyHash> keys_;
 
   void run_launch(const Plan& plan, const PlanLaunch& l, DataPlan& data, LaunchClock& clock, bool keep_tasm,
                   TraceLog* trace, CoreState* core) {
@@ -484,10 +545,31 @@ class Call {
       load.resident = core->load(l.image, plan.config.prog_depth * (prefetch ? 2 : 1), evicts_last);
     if (prefetch && clock.last && !evicts_last && !data.reads_output_of(l, *clock.last))
       load.ahead = clock.ahead();
+    // A trace that records sees every cycle ticked; one paused or past its window only moves on
+    const bool ticks_only = !mode_.functional || (trace && trace->recording());
+    KeyRuns& key = keys_[{l.image.get(), load.ahead, load.resident}];
+    if (!key.timing && !ticks_only) key.timing = timings_.find({l.image.get(), load.ahead, load.resident});
+    const Fill fill = [&](TensorCore& tc) { data.fill(l, tc); };
+    auto ticked = [&](TraceLog* to) {
+      return run_validated(l.image->bundle, fill, plan.config, to, poller_, load);
+    };
     RunResult res;
-    try {
-      res = run_validated(
-          l.image->bundle, [&](TensorCore& tc) { data.fill(l, tc); }, plan.config, trace, poller_, load);
+    try {  // a compiled launch that fails is the compiler's or the model's error, shown with its program
+      if (!ticks_only && key.timing && key.timing->in_order) {
+        if (!key.runner) key.runner = std::make_unique<InOrderRunner>(l.image->bundle, plan.config);
+        res = key.timing->counters;
+        key.runner->run(fill, res);
+        if (trace) trace->skip(res.cycles);
+        ++stats_.in_order;
+        if (mode_.verify || ++key.timing->runs % kSampleEvery == 0) {
+          check_same(res, ticked(nullptr), stats_.launches);  // (the trace moved on already)
+          ++stats_.checked;
+        }
+      } else {
+        res = ticked(trace);
+        if (!ticks_only && !key.timing)
+          key.timing = timings_.add({l.image.get(), load.ahead, load.resident}, l.image, res);
+      }
     } catch (const std::exception& e) {
       throw SimError(std::string("internal error in kernel ") + kernel_ + ": " + e.what() + "\n" +
                      disassemble(data.bundle(l)));
@@ -510,8 +592,8 @@ class Call {
 // reads and writes, take the plan for the choices this call's data makes, and run its launches.
 KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals,
                                      bool keep_tasm, TraceLog* trace, const Progress& progress,
-                                     CoreState* core) const {
-  Call call(kernel_.name, params_, bufs, progress);
+                                     CoreState* core, const RunMode& mode) const {
+  Call call(kernel_.name, params_, bufs, progress, timings_, mode);
   std::shared_ptr<const Plan> plan = this->plan({vals, call.sizes, {}, {}}, {}, call.tracing());
   call.snapshot_written(*plan);
   call.add_memos(*plan);

@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -9,20 +10,38 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/ir.h"
 #include "compiler/mxu_dot.h"
 #include "compiler/plan.h"
 #include "runtime/device_memory.h"
+#include "sim/runner.h"
 #include "sim/trace.h"
 
 namespace tinytpu {
 
 struct KernelStats {
   uint64_t launches = 0, cycles = 0, sxu_cycles = 0;
+  uint64_t in_order = 0;          // launches run in order, their counters the timing cache's (RunMode)
+  uint64_t checked = 0;           // of those, the launches ticked as well and compared
   std::vector<std::string> tasm;  // each launch's program, when asked for
 };
+
+// How a call runs its launches. A launch's counters are a function of its timing key: its image (program and
+// records), how it is loaded (sim/runner.h LaunchLoad: the cross-launch state its timing reads) and the
+// core's configuration (the kernel's) -- not of its data, when its program computes in order (sim/runner.h).
+// With `functional` (TINYTPU_FUNCTIONAL, on unless 0) the first launch of each key is ticked and its counters
+// kept; a later one whose program computes in order takes them and runs its instructions in order, without
+// the cycles between them. Ticked still: traced launches and programs that do not compute in order. Every
+// kSampleEvery-th launch of a key run in order is ticked as well and compared (`verify`, TINYTPU_VERIFY=1:
+// every one): a difference in results or counters is a SimError.
+struct RunMode {
+  bool functional = true;
+  bool verify = false;
+};
+constexpr uint64_t kSampleEvery = 64;
 
 // How far a kernel call has got: chunks of 16 lanes traced out of all, launches run so far.
 struct KernelProgress {
@@ -69,12 +88,48 @@ class CompiledKernel {
   // launches' runs follow one another on the timeline. `core` is what the device's core kept from its last
   // launch (none: nothing kept).
   KernelStats run(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm,
-                  TraceLog* trace = nullptr, const Progress& progress = {}, CoreState* core = nullptr) const;
+                  TraceLog* trace = nullptr, const Progress& progress = {}, CoreState* core = nullptr,
+                  const RunMode& mode = {}) const;
   const std::string& name() const { return kernel_.name; }
   // The buffers a call loads from and stores to, by their places in the call (every place when the kernel
   // loads through a pointer of another kind).
   const std::vector<int>& loads() const { return loads_; }
   const std::vector<int>& stores() const { return stores_; }
+  // A test hook: every kept count of cycles is made one too many, which the sampled check must catch.
+  void corrupt_timings_for_test() { timings_.corrupt_for_test(); }
+
+  // The counters of the first ticked launch of each timing key (RunMode), shared by the calls of a kernel.
+  class TimingCache {
+   public:
+    struct Key {
+      const compiler::Image* image;
+      uint64_t ahead;
+      bool resident;
+      bool operator==(const Key& o) const {
+        return image == o.image && ahead == o.ahead && resident == o.resident;
+      }
+    };
+    struct KeyHash {
+      size_t operator()(const Key& k) const {
+        return std::hash<const void*>()(k.image) ^ (k.ahead * 0x9e3779b97f4a7c15ull) ^ size_t(k.resident);
+      }
+    };
+    struct Entry {
+      std::shared_ptr<const compiler::Image> image;  // keeps the key's image alive
+      bool in_order;                                 // its program computes in order
+      RunResult counters;                            // the ticked run's, without its results
+      std::atomic<uint64_t> runs{0};                 // its launches run in order so far
+    };
+    std::shared_ptr<Entry> find(const Key& key) const;
+    std::shared_ptr<Entry> add(const Key& key, const std::shared_ptr<const compiler::Image>& image,
+                               const RunResult& ticked);
+    void corrupt_for_test();
+
+   private:
+    static constexpr size_t kMaxEntries = 1 << 16;  // past it the cache starts over (each keeps an image)
+    mutable std::mutex mutex_;
+    std::unordered_map<Key, std::shared_ptr<Entry>, KeyHash> entries_;
+  };
 
  private:
   compiler::Kernel kernel_;
@@ -88,8 +143,9 @@ class CompiledKernel {
   mutable std::map<PlanKey, std::shared_ptr<const compiler::Plan>> plans_;
   mutable std::mutex plans_mutex_;                   // calls run with the GIL released
   std::string named(const std::string& what) const;  // the message, naming this kernel
+  mutable TimingCache timings_;
   KernelStats run_plan(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm,
-                       TraceLog* trace, const Progress& progress, CoreState* core) const;
+                       TraceLog* trace, const Progress& progress, CoreState* core, const RunMode& mode) const;
   std::shared_ptr<const compiler::Plan> plan(const PlanKey& key, const compiler::Choices& choices,
                                              const std::function<void(int64_t, int64_t)>& traced) const;
 };

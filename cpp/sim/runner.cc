@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/errors.h"
+#include "isa/sxu_ops.h"
 #include "isa/tasm.h"
 #include "sim/tensorcore.h"
 
@@ -247,6 +248,49 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
               tc.sxu.stall_cycles};
   if (trace) trace->end_run(res.cycles);
   return res;
+}
+
+bool computes_in_order(const Bundle& bundle) {
+  for (const Record& r : bundle.records) {
+    if (r.type == RecordType::kOutputMxu && r.addr != 0) return false;
+    if (r.type != RecordType::kInstr) continue;
+    const Instr& i = r.instr;
+    if (i.op >= kNumSxuOps) return false;
+    const SxuOpInfo& row = kSxuOps[i.op];
+    const bool synchronous_vpu = row.alone == SxuAlone::kCombVpu && row.timing == SxuTiming::kVpu;
+    if (row.reads_data || !(Sxu::runs_alone(i) || synchronous_vpu || SxuOpcode(i.op) == SxuOpcode::kHalt))
+      return false;
+  }
+  return true;
+}
+
+InOrderRunner::InOrderRunner(const Bundle& bundle, const TensorCoreConfig& cfg)
+    : loaded_(std::make_unique<TensorCore>(cfg)), core_(std::make_unique<TensorCore>(cfg)) {
+  bool out_mxu = false;
+  load(*loaded_, bundle, out_mxu, vmem_out_, asram_out_);
+}
+InOrderRunner::~InOrderRunner() = default;
+
+void InOrderRunner::run(const Fill& fill, RunResult& res) {
+  TensorCore& tc = *core_;
+  tc = *loaded_;
+  if (fill) fill(tc);
+  tc.sxu.start();
+  const uint64_t limit = tc.cfg.max_cycles;
+  while (!tc.sxu.halted()) {
+    if (tc.run_instruction_alone(limit)) continue;
+    if (tc.cycle > limit)  // the ticked run of the same program halted: only an internal error gets here
+      tc.fail("no HALT after " + std::to_string(limit) + " cycles of running in order");
+    tc.tick<false>();  // a synchronous VPU op of many cycles, HALT, or a variant's cycle (fetch overlap)
+    if (const uint64_t wait = tc.vpu_wait_ahead(); wait > 0) tc.skip_vpu_wait(wait);
+  }
+  res.vmem_results.clear();
+  for (int addr : vmem_out_) res.vmem_results.push_back(tc.vmem.mem[addr]);
+  res.asram_results.clear();
+  for (int addr : asram_out_) {
+    const I8Row& a = tc.asram.mem[addr];
+    std::copy(a.begin(), a.end(), res.asram_results.emplace_back().begin());
+  }
 }
 
 std::string RunResult::output() const {

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,5 +62,34 @@ struct LaunchLoad {
 // other data): `fill` puts this run's tiles over the records' own, which are what was validated.
 RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCoreConfig& cfg = {},
                         TraceLog* trace = nullptr, const Poll& poll = {}, const LaunchLoad& launch = {});
+
+}  // namespace tinytpu
+
+namespace tinytpu {
+
+// Exact results without ticking. A program computes in order when none of its instructions reads data for its
+// timing or control flow and each, started in a quiet core, retires leaving it quiet but for a write-back
+// that lands in the next FETCH, which reads no vreg: the instructions a quiet core takes whole and the
+// synchronous VPU dispatches of any op (sxu_ops.def's reads_data, alone and timing columns). It has no MXU
+// work, which goes on after its dispatch. Whatever its timing, such a program's instructions act one after
+// another on the same values: its results are those of running them in order, and its cycles, the same for
+// all its data, those of ticking it once.
+bool computes_in_order(const Bundle& bundle);
+
+// A validated bundle that computes in order, run many times with other data: its records loaded into a core
+// once, each run its instructions in order from that core, with the model's own exec functions (whole, as a
+// quiet core takes them, or ticked: the synchronous VPU ops of many cycles). Gives run_validated's results;
+// their counters are the ticked run's.
+class InOrderRunner {
+ public:
+  InOrderRunner(const Bundle& bundle, const TensorCoreConfig& cfg);
+  ~InOrderRunner();
+  // This run's OUTPUT_VMEM and OUTPUT_ASRAM results into `res`, whose counters are left as they are.
+  void run(const Fill& fill, RunResult& res);
+
+ private:
+  std::unique_ptr<TensorCore> loaded_, core_;
+  std::vector<int> vmem_out_, asram_out_;
+};
 
 }  // namespace tinytpu

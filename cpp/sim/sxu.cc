@@ -34,10 +34,12 @@ constexpr uint8_t kFixedExecCycles[] = {
 #undef X
 };
 
+}  // namespace
+
 // Started in a quiet core, an instruction whose row says so uses only the SXU, vregs, VMEM, PSUM (its port is
 // free), the XLU (written back in the next instruction's FETCH, as ticked) and a combinational VPU op, and
 // never stalls there. All retire within Sxu::kMaxAloneCycles.
-bool runs_alone(const Instr& i) {
+bool Sxu::runs_alone(const Instr& i) {
   if (i.op >= kNumSxuOps) return false;  // an undefined opcode: the ticked FETCH reports it
   switch (kAloneRule[i.op]) {
     case SxuAlone::kAlways:
@@ -49,6 +51,8 @@ bool runs_alone(const Instr& i) {
   }
   return false;
 }
+
+namespace {
 
 // Each opcode's exec function, from its sxu_ops.def row.
 using ExecFn = Exec (*)(Sxu&, Datapath&);

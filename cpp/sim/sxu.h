@@ -85,6 +85,9 @@ struct Sxu {
     return most;
   }();
   bool run_alone(Datapath& tc);
+  // Whether an instruction started in a quiet core may be taken whole (the row's `alone` column; a VPU op's
+  // kind).
+  static bool runs_alone(const Instr& i);
 
   // A reference hang or other fatal condition, reported with pc, instruction and cycle.
   [[noreturn]] void fail(const Datapath& tc, const std::string& what) const;

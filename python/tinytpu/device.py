@@ -69,7 +69,7 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
     log = trace.for_kernel(self.name, self.dev.core)
     progress = _Progress(self.name)
     try: stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4, log, progress,
-                                 self.dev.core_state)
+                                 self.dev.core_state, run_mode(self.dev.core))
     except BaseException as e:  # Ctrl-C (KeyboardInterrupt) or an error: what it stores is not whole
       for i in self.stores: _forget(bufs[i])
       _incomplete.extend((*span, f"kernel {self.name} writing it stopped before its end ({type(e).__name__})")
@@ -81,8 +81,14 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
     if log is not None: trace.check(log)
     for i, tasm in enumerate(stats.tasm): print(f"# {self.name} launch {i}\n{tasm}", end="")
     _counters.setdefault((self.dev.device, _beam_trials > 0), Counter()).update(
-      kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles)
+      kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles, in_order=stats.in_order,
+      checked=stats.checked)
     return stats.cycles * 1e-9 if wait else None  # simulated seconds at a nominal 1 GHz
+
+def run_mode(core):
+  """How kernels run their launches (executor.h RunMode), read at every call: TINYTPU_FUNCTIONAL=0 ticks every
+  launch; TINYTPU_VERIFY=1 ticks every launch run in order as well and raises on any difference."""
+  return core.RunMode(functional=os.getenv("TINYTPU_FUNCTIONAL", "1") != "0", verify=os.getenv("TINYTPU_VERIFY", "0") != "0")
 
 PROGRESS_AFTER = 2.0  # seconds of host time before a kernel call shows its progress
 
@@ -112,12 +118,14 @@ class TinyTPUDevice(Compiled):
     self._config, self.core_state = config, configs.core_of(config).CoreState()
 
 trace._from_env()
-COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles")
+COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles", "in_order", "checked")
 _counters: dict[tuple[str, bool], Counter] = {}  # (device, a BEAM trial run) -> totals
 
 def counters(device: str | None = None, beam: bool = False) -> dict[str, int]:
-  """Kernel calls, launches, cycles and SXU cycles since reset_counters(): of one device ("TINYTPU", "TINYTPU:1")
-  or, by default, all of them; beam=True gives BEAM's trial runs instead, which the user's totals leave out."""
+  """Kernel calls, launches, cycles and SXU cycles since reset_counters(); of the launches, those run in order (their
+  counters the first ticked launch's of their program, run_mode) and of these those also ticked to check them. Of one
+  device ("TINYTPU", "TINYTPU:1") or, by default, all of them; beam=True gives BEAM's trial runs instead, which the
+  user's totals leave out."""
   total = Counter({k: 0 for k in COUNTERS})
   for (dev, trial), c in _counters.items():
     if trial == beam and device in (None, dev): total.update(c)

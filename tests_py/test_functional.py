@@ -1,0 +1,68 @@
+"""Exact cycles without ticking every launch (executor.h RunMode): the launches of a program that computes in order
+take the counters of the first, ticked launch of their key and run their instructions in order. Results and counters
+must be those of ticking every launch (TINYTPU_FUNCTIONAL=0), and a wrong kept counter must be caught by the sampled
+check (one in SAMPLE_EVERY launches of a key is ticked as well) and by TINYTPU_VERIFY=1 (every one is)."""
+import numpy as np
+import pytest
+import tinytpu
+from tinygrad import Tensor
+from tinytpu import _core
+from tinytpu.device import TinyTPUProgram
+
+rng = np.random.default_rng(36)
+WORKLOADS = {  # the compiler's kinds of program: background VPU ops, synchronous reductions, the TranscUnit, the MXU
+  "float conv2d": (lambda x, w: x.conv2d(w), [(1, 3, 9, 9), (4, 3, 3, 3)]),
+  "int32 add": (lambda x, y: x + y, [(4099,), (4099,)]),
+  "float sum": (lambda x: (x * 2 + 1).sum(axis=1), [(37, 300)]),
+  "float softmax": (lambda x: x.softmax(), [(8, 500)]),
+  "int8-range matmul": (lambda x, y: (x.cast("int32") @ y.cast("int32")), [(16, 24), (24, 8)]),
+}
+
+def arrays(shapes, integer):
+  return [rng.integers(-100, 100, s, dtype=np.int32) if integer else rng.standard_normal(s, dtype=np.float32) for s in shapes]
+
+def run(monkeypatch, fn, data, functional: bool, verify: bool = False):
+  monkeypatch.setenv("TINYTPU_FUNCTIONAL", "1" if functional else "0")
+  monkeypatch.setenv("TINYTPU_VERIFY", "1" if verify else "0")
+  tinytpu.reset_counters()
+  out = fn(*(Tensor(a, device="TINYTPU") for a in data)).numpy()
+  return out, tinytpu.counters()
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_in_order_launches_give_what_ticking_gives(monkeypatch, name):
+  fn, shapes = WORKLOADS[name]
+  data = arrays(shapes, integer=name.startswith("int"))
+  ticked, tick_counts = run(monkeypatch, fn, data, functional=False)
+  for verify in (False, True):
+    got, counts = run(monkeypatch, fn, data, functional=True, verify=verify)
+    assert got.tobytes() == ticked.tobytes()  # bit for bit
+    assert {k: counts[k] for k in ("kernels", "launches", "cycles", "sxu_cycles")} == \
+           {k: tick_counts[k] for k in ("kernels", "launches", "cycles", "sxu_cycles")}
+    assert counts["checked"] == counts["in_order"] if verify else counts["checked"] <= counts["in_order"]
+  assert tick_counts["in_order"] == tick_counts["checked"] == 0
+  if name != "int8-range matmul": assert counts["in_order"] > 0  # (the MXU works on after its dispatches: ticked)
+
+def kernel_of(monkeypatch, make):
+  """The compiled kernel (C++) a call of make() runs, and a function running it again."""
+  calls = []
+  call = TinyTPUProgram.__call__
+  monkeypatch.setattr(TinyTPUProgram, "__call__", lambda self, *a, **kw: calls.append((self, a, kw)) or call(self, *a, **kw))
+  make().realize()
+  prg, bufs, kw = calls[-1]
+  monkeypatch.setattr(TinyTPUProgram, "__call__", call)
+  return prg.kernel, lambda: prg(*bufs, **kw)
+
+@pytest.mark.parametrize("verify", [False, True])
+def test_a_wrong_kept_counter_is_caught(monkeypatch, verify):
+  monkeypatch.setenv("TINYTPU_FUNCTIONAL", "1")
+  monkeypatch.setenv("TINYTPU_VERIFY", "1" if verify else "0")
+  # a kernel of its own (tinygrad keeps compiled kernels): its kept counters are corrupted below
+  x = Tensor(rng.standard_normal((4 + verify) * 16 * 16 * _core.SAMPLE_EVERY, dtype=np.float32), device="TINYTPU").realize()
+  kernel, again = kernel_of(monkeypatch, lambda: x * 3)
+  tinytpu.reset_counters()
+  again()  # the kept counters are right: every check agrees
+  c = tinytpu.counters()
+  assert c["launches"] > 2 * _core.SAMPLE_EVERY and c["checked"] >= (c["in_order"] if verify else 2)
+  kernel.corrupt_timings_for_test()
+  with pytest.raises(tinytpu.SimError, match=r"run in order differs from the same launch ticked: cycles (\d+) kept, (\d+) ticked"):
+    again()
