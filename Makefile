@@ -37,8 +37,9 @@ test-cpp:
 	$(MAKE) --no-print-directory install WITH_TESTS=1
 	cd $(WHEEL_BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# TINYTPU_VERIFY=1: every launch run in order is ticked as well and compared (docs: Launches run in order).
 test-py: install
-	$(PYTHON) -m pytest -q tests_py
+	TINYTPU_VERIFY=1 $(PYTHON) -m pytest -q tests_py
 
 # tinygrad's own test/test_tiny.py from the 0.14.0 sdist, kept outside the repo, run on TINYTPU.
 $(TINYGRAD_SDIST):
@@ -48,8 +49,8 @@ $(TINYGRAD_SDIST):
 test-upstream: install $(TINYGRAD_SDIST)
 	rm -rf build/upstream && mkdir -p build/upstream
 	tar -xzf $(TINYGRAD_SDIST) -C build/upstream tinygrad-0.14.0/test/test_tiny.py
-	cd build/upstream/tinygrad-0.14.0 && DEV=TINYTPU $(PYTHON) -m pytest -q -p no:cacheprovider test/test_tiny.py
-	$(PYTHON) -m pytest -q -p no:cacheprovider tests_upstream/test_run.py
+	cd build/upstream/tinygrad-0.14.0 && DEV=TINYTPU TINYTPU_VERIFY=1 $(PYTHON) -m pytest -q -p no:cacheprovider test/test_tiny.py
+	TINYTPU_VERIFY=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests_upstream/test_run.py
 
 # tinygrad's test/backend and test/models from a tinygrad checkout (slow tests included), each file in its own process,
 # against the expected failures and skips kept in tests_upstream/expected.tsv. Hours long, so not part of `make test`.

@@ -1,7 +1,8 @@
-"""Warm kernel calls on TINYTPU against the raw model, in one process: simulated cycles per host second of a
-warm call (its cycles from tinytpu.counters()) as a share of the model's own speed on a long TASM program,
-and each call's wall time beside tinygrad's CPU device. Also the host time of one-kernel sums by length."""
-import argparse, time
+"""Warm kernel calls on TINYTPU against the raw model, in one process: the effective simulated cycles per host second
+of a warm call (its cycles from tinytpu.counters() over its wall time) with in-order runs (the default) and with every
+launch ticked (TINYTPU_FUNCTIONAL=0), alternated A B A B, the first as a share of the model's own speed on a long
+TASM program, and each call's wall time beside tinygrad's CPU device. Also the host time of one-kernel sums by length."""
+import argparse, os, time
 import numpy as np
 import tinytpu
 from tinygrad import Tensor
@@ -27,17 +28,27 @@ WORKLOADS = {
     *(Tensor(rng.integers(-128, 128, (128, 128), dtype=np.int32), device=d).realize() for _ in range(2))),
   "softmax float32 4096": lambda d: (lambda a: lambda: a.softmax().realize())(
     Tensor(rng.standard_normal(4096, dtype=np.float32), device=d).realize()),
+  "conv2d float32 32x32x5x5": lambda d: (lambda x, w: lambda: x.conv2d(w).realize())(
+    Tensor(rng.standard_normal((1, 32, 24, 24), dtype=np.float32), device=d).realize(),
+    Tensor(rng.standard_normal((32, 32, 5, 5), dtype=np.float32), device=d).realize()),
 }
 
-def warm(make, device: str, runs: int) -> tuple[float, int]:
-  """Best wall time of a warm call and its simulated cycles (0 off TINYTPU)."""
+def warm(make, device: str, runs: int, modes=("1",)) -> tuple[list[float], int]:
+  """Per TINYTPU_FUNCTIONAL mode, the best wall time of a warm call, the modes alternated run by run; and its simulated
+  cycles (0 off TINYTPU), which must not depend on the mode."""
   call = make(device)
   call()  # compiles
-  best = float("inf")
+  best, cycles, saved = [float("inf")] * len(modes), set(), os.environ.get("TINYTPU_FUNCTIONAL")
   for _ in range(runs):
-    tinytpu.reset_counters()
-    best = min(best, _timed(call))
-  return best, tinytpu.counters()["cycles"]
+    for i, mode in enumerate(modes):
+      os.environ["TINYTPU_FUNCTIONAL"] = mode
+      tinytpu.reset_counters()
+      best[i] = min(best[i], _timed(call))
+      cycles.add(tinytpu.counters()["cycles"])
+  if saved is None: os.environ.pop("TINYTPU_FUNCTIONAL")
+  else: os.environ["TINYTPU_FUNCTIONAL"] = saved
+  assert len(cycles) == 1, f"cycles differ between in-order and ticked runs: {cycles}"
+  return best, cycles.pop()
 
 def sum_time(n: int, dtype) -> float:
   x = Tensor(np.ones(n, dtype=dtype), device="TINYTPU").realize()
@@ -56,11 +67,13 @@ def main():
             f"; 16387/4099 {times[16387] / times[4099]:.1f}x, 2^22/2^20 {times[2**22] / times[2**20]:.1f}x")
   raw = raw_speed()
   print(f"raw model: {raw / 1e6:.1f} M simulated cycles/s")
-  print(f"{'workload':26s} {'cycles':>10s} {'TINYTPU s':>10s} {'M cyc/s':>8s} {'of raw':>7s} {'CPU s':>9s} {'x CPU':>7s}")
+  print(f"{'workload':26s} {'cycles':>10s} {'TINYTPU s':>10s} {'M cyc/s':>8s} {'of raw':>7s} {'ticked s':>9s} "
+        f"{'M cyc/s':>8s} {'speedup':>7s} {'CPU s':>9s} {'x CPU':>7s}")
   for name, make in WORKLOADS.items():
-    t, cycles = warm(make, "TINYTPU", args.runs)
-    cpu, _ = warm(make, "CPU", args.runs)
-    print(f"{name:26s} {cycles:10d} {t:10.4f} {cycles / t / 1e6:8.1f} {cycles / t / raw:7.1%} {cpu:9.5f} {t / cpu:7.0f}")
+    (t, ticked), cycles = warm(make, "TINYTPU", args.runs, modes=("1", "0"))
+    (cpu,), _ = warm(make, "CPU", args.runs)
+    print(f"{name:26s} {cycles:10d} {t:10.4f} {cycles / t / 1e6:8.1f} {cycles / t / raw:7.1%} {ticked:9.4f} "
+          f"{cycles / ticked / 1e6:8.1f} {ticked / t:6.2f}x {cpu:9.5f} {t / cpu:7.0f}")
 
 if __name__ == "__main__":
   main()

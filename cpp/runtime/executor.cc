@@ -48,9 +48,18 @@ int32_t read_lane(const uint8_t* p, DType d) {
     }
   }
 }
-void write_lane(uint8_t* p, DType d, int32_t v) {
+void write_lane(uint8_t* p, DType d, int bytes, int32_t v) {  // bytes: dtype_bytes(d)
   if (d == DType::kBool) v = v != 0;
-  std::memcpy(p, &v, dtype_bytes(d));  // little-endian: the low bytes
+  switch (bytes) {  // little-endian: the low bytes (a fixed size each: an inlined store, not a memcpy call)
+    case 1:
+      std::memcpy(p, &v, 1);
+      break;
+    case 2:
+      std::memcpy(p, &v, 2);
+      break;
+    default:
+      std::memcpy(p, &v, 4);
+  }
 }
 
 // A launch's TASM (DEBUG=4): float32 tiles the loader fills also as floats, in a comment, so the listing
@@ -116,6 +125,10 @@ class DataPlan {
           break;
         }
         const Slot& b = slots_[g.buf];
+        if (!s.gated && b.bytes == 4) {  // the common case: 32-bit lanes, every index checked when compiled
+          for (int l = 0; l < g.lanes; ++l) std::memcpy(&out[l], b.read + (g.index(l) + moved) * 4, 4);
+          break;
+        }
         for (int l = 0; l < g.lanes; ++l) {
           const int64_t at = g.index(l) + moved;
           if (!s.gated || (at >= 0 && at < b.size)) out[l] = read_lane(b.read + at * b.bytes, b.dtype);
@@ -203,14 +216,16 @@ class DataPlan {
     for (const Scatter& s : l.scatters) {
       const Slot& b = slots_[s.buf];
       const Tile& value = out[s.value];
+      const Tile* index_tile = s.index_tile >= 0 ? &out[s.index_tile] : nullptr;
+      const Lanes* lanes = index_tile ? nullptr : &p_.store_lanes[s.index];
+      const int64_t moved = index_tile ? 0 : shift(s.buf);
       for (int lane = 0; lane < kLanes; ++lane) {
         if (!s.active[lane] || (s.gate >= 0 && !out[s.gate][lane])) continue;
-        int64_t at =
-            s.index_tile >= 0 ? out[s.index_tile][lane] : p_.store_lanes[s.index][lane] + shift(s.buf);
+        const int64_t at = index_tile ? (*index_tile)[lane] : (*lanes)[lane] + moved;
         if (at < 0 || at >= b.size)
           throw SimError("scatter index " + std::to_string(at) + " outside buffer " + std::to_string(s.buf) +
                          " of " + std::to_string(b.size) + " elements");
-        write_lane(b.write + at * b.bytes, b.dtype, value[lane]);
+        write_lane(b.write + at * b.bytes, b.dtype, b.bytes, value[lane]);
       }
     }
   }
