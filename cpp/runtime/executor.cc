@@ -140,23 +140,30 @@ class DataPlan {
         // per lane a constant or an element: at a static index, or at one computed by an earlier launch
         const bool dynamic = s.kind == TileSource::Kind::kDynamic;
         const Tile index = dynamic ? gather(s.index) : Tile{};
+        int buf = -1;  // the last lane's buffer, its slot and shift: lanes mostly read one buffer
+        const Slot* b = nullptr;
+        int64_t moved = 0;
         for (int l = 0; l < kLanes; ++l) {
           const LeafLane& lane = p_.lanes[s.id][l];
           if (lane.buf < 0) {
             out[l] = int32_t(lane.bits);
             continue;
           }
-          if (lane.buf == counter_) {
-            out[l] = counter(lane.index + shift(lane.buf));
+          if (lane.buf != buf) {
+            buf = lane.buf;
+            b = &slots_[buf];
+            moved = shift(buf);
+          }
+          if (buf == counter_) {
+            out[l] = counter(lane.index + moved);
             continue;
           }
-          const Slot& b = slots_[lane.buf];
-          const int64_t at = dynamic ? index[l] : lane.index + shift(lane.buf);
-          if (at < 0 || at >= b.size) {
-            if (!s.gated) throw gather_outside(at, lane.buf, b.size);
+          const int64_t at = dynamic ? index[l] : lane.index + moved;
+          if (at < 0 || at >= b->size) {
+            if (!s.gated) throw gather_outside(at, buf, b->size);
             continue;  // a gated-off lane reads 0: the gate's select discards it, or nothing stores it
           }
-          out[l] = read_lane(b.read + at * b.bytes, b.dtype);
+          out[l] = read_lane(b->read + at * b->bytes, b->dtype);
         }
         break;
       }
