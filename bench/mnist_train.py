@@ -8,7 +8,7 @@ TINYTPU's modes: in-order runs and every launch ticked), TINYTPU's cycles and la
 import argparse, collections, os, time
 import numpy as np
 import tinytpu
-from tinygrad import Tensor, TinyJit, nn
+from tinygrad import Tensor, TinyJit, nn, function
 from tinygrad.helpers import Context
 from tinytpu.device import TinyTPUProgram
 
@@ -17,13 +17,14 @@ class CNN:
     self.layers = [nn.Conv2d(1, 32, 5), Tensor.relu, nn.Conv2d(32, 32, 5), Tensor.relu, nn.BatchNorm(32), Tensor.max_pool2d,
                    nn.Conv2d(32, 64, 3), Tensor.relu, nn.Conv2d(64, 64, 3), Tensor.relu, nn.BatchNorm(64), Tensor.max_pool2d,
                    lambda x: x.flatten(1), nn.Linear(576, 10)]
+  @function  # as the example: the model is one function in the graph (its backward is scheduled as such)
   def __call__(self, x: Tensor) -> Tensor: return x.sequential(self.layers)
 
-def train(device: str, bs: int, steps: int, seed: int = 0) -> tuple[list[float], float]:
-  """Losses of `steps` training steps and their wall time (the first step included: it compiles)."""
+def train(device: str, bs: int, steps: int, seed: int = 0) -> tuple[list[float], list[float]]:
+  """Losses of `steps` training steps and each one's wall time (the first compiles)."""
   with Context(DEV=device): return _train(bs, steps, seed)
 
-def _train(bs: int, steps: int, seed: int) -> tuple[list[float], float]:
+def _train(bs: int, steps: int, seed: int) -> tuple[list[float], list[float]]:
   Tensor.manual_seed(seed)
   rng = np.random.default_rng(seed)
   x_train = Tensor(rng.standard_normal((512, 1, 28, 28), dtype=np.float32))
@@ -39,9 +40,12 @@ def _train(bs: int, steps: int, seed: int) -> tuple[list[float], float]:
       loss = model(x_train[samples]).sparse_categorical_crossentropy(y_train[samples]).backward()
       return loss.realize(*opt.schedule_step())
 
-  start = time.perf_counter()
-  losses = [step().item() for _ in range(steps)]
-  return losses, time.perf_counter() - start
+  losses, walls = [], []
+  for _ in range(steps):
+    start = time.perf_counter()
+    losses.append(step().item())
+    walls.append(time.perf_counter() - start)
+  return losses, walls
 
 def kernel_times():
   """Wall time, calls, launches and launches run in order per TINYTPU kernel, gathered while it is in effect."""
@@ -73,12 +77,14 @@ def main():
     for mode in (args.modes.split(",") if device.startswith("TINYTPU") else [None]):
       if mode is not None: os.environ["TINYTPU_FUNCTIONAL"] = mode
       tinytpu.reset_counters()
-      losses, wall = train(device, args.bs, args.steps)
+      losses, steps = train(device, args.bs, args.steps)
+      wall = sum(steps)
       label = device if mode is None else f"{device} FUNCTIONAL={mode}"
       walls[label], runs[label] = wall, losses
       c = tinytpu.counters()
       extra = f", {c['cycles']:,} cycles, {c['launches']:,} launches ({c['in_order']:,} in order)" if mode is not None else ""
-      print(f"{label:24s} {wall:8.1f} s  losses {' '.join(f'{l:.6f}' for l in losses)}{extra}", flush=True)
+      print(f"{label:24s} {wall:8.1f} s (steps {' '.join(f'{t:.1f}' for t in steps)})  losses "
+            f"{' '.join(f'{l:.6f}' for l in losses)}{extra}", flush=True)
   base = walls.get("CPU")
   if base:
     for label, wall in walls.items(): print(f"{label:24s} {wall / base:6.2f}x CPU")

@@ -1,7 +1,8 @@
 """Exact cycles without ticking every launch (executor.h RunMode): the launches of a program that computes in order
 take the counters of the first, ticked launch of their key and run their instructions in order. Results and counters
 must be those of ticking every launch (TINYTPU_FUNCTIONAL=0), and a wrong kept counter must be caught by the sampled
-check (one in SAMPLE_EVERY launches of a key is ticked as well) and by TINYTPU_VERIFY=1 (every one is)."""
+check (the first launch of a key run in order and one in SAMPLE_EVERY after it are ticked as well) and by
+TINYTPU_VERIFY=1 (every one is)."""
 import numpy as np
 import pytest
 import tinytpu

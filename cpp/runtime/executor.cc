@@ -583,7 +583,7 @@ class Call {
         key.runner->run(fill, res);
         if (trace) trace->skip(res.cycles);
         ++stats_.in_order;
-        if (mode_.verify || ++key.timing->runs % kSampleEvery == 0) {
+        if (const uint64_t runs = ++key.timing->runs; mode_.verify || runs % kSampleEvery == 1) {
           check_same(res, ticked(nullptr), stats_.launches);  // (the trace moved on already)
           ++stats_.checked;
         }

@@ -34,9 +34,9 @@ struct KernelStats {
 // core's configuration (the kernel's) -- not of its data, when its program computes in order (sim/runner.h).
 // With `functional` (TINYTPU_FUNCTIONAL, on unless 0) the first launch of each key is ticked and its counters
 // kept; a later one whose program computes in order takes them and runs its instructions in order, without
-// the cycles between them. Ticked still: traced launches and programs that do not compute in order. Every
-// kSampleEvery-th launch of a key run in order is ticked as well and compared (`verify`, TINYTPU_VERIFY=1:
-// every one): a difference in results or counters is a SimError.
+// the cycles between them. Ticked still: traced launches and programs that do not compute in order. The first
+// launch of a key run in order and every kSampleEvery-th after it are ticked as well and compared (`verify`,
+// TINYTPU_VERIFY=1: every one): a difference in results or counters is a SimError.
 struct RunMode {
   bool functional = true;
   bool verify = false;
