@@ -138,3 +138,21 @@ TEST_CASE(
   CHECK(in_order >= 5);
   CHECK(refused >= 40);  // the random reference programs mix in the MXU, predicates and background ops
 }
+
+TEST_CASE("a long run in order polls every kPollCycles of its count, and what the poll throws stops it") {
+  const Bundle b = assemble(
+      "LOOP_BEGIN count=255\nLOOP_BEGIN count=255\nVZERO v0\nLOOP_END\nLOOP_END\nHALT\nOUTPUT_VMEM "
+      "VMEM[0]\nEND\n");
+  REQUIRE(computes_in_order(b));
+  TensorCoreConfig cfg;
+  cfg.max_cycles = 10'000'000;
+  const RunResult ticked = run_bundle(b, cfg);
+  InOrderRunner runner(b, cfg);
+  int polls = 0;
+  RunResult in_order;
+  runner.run({}, in_order, [&] { ++polls; });
+  CHECK(in_order.vmem_results == ticked.vmem_results);
+  CHECK(polls >= int(ticked.sxu_cycles / kPollCycles) - 1);  // the in-order count runs from the SXU's start
+  CHECK(polls <= int(ticked.cycles / kPollCycles) + 1);
+  CHECK_THROWS_WITH(runner.run({}, in_order, [] { throw SimError("stopped"); }), "stopped");
+}

@@ -580,7 +580,7 @@ class Call {
       if (!ticks_only && key.timing && key.timing->in_order) {
         if (!key.runner) key.runner = std::make_unique<InOrderRunner>(l.image->bundle, plan.config);
         res = key.timing->counters;
-        key.runner->run(fill, res);
+        key.runner->run(fill, res, poller_);
         if (trace) trace->skip(res.cycles);
         ++stats_.in_order;
         if (const uint64_t runs = ++key.timing->runs; mode_.verify || runs % kSampleEvery == 1) {

@@ -271,16 +271,22 @@ InOrderRunner::InOrderRunner(const Bundle& bundle, const TensorCoreConfig& cfg)
 }
 InOrderRunner::~InOrderRunner() = default;
 
-void InOrderRunner::run(const Fill& fill, RunResult& res) {
+void InOrderRunner::run(const Fill& fill, RunResult& res, const Poll& poll) {
   TensorCore& tc = *core_;
   tc = *loaded_;
   if (fill) fill(tc);
   tc.sxu.start();
   const uint64_t limit = tc.cfg.max_cycles;
+  auto next_check = [&] { return poll ? std::min(limit, tc.cycle + kPollCycles) : limit; };
+  uint64_t check_at = next_check();
   while (!tc.sxu.halted()) {
-    if (tc.run_instruction_alone(limit)) continue;
-    if (tc.cycle > limit)  // the ticked run of the same program halted: only an internal error gets here
-      tc.fail("no HALT after " + std::to_string(limit) + " cycles of running in order");
+    if (tc.cycle > check_at) {
+      if (tc.cycle > limit)  // the ticked run of the same program halted: only an internal error gets here
+        tc.fail("no HALT after " + std::to_string(limit) + " cycles of running in order");
+      poll();
+      check_at = next_check();
+    }
+    if (tc.run_instruction_alone(check_at)) continue;
     tc.tick<false>();  // a synchronous VPU op of many cycles, HALT, or a variant's cycle (fetch overlap)
     if (const uint64_t wait = tc.vpu_wait_ahead(); wait > 0) tc.skip_vpu_wait(wait);
   }

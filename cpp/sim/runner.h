@@ -84,8 +84,9 @@ class InOrderRunner {
  public:
   InOrderRunner(const Bundle& bundle, const TensorCoreConfig& cfg);
   ~InOrderRunner();
-  // This run's OUTPUT_VMEM and OUTPUT_ASRAM results into `res`, whose counters are left as they are.
-  void run(const Fill& fill, RunResult& res);
+  // This run's OUTPUT_VMEM and OUTPUT_ASRAM results into `res`, whose counters are left as they are. `poll`
+  // as run_bundle's: called every kPollCycles of the in-order run's own count.
+  void run(const Fill& fill, RunResult& res, const Poll& poll = {});
 
  private:
   std::unique_ptr<TensorCore> loaded_, core_;
