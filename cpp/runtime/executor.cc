@@ -381,7 +381,10 @@ std::shared_ptr<const Plan> CompiledKernel::plan(const PlanKey& key, const Choic
   auto made = std::make_shared<const Plan>(
       compile(kernel_, config_, std::get<0>(key), std::get<1>(key), choices, traced, limits_));
   std::lock_guard<std::mutex> lock(plans_mutex_);
-  if (plans_.size() >= kMaxPlans) plans_.clear();
+  if (plans_.size() >= kMaxPlans) {
+    plans_.clear();
+    timings_.clear();
+  }
   plans_[key] = made;
   return made;
 }
@@ -404,6 +407,11 @@ std::shared_ptr<CompiledKernel::TimingCache::Entry> CompiledKernel::TimingCache:
   std::lock_guard<std::mutex> lock(mutex_);
   if (entries_.size() >= kMaxEntries) entries_.clear();
   return entries_.try_emplace(key, entry).first->second;
+}
+
+void CompiledKernel::TimingCache::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.clear();
 }
 
 void CompiledKernel::TimingCache::corrupt_for_test() {

@@ -124,9 +124,10 @@ class CompiledKernel {
     std::shared_ptr<Entry> add(const Key& key, const std::shared_ptr<const compiler::Image>& image,
                                const RunResult& ticked);
     void corrupt_for_test();
+    void clear();  // with the plans whose images the keys name
 
    private:
-    static constexpr size_t kMaxEntries = 1 << 16;  // past it the cache starts over (each keeps an image)
+    static constexpr size_t kMaxEntries = 1 << 14;  // past it the cache starts over (each keeps an image)
     mutable std::mutex mutex_;
     std::unordered_map<Key, std::shared_ptr<Entry>, KeyHash> entries_;
   };
