@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -346,34 +347,75 @@ namespace {
 class Batches {
  public:
   Batches(const Kernel& k, const TensorCoreConfig& cfg, const Choices& choices, Tracer& tracer, Plan& plan,
-          FirstChunk first, size_t buffers)
+          FirstChunk first, size_t buffers, bool trace_every_chunk)
       : k_(k),
         cfg_(cfg),
         choices_(choices),
         tracer_(tracer),
         plan_(plan),
         builder_(plan, tracer.slot_sizes(), buffers),
-        first_(std::move(first)) {}
+        first_(std::move(first)),
+        period_(trace_every_chunk ? ChunkPeriod{} : tracer.chunk_period()) {}
 
   TileProgram& prog() { return prog_; }
 
-  // The traced batch, into the plan; the program is emptied for the next (not freed: it is mostly as large).
-  void compile() {
+  // The traced batch, which ends in chunk `chunk` (at its end when `chunk_done`), into the plan; the program
+  // is emptied for the next (not freed: it is mostly as large).
+  void compile(int64_t chunk, bool chunk_done) {
     if (prog_.stores.empty()) return;
     why_.passed(Pass::kTrace);
-    tracer_.batch_compiled();
+    BatchFacts facts = tracer_.batch_compiled();
     const bool has_shape = batch_shape(prog_, shape_);
     why_.passed(Pass::kShape);
-    if (auto hit =
-            has_shape ? replays_.find(shape_) : std::nullopt) {  // an earlier batch's launches, shifted
-      replay(*hit, tracer_.slot_sizes(), plan_);
-      why_.counted(*hit->batch);
+    std::optional<ReplayCache::Hit> cached;  // the batch's launches in the cache, as find() gives them
+    if ((cached =
+             has_shape ? replays_.find(shape_) : std::nullopt)) {  // an earlier batch's launches, shifted
+      replay(*cached, tracer_.slot_sizes(), plan_);
+      why_.counted(*cached->batch);
       why_.passed(Pass::kPlan);
       ++replays_.hits;
-    } else {
-      compile_new(has_shape);
+    } else if (const CompiledBatch* added = compile_new(has_shape)) {
+      cached = ReplayCache::Hit{added, std::vector<int64_t>(shape_.base.size(), 0), false};
     }
+    if (cached && chunk_done) remember(chunk, std::move(*cached), std::move(facts));
     prog_.clear();
+    first_chunk_ = chunk_done ? chunk + 1 : chunk;
+    whole_chunks_ = chunk_done;
+  }
+
+  // When the batch beginning at chunk `c` repeats an earlier batch a whole number of periods on
+  // (ChunkPeriod), it traces to that batch's shape with indices moved by the period's shift: replayed without
+  // tracing it. Returns the batch's last chunk, or -1 when it is to be traced.
+  int64_t repeat(int64_t c) {
+    if (period_.chunks == 0 || !prog_.nodes.empty() || !prog_.stores.empty()) return -1;
+    const auto it = repeatable_.find(c % period_.chunks);
+    if (it == repeatable_.end() || it->second.first >= c) return -1;
+    const Repeatable& r = it->second;
+    const int64_t length = r.last - r.first, last = c + length;
+    if (last >= tracer_.num_chunks() || !period_.shift(r.first, c, moved_)) return -1;
+    for (int64_t i = 1; i <= length; ++i)  // one shift for the whole batch
+      if (!period_.shift(r.first + i, c + i, chunk_moved_) || chunk_moved_ != moved_) return -1;
+    const std::vector<int64_t>& sizes = tracer_.slot_sizes();
+    auto inside = [&](const std::vector<std::pair<int64_t, int64_t>>& bounds) {
+      for (size_t b = 0; b < bounds.size(); ++b) {
+        const int64_t by = b < moved_.size() ? moved_[b] : 0;
+        if (bounds[b].first <= bounds[b].second &&
+            (bounds[b].first + by < 0 || bounds[b].second + by >= sizes[b]))
+          return false;
+      }
+      return true;
+    };
+    if (!inside(r.facts.loaded) || !inside(r.facts.stored)) return -1;  // tracing it reports the index
+    ReplayCache::Hit hit = r.hit;
+    for (size_t b = 0; b < hit.shift.size() && b < moved_.size(); ++b)
+      if (r.base[b] != BatchShape::kNoBase) hit.shift[b] += moved_[b];
+    replay(hit, sizes, plan_);
+    why_.counted(*hit.batch);
+    ++replays_.hits;
+    ++repeats_;
+    repeated_loops_skipped_ += r.facts.loops_skipped;
+    why_.passed(Pass::kShape);
+    return last;
   }
 
   // The decision log: what the kernel became and why (info), host time by pass (debug).
@@ -392,8 +434,33 @@ class Batches {
   int chains_ = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
   ReplayCache replays_;
   BatchShape shape_;  // the current batch's, in storage kept across batches
+  // The batch being traced begins at chunk first_chunk_, at its start when whole_chunks_.
+  int64_t first_chunk_ = 0;
+  bool whole_chunks_ = true;
+  const ChunkPeriod period_;
+  // A traced batch of whole chunks that later batches may repeat (repeat()).
+  struct Repeatable {
+    int64_t first, last;        // its chunks
+    ReplayCache::Hit hit;       // its launches
+    std::vector<int64_t> base;  // its shape's: which buffers it reads or writes
+    BatchFacts facts;
+  };
+  std::unordered_map<int64_t, Repeatable> repeatable_;  // by first chunk % period_.chunks
+  std::vector<int64_t> moved_, chunk_moved_;            // repeat()'s shifts, in storage kept across batches
+  int64_t repeats_ = 0, repeated_loops_skipped_ = 0;
 
-  void compile_new(bool has_shape) {
+  // Keeps the batch that ended with chunk `last` for repeat(), when what tracing it did is what tracing a
+  // repeat of it does: not chunk 0 (the prefix), no cut, no load gated by data, no value kept per element.
+  void remember(int64_t last, ReplayCache::Hit hit, BatchFacts facts) {
+    if (period_.chunks == 0 || !whole_chunks_ || first_chunk_ == 0 || facts.gated_loads > 0 ||
+        facts.memo_uses > 0 || facts.cuts > 0)
+      return;
+    repeatable_.try_emplace(first_chunk_ % period_.chunks,
+                            Repeatable{first_chunk_, last, std::move(hit), shape_.base, std::move(facts)});
+  }
+
+  // The batch, fused, packed, lowered and added to the plan; kept in the cache when it can be: as kept there.
+  const CompiledBatch* compile_new(bool has_shape) {
     const int first_chain = chains_;
     chains_ = fuse_mxu_dots(prog_, cfg_, chains_, choices_);
     why_.passed(Pass::kFuseMxu);
@@ -425,7 +492,8 @@ class Batches {
       if (l.cut) ++batch.cuts[l.cut];
     why_.counted(batch);
     if (has_shape && chains_ == first_chain && prog_.mxu.empty())  // no MXU chain: nothing data-dependent
-      replays_.add(shape_, std::move(batch));
+      return replays_.add(shape_, std::move(batch));
+    return nullptr;
   }
 };
 
@@ -441,6 +509,10 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
   if (replays_.hits > 0)
     decision_log().info("  {} of {} batches replayed: an earlier batch's code with their indices shifted",
                         replays_.hits, why_.batches);
+  if (repeats_ > 0)
+    decision_log().info(
+        "  {} of them not traced: their chunks repeat an earlier batch's every {} chunks, with indices moved",
+        repeats_, period_.chunks);
   if (tracer_.parts_cut() > 0)
     decision_log().info(
         "  long chunks traced in parts: {} cuts at a loop iteration's end, live values kept as pinned "
@@ -451,11 +523,12 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
         "  {} tiles read from {} memo buffers: values computed from one buffer's elements alone, kept per "
         "element instead of computed again",
         tracer_.memo_reads(), plan_.memo_sizes.size());
-  if (tracer_.loops_skipped() > 0)
+  const int64_t loops_skipped = tracer_.loops_skipped() + repeated_loops_skipped_;
+  if (loops_skipped > 0)
     decision_log().info(
         "  {} reduction loops skipped: each term's guard, computed before the loop, false in "
         "every lane",
-        tracer_.loops_skipped());
+        loops_skipped);
   if (!why_.cuts.empty()) decision_log().info("  launches ended by a full limit: {}", why_.cut_summary());
   if (chains_ > 0)
     decision_log().info(
@@ -488,14 +561,19 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
   Tracer tracer(k, vals, sizes, limits, first.layout);
   Plan plan;
   plan.config = cfg;
-  Batches batches(k, cfg, choices, tracer, plan, std::move(first), sizes.size());
+  Batches batches(k, cfg, choices, tracer, plan, std::move(first), sizes.size(), limits.trace_every_chunk);
   const int64_t chunks = std::max<int64_t>(tracer.num_chunks(), 1);
   for (int64_t c = 0; c < chunks; ++c) {
-    while (!tracer.trace_chunk(c, batches.prog())) batches.compile();  // a long chunk, in parts
+    if (const int64_t last = batches.repeat(c); last >= 0) {  // a whole batch, not traced
+      c = last;
+      if (traced) traced(c + 1, chunks);
+      continue;
+    }
+    while (!tracer.trace_chunk(c, batches.prog())) batches.compile(c, false);  // a long chunk, in parts
     if (traced) traced(c + 1, chunks);
-    if (batch_ends(batches.prog(), c, tracer)) batches.compile();
+    if (batch_ends(batches.prog(), c, tracer)) batches.compile(c, true);
   }
-  batches.compile();
+  batches.compile(chunks - 1, true);
   plan.memo_sizes = tracer.memo_sizes();
   batches.log(chunks, start);
   return plan;
