@@ -1033,21 +1033,34 @@ std::string batched_ir(int batches, int w, int reduce, const std::string& use) {
 }
 }  // namespace
 
-TEST_CASE(
-    "compile: a batch repeating an earlier one a whole period of chunks on is replayed untraced, exactly") {
-  const int w = 64, reduce = 40;  // 4 chunks per batch element, of 160 tile nodes each: a batch per chunk
-  for (const std::string use : {"", "square", "value"}) {
-    INFO("b used " << (use.empty() ? "in element indices only" : use));
-    const int batches = use == "square" ? 2 : 3;
+TEST_CASE("compile: chunks repeating earlier ones a whole period on are replayed untraced, exactly") {
+  const int reduce = 50;  // 200 tile nodes a chunk
+  struct Case {
+    std::string use;  // batched_ir's
+    int batches, w;
+    size_t cut_nodes;       // TraceLimits
+    int64_t chunks, units;  // the period's (0: none)
+    const char* logged;     // the decision log's line
+  };
+  const size_t whole = TraceLimits{}.cut_nodes;
+  for (const Case& c : {
+           Case{"", 3, 64, whole, 4, 1, "7 of them not traced"},  // a batch per chunk: 0 and 1..4 traced
+           Case{"square", 2, 64, whole, 0, 1, nullptr},           // b reaches other than element indices
+           Case{"value", 3, 64, whole, 0, 1, nullptr},
+           // 40 points per b: 2 of them fill 5 chunks, whose lanes straddle two b; chunks traced in parts
+           Case{"", 6, 40, 100, 5, 2, "of them not traced"},
+       }) {
+    INFO("b used " << (c.use.empty() ? "in element indices only" : c.use) << ", " << c.w << " points each");
+    const int batches = c.batches, w = c.w;
+    const TraceLimits limits{c.cut_nodes};
     const std::vector<int64_t> sizes{batches * w, batches * reduce * w, reduce};
-    const Kernel k = parse_kernel(batched_ir(batches, w, reduce, use));
-    const ChunkPeriod period = Tracer(k, {}, sizes).chunk_period();
-    if (use.empty()) {
-      CHECK(period.chunks == w / 16);
+    const Kernel k = parse_kernel(batched_ir(batches, w, reduce, c.use));
+    const ChunkPeriod period = Tracer(k, {}, sizes, limits).chunk_period();
+    CHECK(period.chunks == c.chunks);
+    if (c.chunks > 0) {
+      CHECK(period.units == c.units);
       CHECK(period.bounds == std::vector<int64_t>{batches});
       CHECK(period.steps == std::vector<std::vector<int64_t>>{{w, reduce * w, 0}});
-    } else {
-      CHECK(period.chunks == 0);  // b reaches other than element indices
     }
 
     // the plan is the one tracing every chunk gives
@@ -1056,10 +1069,10 @@ TEST_CASE(
     const auto level = decision_log().level();
     decision_log().sinks() = {std::make_shared<spdlog::sinks::ostream_sink_mt>(log)};
     decision_log().set_level(spdlog::level::info);
-    const Plan plan = compile(k, {}, {}, sizes);
+    const Plan plan = compile(k, {}, {}, sizes, {}, {}, limits);
     decision_log().sinks() = sinks;
     decision_log().set_level(level);
-    TraceLimits every;
+    TraceLimits every = limits;
     every.trace_every_chunk = true;
     const Plan traced = compile(k, {}, {}, sizes, {}, {}, every);
     REQUIRE(plan.runs.size() == traced.runs.size());
@@ -1070,10 +1083,11 @@ TEST_CASE(
             (t.shift < 0 ? std::vector<int64_t>{} : traced.shifts[t.shift]));
     }
     CHECK(plan.launches.size() == traced.launches.size());
-    // chunk 0 and the first of each other place in the period are traced: 5 of 12
-    CHECK((log.str().find("7 of them not traced") != std::string::npos) == use.empty());
+    INFO(log.str());
+    CHECK((c.logged && log.str().find(c.logged) != std::string::npos) == (c.chunks > 0));
+    if (c.cut_nodes < whole) CHECK(log.str().find("long chunks traced in parts") != std::string::npos);
 
-    CompiledKernel kernel(batched_ir(batches, w, reduce, use));
+    CompiledKernel kernel(batched_ir(batches, w, reduce, c.use), {}, limits);
     std::vector<DeviceBuffer> bufs{DeviceBuffer(sizes[0] * 4), DeviceBuffer(sizes[1] * 4),
                                    DeviceBuffer(sizes[2] * 4)};
     auto* x = reinterpret_cast<float*>(bufs[1].data());
@@ -1086,9 +1100,10 @@ TEST_CASE(
       for (int i = 0; i < w; ++i) {
         float want = 0.0f;  // the VPU's FMUL then FADD, IEEE RNE, in term order
         for (int r = 0; r < reduce; ++r) want = want + x[b * reduce * w + r * w + i] * v[r];
-        if (use == "value") want = want + float(b);
-        wrong += std::memcmp(&reinterpret_cast<float*>(bufs[0].data())[(use == "square" ? b * b : b) * w + i],
-                             &want, 4) != 0;
+        if (c.use == "value") want = want + float(b);
+        wrong +=
+            std::memcmp(&reinterpret_cast<float*>(bufs[0].data())[(c.use == "square" ? b * b : b) * w + i],
+                        &want, 4) != 0;
       }
     CHECK(wrong == 0);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -367,34 +368,33 @@ class Batches {
     BatchFacts facts = tracer_.batch_compiled();
     const bool has_shape = batch_shape(prog_, shape_);
     why_.passed(Pass::kShape);
-    std::optional<ReplayCache::Hit> cached;  // the batch's launches in the cache, as find() gives them
-    if ((cached =
-             has_shape ? replays_.find(shape_) : std::nullopt)) {  // an earlier batch's launches, shifted
-      replay(*cached, tracer_.slot_sizes(), plan_);
-      why_.counted(*cached->batch);
+    std::optional<ReplayCache::Hit> hit;  // the batch's launches, as the cache would give them for it
+    if ((hit = has_shape ? replays_.find(shape_) : std::nullopt)) {  // an earlier batch's launches, shifted
+      replay(*hit, tracer_.slot_sizes(), plan_);
+      why_.counted(*hit->batch);
       why_.passed(Pass::kPlan);
       ++replays_.hits;
-    } else if (const CompiledBatch* added = compile_new(has_shape)) {
-      cached = ReplayCache::Hit{added, std::vector<int64_t>(shape_.base.size(), 0), false};
+    } else if (const CompiledBatch* compiled = compile_new(has_shape)) {
+      hit = ReplayCache::Hit{compiled, std::vector<int64_t>(shape_.base.size(), 0), false};
     }
-    if (cached && chunk_done) remember(chunk, std::move(*cached), std::move(facts));
+    if (period_.chunks > 0) add_to_group(std::move(hit), std::move(facts), chunk, chunk_done);
     prog_.clear();
-    first_chunk_ = chunk_done ? chunk + 1 : chunk;
-    whole_chunks_ = chunk_done;
   }
 
-  // When the batch beginning at chunk `c` repeats an earlier batch a whole number of periods on
-  // (ChunkPeriod), it traces to that batch's shape with indices moved by the period's shift: replayed without
-  // tracing it. Returns the batch's last chunk, or -1 when it is to be traced.
+  // When the chunks from `c` on repeat an earlier group of batches a whole number of periods on
+  // (ChunkPeriod), each of its batches traces to the earlier one's shape with indices moved by the period's
+  // shift (and, where a chunk is cut in parts, the banks of pinned tiles exchanged when an odd number of cuts
+  // lies between): replayed without tracing them. Returns the group's last chunk, or -1 when `c` is to be
+  // traced.
   int64_t repeat(int64_t c) {
     if (period_.chunks == 0 || !prog_.nodes.empty() || !prog_.stores.empty()) return -1;
     const auto it = repeatable_.find(c % period_.chunks);
     if (it == repeatable_.end() || it->second.first >= c) return -1;
-    const Repeatable& r = it->second;
-    const int64_t length = r.last - r.first, last = c + length;
-    if (last >= tracer_.num_chunks() || !period_.shift(r.first, c, moved_)) return -1;
-    for (int64_t i = 1; i <= length; ++i)  // one shift for the whole batch
-      if (!period_.shift(r.first + i, c + i, chunk_moved_) || chunk_moved_ != moved_) return -1;
+    const Group& g = it->second;
+    const int64_t length = g.last - g.first, last = c + length;
+    if (last >= tracer_.num_chunks() || !period_.shift(g.first, c, moved_)) return -1;
+    for (int64_t i = 1; i <= length; ++i)  // one shift for the whole group
+      if (!period_.shift(g.first + i, c + i, chunk_moved_) || chunk_moved_ != moved_) return -1;
     const std::vector<int64_t>& sizes = tracer_.slot_sizes();
     auto inside = [&](const std::vector<std::pair<int64_t, int64_t>>& bounds) {
       for (size_t b = 0; b < bounds.size(); ++b) {
@@ -405,15 +405,24 @@ class Batches {
       }
       return true;
     };
-    if (!inside(r.facts.loaded) || !inside(r.facts.stored)) return -1;  // tracing it reports the index
-    ReplayCache::Hit hit = r.hit;
-    for (size_t b = 0; b < hit.shift.size() && b < moved_.size(); ++b)
-      if (r.base[b] != BatchShape::kNoBase) hit.shift[b] += moved_[b];
-    replay(hit, sizes, plan_);
-    why_.counted(*hit.batch);
-    ++replays_.hits;
-    ++repeats_;
-    repeated_loops_skipped_ += r.facts.loops_skipped;
+    for (const GroupBatch& b : g.batches)  // tracing them reports the index
+      if (!inside(b.facts.loaded) || !inside(b.facts.stored)) return -1;
+    const bool exchanged = (tracer_.parts_cut() - g.cuts_before) % 2 != 0;
+    int64_t cuts = 0, loops_skipped = 0;
+    for (const GroupBatch& b : g.batches) {
+      ReplayCache::Hit hit = b.hit;
+      for (size_t buf = 0; buf < hit.shift.size() && buf < moved_.size(); ++buf)
+        if (b.base[buf] != BatchShape::kNoBase) hit.shift[buf] += moved_[buf];
+      hit.swap_banks = hit.swap_banks != (exchanged && b.banks);
+      replay(hit, sizes, plan_);
+      why_.counted(*hit.batch);
+      ++replays_.hits;
+      ++repeats_;
+      cuts += b.facts.cuts;
+      loops_skipped += b.facts.loops_skipped;
+    }
+    tracer_.repeated(cuts, loops_skipped);
+    group_ = group_from(last + 1);
     why_.passed(Pass::kShape);
     return last;
   }
@@ -434,32 +443,52 @@ class Batches {
   int chains_ = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
   ReplayCache replays_;
   BatchShape shape_;  // the current batch's, in storage kept across batches
-  // The batch being traced begins at chunk first_chunk_, at its start when whole_chunks_.
-  int64_t first_chunk_ = 0;
-  bool whole_chunks_ = true;
   const ChunkPeriod period_;
-  // A traced batch of whole chunks that later batches may repeat (repeat()).
-  struct Repeatable {
-    int64_t first, last;        // its chunks
+  // The batches of the chunks from `first` to `last`, traced: a later group of chunks may repeat them
+  // (repeat()).
+  struct GroupBatch {
     ReplayCache::Hit hit;       // its launches
     std::vector<int64_t> base;  // its shape's: which buffers it reads or writes
     BatchFacts facts;
+    bool banks;  // it reads or fills the pinned tiles of a cut
   };
-  std::unordered_map<int64_t, Repeatable> repeatable_;  // by first chunk % period_.chunks
-  std::vector<int64_t> moved_, chunk_moved_;            // repeat()'s shifts, in storage kept across batches
-  int64_t repeats_ = 0, repeated_loops_skipped_ = 0;
+  struct Group {
+    int64_t first = 0, last = 0;
+    int64_t cuts_before = 0;  // Tracer::parts_cut() when its first chunk began
+    std::vector<GroupBatch> batches;
+    bool repeatable = true;  // every batch has launches to replay, and traces alike when repeated
+  };
+  Group group_;                                    // the one being traced
+  bool resumed_ = false;                           // the batch being traced began at a cut
+  std::unordered_map<int64_t, Group> repeatable_;  // by first chunk % period_.chunks
+  std::deque<CompiledBatch> uncached_;  // compiled batches the cache had no room for, which groups replay
+  std::vector<int64_t> moved_, chunk_moved_;  // repeat()'s shifts, in storage kept across batches
+  int64_t repeats_ = 0;
 
-  // Keeps the batch that ended with chunk `last` for repeat(), when what tracing it did is what tracing a
-  // repeat of it does: not chunk 0 (the prefix), no cut, no load gated by data, no value kept per element.
-  void remember(int64_t last, ReplayCache::Hit hit, BatchFacts facts) {
-    if (period_.chunks == 0 || !whole_chunks_ || first_chunk_ == 0 || facts.gated_loads > 0 ||
-        facts.memo_uses > 0 || facts.cuts > 0)
-      return;
-    repeatable_.try_emplace(first_chunk_ % period_.chunks,
-                            Repeatable{first_chunk_, last, std::move(hit), shape_.base, std::move(facts)});
+  // Adds a traced batch to the group; at the end of a chunk the group is complete, and kept for repeat() when
+  // what tracing it did is what tracing a repeat of it does: not chunk 0 (the prefix), no load gated by data,
+  // no value kept per element.
+  void add_to_group(std::optional<ReplayCache::Hit> hit, BatchFacts facts, int64_t chunk, bool chunk_done) {
+    const bool banks = resumed_ || !chunk_done;
+    resumed_ = !chunk_done;
+    if (!hit || facts.gated_loads > 0 || facts.memo_uses > 0)
+      group_.repeatable = false;
+    else
+      group_.batches.push_back({std::move(*hit), shape_.base, std::move(facts), banks});
+    if (!chunk_done) return;
+    group_.last = chunk;
+    if (group_.repeatable && group_.first > 0)
+      repeatable_.try_emplace(group_.first % period_.chunks, std::move(group_));
+    group_ = group_from(chunk + 1);
+  }
+  Group group_from(int64_t chunk) const {
+    Group g;
+    g.first = chunk;
+    g.cuts_before = tracer_.parts_cut();
+    return g;
   }
 
-  // The batch, fused, packed, lowered and added to the plan; kept in the cache when it can be: as kept there.
+  // The batch, fused, packed, lowered and added to the plan; as kept for replays (null: not kept).
   const CompiledBatch* compile_new(bool has_shape) {
     const int first_chain = chains_;
     chains_ = fuse_mxu_dots(prog_, cfg_, chains_, choices_);
@@ -491,8 +520,10 @@ class Batches {
     for (const Launch& l : launches)
       if (l.cut) ++batch.cuts[l.cut];
     why_.counted(batch);
-    if (has_shape && chains_ == first_chain && prog_.mxu.empty())  // no MXU chain: nothing data-dependent
-      return replays_.add(shape_, std::move(batch));
+    if (has_shape && chains_ == first_chain && prog_.mxu.empty()) {  // no MXU chain: nothing data-dependent
+      if (const CompiledBatch* cached = replays_.add(shape_, batch)) return cached;
+      if (period_.chunks > 0) return &uncached_.emplace_back(std::move(batch));
+    }
     return nullptr;
   }
 };
@@ -523,12 +554,11 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
         "  {} tiles read from {} memo buffers: values computed from one buffer's elements alone, kept per "
         "element instead of computed again",
         tracer_.memo_reads(), plan_.memo_sizes.size());
-  const int64_t loops_skipped = tracer_.loops_skipped() + repeated_loops_skipped_;
-  if (loops_skipped > 0)
+  if (tracer_.loops_skipped() > 0)
     decision_log().info(
         "  {} reduction loops skipped: each term's guard, computed before the loop, false in "
         "every lane",
-        loops_skipped);
+        tracer_.loops_skipped());
   if (!why_.cuts.empty()) decision_log().info("  launches ended by a full limit: {}", why_.cut_summary());
   if (chains_ > 0)
     decision_log().info(

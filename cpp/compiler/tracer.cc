@@ -394,29 +394,30 @@ ChunkPeriod Tracer::chunk_period() const {
     return slot_step;
   };
   // The outer ranges are the first `outer` parallel ranges: each moves element indices only, and every chunk
-  // lies within one of their points (the lanes of a chunk differ only in the other ranges).
-  ChunkPeriod p;
+  // lies within one of their points (the lanes of a chunk differ only in the other ranges). Failing that, the
+  // outermost range alone, when its points do not fill whole chunks: `units` of its points do, and a chunk
+  // that many points on has every lane's outermost range moved by `units` and the others' kept.
+  std::vector<std::vector<int64_t>> steps;
   const int candidates = blocked_ ? np - 2 : np;
   for (int r = 0; r < candidates; ++r) {
-    auto steps = steps_of(r);
-    if (!steps) break;
-    p.bounds.push_back(bounds_[r]);
-    p.steps.push_back(std::move(*steps));
+    auto s = steps_of(r);
+    if (!s) break;
+    steps.push_back(std::move(*s));
   }
-  while (!p.bounds.empty()) {
-    const int outer = int(p.bounds.size());
+  ChunkPeriod p;
+  for (int outer = int(steps.size()); outer > 0 && p.chunks == 0; --outer) {
     int64_t inner = 1;  // points (linear) or chunks (blocked) per point of the outer ranges
     for (int r = outer; r < candidates; ++r) inner *= bounds_[r];
-    if (blocked_) {
+    if (blocked_)
       p.chunks = inner * ((bounds_[np - 1] + kRows - 1) / kRows) * ((bounds_[np - 2] + kRows - 1) / kRows);
-      break;
-    }
-    if (inner % kLanes == 0) {
+    else if (inner % kLanes == 0)
       p.chunks = inner / kLanes;
-      break;
+    else if (outer == 1 && points_ % kLanes == 0)  // every lane of every chunk a point of the kernel
+      p.units = std::lcm(inner, int64_t(kLanes)) / inner, p.chunks = p.units * inner / kLanes;
+    if (p.chunks > 0) {
+      p.bounds.assign(bounds_.begin(), bounds_.begin() + outer);
+      p.steps.assign(steps.begin(), steps.begin() + outer);
     }
-    p.bounds.pop_back();
-    p.steps.pop_back();
   }
   if (p.chunks == 0 || p.chunks >= chunks_) return {};
   return p;
@@ -424,7 +425,7 @@ ChunkPeriod Tracer::chunk_period() const {
 
 bool ChunkPeriod::shift(int64_t from, int64_t to, std::vector<int64_t>& by) const {
   by.assign(steps.empty() ? 0 : steps[0].size(), 0);
-  int64_t f = from / chunks, t = to / chunks;
+  int64_t f = from / chunks * units, t = to / chunks * units;
   for (int r = int(bounds.size()) - 1; r >= 0; --r) {
     const int64_t units = t % bounds[r] - f % bounds[r];
     f /= bounds[r];

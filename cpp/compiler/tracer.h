@@ -212,13 +212,14 @@ struct TraceLimits {
   size_t max_chunk_nodes = size_t(1) << 23;  // about 2.5 GB
   bool trace_every_chunk = false;            // tests: no batch replayed untraced (ChunkPeriod)
 };
-// Chunks that trace alike. When the kernel reads the outer lane-parallel ranges (those that are the same
-// in all lanes of a chunk) only as element indices, through additions and multiplications by constants,
-// chunk c traces to the program of chunk c % chunks with each buffer's element indices moved by one amount
-// (the chunks differ only in those ranges' values). compile() replays such a batch without tracing it.
+// Chunks that trace alike. When the kernel reads its outer lane-parallel ranges only as element indices,
+// through additions and multiplications by constants, chunk c traces to the program of chunk c % chunks with
+// each buffer's element indices moved by one amount: the two chunks' lanes differ only in those ranges'
+// values, by the same amount in every lane. compile() replays such chunks' batches without tracing them.
 struct ChunkPeriod {
   int64_t chunks = 0;  // 0: no chunks trace alike this way
-  // The outer ranges' trip counts, outermost first: the digits of c / chunks.
+  int64_t units = 1;   // how far `chunks` chunks move the outer ranges' point (more than 1: one outer range)
+  // The outer ranges' trip counts, outermost first: the digits of c / chunks * units.
   std::vector<int64_t> bounds;
   // steps[r][slot]: how far the slot's element indices move when outer range r advances by one.
   std::vector<std::vector<int64_t>> steps;
@@ -252,7 +253,7 @@ class Tracer {
   // A float reduction that could take its chunks either way: compile() tries both on its first chunk.
   bool layout_open() const { return layout_open_; }
   bool blocked() const { return blocked_; }
-  int64_t parts_cut() const { return parts_cut_; }  // times a chunk stopped at a cut (the decision log)
+  int64_t parts_cut() const { return parts_cut_; }  // times a chunk stopped at a cut: its parity is a bank's
   int64_t loops_skipped() const { return loops_skipped_; }  // guarded loops that would add nothing
   // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
   bool pinned_prefix() const { return prefix_ready_ && !prefix_constant_; }
@@ -261,6 +262,12 @@ class Tracer {
   BatchFacts batch_compiled();
   // Which chunks trace alike (ChunkPeriod), from the kernel's IR and this chunking.
   ChunkPeriod chunk_period() const;
+  // Chunks were replayed as repeats of traced ones, whose tracing cut and skipped this many: counted as if
+  // traced (later cuts number their pinned tiles' banks as tracing every chunk would).
+  void repeated(int64_t cuts, int64_t loops_skipped) {
+    parts_cut_ += cuts;
+    loops_skipped_ += loops_skipped;
+  }
   // Elements per slot: the buffers', the counter slot's (0, not read) and the memo buffers' so far.
   const std::vector<int64_t>& slot_sizes() const { return slot_sizes_; }
   std::vector<int64_t> memo_sizes() const {  // elements per memo buffer
