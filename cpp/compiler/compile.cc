@@ -471,10 +471,13 @@ class Batches {
   void add_to_group(std::optional<ReplayCache::Hit> hit, BatchFacts facts, int64_t chunk, bool chunk_done) {
     const bool banks = resumed_ || !chunk_done;
     resumed_ = !chunk_done;
-    if (!hit || facts.gated_loads > 0 || facts.memo_uses > 0)
-      group_.repeatable = false;
-    else
+    // a group longer than the period is rare, and kept batch by batch it could hold the whole kernel's
+    group_.repeatable = group_.repeatable && hit && facts.gated_loads == 0 && facts.memo_uses == 0 &&
+                        chunk - group_.first < period_.chunks;
+    if (group_.repeatable)
       group_.batches.push_back({std::move(*hit), shape_.base, std::move(facts), banks});
+    else
+      group_.batches.clear();
     if (!chunk_done) return;
     group_.last = chunk;
     if (group_.repeatable && group_.first > 0)
@@ -594,7 +597,7 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
   Batches batches(k, cfg, choices, tracer, plan, std::move(first), sizes.size(), limits.trace_every_chunk);
   const int64_t chunks = std::max<int64_t>(tracer.num_chunks(), 1);
   for (int64_t c = 0; c < chunks; ++c) {
-    if (const int64_t last = batches.repeat(c); last >= 0) {  // a whole batch, not traced
+    if (const int64_t last = batches.repeat(c); last >= 0) {  // whole batches, not traced
       c = last;
       if (traced) traced(c + 1, chunks);
       continue;
