@@ -1,16 +1,20 @@
 // The UOp compiler: IR parsing and checks, lane tracing, lowering within the hardware limits, execution.
+#include <spdlog/sinks/ostream_sink.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <sstream>
 #include <tuple>
 
 #include "base/config.h"
 #include "compiler/compile.h"
 #include "compiler/ir.h"
+#include "compiler/log.h"
 #include "compiler/lower.h"
 #include "compiler/mxu_dot.h"
 #include "compiler/op_table.h"
@@ -975,5 +979,132 @@ TEST_CASE(
     const compiler::OpInfo* info = compiler::find_op(name);
     REQUIRE(info);
     CHECK((info->lower || info->int_op || info->f32_op));
+  }
+}
+
+namespace {
+// out[b * w + i] = sum over r < reduce of x[b * reduce * w + r * w + i] * v[r] (float32, in r order), for
+// b < batches, i < w. `use`: how the kernel reads b besides the element indices: "" not at all, "square" its
+// output index is b * b * w (b < 2: the same elements), "value" adds float(b) to the sum.
+std::string batched_ir(int batches, int w, int reduce, const std::string& use) {
+  std::string ir = "KERNEL batched\n";
+  int nodes = 0;
+  auto add = [&](const std::string& line) {
+    ir += line + "\n";
+    return std::to_string(nodes++);
+  };
+  const std::string out_size = add("CONST idx 0 " + std::to_string(batches * w)),
+                    x_size = add("CONST idx 0 " + std::to_string(batches * reduce * w)),
+                    terms = add("CONST idx 0 " + std::to_string(reduce)),
+                    batch_count = add("CONST idx 0 " + std::to_string(batches)),
+                    points = add("CONST idx 0 " + std::to_string(w)), zero = add("CONST i32 0 0"),
+                    x_step = add("CONST i32 0 " + std::to_string(reduce * w)),
+                    w32 = add("CONST i32 0 " + std::to_string(w)), one = add("CONST i32 0 1"),
+                    fzero = add("CONST f32 0 0x0p+0");
+  const std::string out = add("PARAM f32 1 " + out_size + " 0 GLOBAL 0 0"),
+                    x = add("PARAM f32 1 " + x_size + " 1 GLOBAL 0 0"),
+                    v = add("PARAM f32 1 " + terms + " 2 GLOBAL 0 0"),
+                    acc = add("BUFFER f32 1 " + one + " REG");
+  const std::string b = add("RANGE i32 1 " + batch_count + " 0 WEAK"),
+                    i = add("RANGE i32 2 " + points + " " + b + " 1 WEAK");
+  const std::string x_at = add("MUL i32 2 " + b + " " + x_step),
+                    out_at = use == "square" ? add("MUL i32 2 " + add("MUL i32 2 " + b + " " + b) + " " + w32)
+                                             : add("MUL i32 2 " + b + " " + w32);
+  const std::string acc0 = add("INDEX f32 2 " + acc + " " + zero),
+                    init = add("STORE void 2 " + acc0 + " " + fzero);
+  const std::string r = add("RANGE i32 1 " + terms + " 2 REDUCE"),
+                    acc1 =
+                        add("INDEX f32 2 " + add("AFTER f32 3 " + acc + " " + init + " " + r) + " " + zero),
+                    sum = add("LOAD f32 1 " + acc1);
+  const std::string at =
+      add("ADD i32 2 " + add("ADD i32 2 " + add("MUL i32 2 " + r + " " + w32) + " " + x_at) + " " + i);
+  const std::string term = add("MUL f32 2 " + add("LOAD f32 1 " + add("INDEX f32 2 " + x + " " + at)) + " " +
+                               add("LOAD f32 1 " + add("INDEX f32 2 " + v + " " + r)));
+  const std::string loop =
+      add("END void 2 " + add("STORE void 2 " + acc1 + " " + add("ADD f32 2 " + sum + " " + term)) + " " + r);
+  std::string result =
+      add("LOAD f32 1 " + add("INDEX f32 2 " + add("AFTER f32 2 " + acc + " " + loop) + " " + zero));
+  if (use == "value") result = add("ADD f32 2 " + result + " " + add("CAST f32 1 " + b));
+  const std::string store =
+      add("STORE void 2 " + add("INDEX f32 2 " + out + " " + add("ADD i32 2 " + out_at + " " + i)) + " " +
+          result);
+  add("SINK void 1 " + add("END void 2 " + add("END void 2 " + store + " " + i) + " " + b));
+  return ir;
+}
+}  // namespace
+
+TEST_CASE("compile: chunks repeating earlier ones a whole period on are replayed untraced, exactly") {
+  const int reduce = 50;  // 200 tile nodes a chunk
+  struct Case {
+    std::string use;  // batched_ir's
+    int batches, w;
+    size_t cut_nodes;       // TraceLimits
+    int64_t chunks, units;  // the period's (0: none)
+    const char* logged;     // the decision log's line
+  };
+  const size_t whole = TraceLimits{}.cut_nodes;
+  for (const Case& c : {
+           Case{"", 3, 64, whole, 4, 1, "7 of them not traced"},  // a batch per chunk: 0 and 1..4 traced
+           Case{"square", 2, 64, whole, 0, 1, nullptr},           // b reaches other than element indices
+           Case{"value", 3, 64, whole, 0, 1, nullptr},
+           // 40 points per b: 2 of them fill 5 chunks, whose lanes straddle two b; chunks traced in parts
+           Case{"", 6, 40, 100, 5, 2, "of them not traced"},
+       }) {
+    INFO("b used " << (c.use.empty() ? "in element indices only" : c.use) << ", " << c.w << " points each");
+    const int batches = c.batches, w = c.w;
+    const TraceLimits limits{c.cut_nodes};
+    const std::vector<int64_t> sizes{batches * w, batches * reduce * w, reduce};
+    const Kernel k = parse_kernel(batched_ir(batches, w, reduce, c.use));
+    const ChunkPeriod period = Tracer(k, {}, sizes, limits).chunk_period();
+    CHECK(period.chunks == c.chunks);
+    if (c.chunks > 0) {
+      CHECK(period.units == c.units);
+      CHECK(period.bounds == std::vector<int64_t>{batches});
+      CHECK(period.steps == std::vector<std::vector<int64_t>>{{w, reduce * w, 0}});
+    }
+
+    // the plan is the one tracing every chunk gives
+    std::ostringstream log;  // the decision log, to it alone
+    const auto sinks = decision_log().sinks();
+    const auto level = decision_log().level();
+    decision_log().sinks() = {std::make_shared<spdlog::sinks::ostream_sink_mt>(log)};
+    decision_log().set_level(spdlog::level::info);
+    const Plan plan = compile(k, {}, {}, sizes, {}, {}, limits);
+    decision_log().sinks() = sinks;
+    decision_log().set_level(level);
+    TraceLimits every = limits;
+    every.trace_every_chunk = true;
+    const Plan traced = compile(k, {}, {}, sizes, {}, {}, every);
+    REQUIRE(plan.runs.size() == traced.runs.size());
+    for (size_t r = 0; r < plan.runs.size(); ++r) {
+      const LaunchRun &a = plan.runs[r], &t = traced.runs[r];
+      CHECK(std::tie(a.first, a.count, a.swap_banks) == std::tie(t.first, t.count, t.swap_banks));
+      CHECK((a.shift < 0 ? std::vector<int64_t>{} : plan.shifts[a.shift]) ==
+            (t.shift < 0 ? std::vector<int64_t>{} : traced.shifts[t.shift]));
+    }
+    CHECK(plan.launches.size() == traced.launches.size());
+    INFO(log.str());
+    CHECK((c.logged && log.str().find(c.logged) != std::string::npos) == (c.chunks > 0));
+    if (c.cut_nodes < whole) CHECK(log.str().find("long chunks traced in parts") != std::string::npos);
+
+    CompiledKernel kernel(batched_ir(batches, w, reduce, c.use), {}, limits);
+    std::vector<DeviceBuffer> bufs{DeviceBuffer(sizes[0] * 4), DeviceBuffer(sizes[1] * 4),
+                                   DeviceBuffer(sizes[2] * 4)};
+    auto* x = reinterpret_cast<float*>(bufs[1].data());
+    auto* v = reinterpret_cast<float*>(bufs[2].data());
+    for (int e = 0; e < sizes[1]; ++e) x[e] = float(e % 113) * 0.017f - 0.9f;
+    for (int r = 0; r < reduce; ++r) v[r] = float(r % 7) * 0.29f - 0.8f;
+    kernel.run(bufs, {}, false);
+    int wrong = 0;
+    for (int b = 0; b < batches; ++b)
+      for (int i = 0; i < w; ++i) {
+        float want = 0.0f;  // the VPU's FMUL then FADD, IEEE RNE, in term order
+        for (int r = 0; r < reduce; ++r) want = want + x[b * reduce * w + r * w + i] * v[r];
+        if (c.use == "value") want = want + float(b);
+        wrong +=
+            std::memcmp(&reinterpret_cast<float*>(bufs[0].data())[(c.use == "square" ? b * b : b) * w + i],
+                        &want, 4) != 0;
+      }
+    CHECK(wrong == 0);
   }
 }

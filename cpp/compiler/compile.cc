@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -346,34 +348,83 @@ namespace {
 class Batches {
  public:
   Batches(const Kernel& k, const TensorCoreConfig& cfg, const Choices& choices, Tracer& tracer, Plan& plan,
-          FirstChunk first, size_t buffers)
+          FirstChunk first, size_t buffers, bool trace_every_chunk)
       : k_(k),
         cfg_(cfg),
         choices_(choices),
         tracer_(tracer),
         plan_(plan),
         builder_(plan, tracer.slot_sizes(), buffers),
-        first_(std::move(first)) {}
+        first_(std::move(first)),
+        period_(trace_every_chunk ? ChunkPeriod{} : tracer.chunk_period()) {}
 
   TileProgram& prog() { return prog_; }
 
-  // The traced batch, into the plan; the program is emptied for the next (not freed: it is mostly as large).
-  void compile() {
+  // The traced batch, which ends in chunk `chunk` (at its end when `chunk_done`), into the plan; the program
+  // is emptied for the next (not freed: it is mostly as large).
+  void compile(int64_t chunk, bool chunk_done) {
     if (prog_.stores.empty()) return;
     why_.passed(Pass::kTrace);
-    tracer_.batch_compiled();
+    BatchFacts facts = tracer_.batch_compiled();
     const bool has_shape = batch_shape(prog_, shape_);
     why_.passed(Pass::kShape);
-    if (auto hit =
-            has_shape ? replays_.find(shape_) : std::nullopt) {  // an earlier batch's launches, shifted
+    std::optional<ReplayCache::Hit> hit;  // the batch's launches, as the cache would give them for it
+    if ((hit = has_shape ? replays_.find(shape_) : std::nullopt)) {  // an earlier batch's launches, shifted
       replay(*hit, tracer_.slot_sizes(), plan_);
       why_.counted(*hit->batch);
       why_.passed(Pass::kPlan);
       ++replays_.hits;
-    } else {
-      compile_new(has_shape);
+    } else if (const CompiledBatch* compiled = compile_new(has_shape)) {
+      hit = ReplayCache::Hit{compiled, std::vector<int64_t>(shape_.base.size(), 0), false};
     }
+    if (period_.chunks > 0) add_to_group(std::move(hit), std::move(facts), chunk, chunk_done);
     prog_.clear();
+  }
+
+  // When the chunks from `c` on repeat an earlier group of batches a whole number of periods on
+  // (ChunkPeriod), each of its batches traces to the earlier one's shape with indices moved by the period's
+  // shift (and, where a chunk is cut in parts, the banks of pinned tiles exchanged when an odd number of cuts
+  // lies between): replayed without tracing them. Returns the group's last chunk, or -1 when `c` is to be
+  // traced.
+  int64_t repeat(int64_t c) {
+    if (period_.chunks == 0 || !prog_.nodes.empty() || !prog_.stores.empty()) return -1;
+    const auto it = repeatable_.find(c % period_.chunks);
+    if (it == repeatable_.end() || it->second.first >= c) return -1;
+    const Group& g = it->second;
+    const int64_t length = g.last - g.first, last = c + length;
+    if (last >= tracer_.num_chunks() || !period_.shift(g.first, c, moved_)) return -1;
+    for (int64_t i = 1; i <= length; ++i)  // one shift for the whole group
+      if (!period_.shift(g.first + i, c + i, chunk_moved_) || chunk_moved_ != moved_) return -1;
+    const std::vector<int64_t>& sizes = tracer_.slot_sizes();
+    auto inside = [&](const std::vector<std::pair<int64_t, int64_t>>& bounds) {
+      for (size_t b = 0; b < bounds.size(); ++b) {
+        const int64_t by = b < moved_.size() ? moved_[b] : 0;
+        if (bounds[b].first <= bounds[b].second &&
+            (bounds[b].first + by < 0 || bounds[b].second + by >= sizes[b]))
+          return false;
+      }
+      return true;
+    };
+    for (const GroupBatch& b : g.batches)  // tracing them reports the index
+      if (!inside(b.facts.loaded) || !inside(b.facts.stored)) return -1;
+    const bool exchanged = (tracer_.parts_cut() - g.cuts_before) % 2 != 0;
+    int64_t cuts = 0, loops_skipped = 0;
+    for (const GroupBatch& b : g.batches) {
+      ReplayCache::Hit hit = b.hit;
+      for (size_t buf = 0; buf < hit.shift.size() && buf < moved_.size(); ++buf)
+        if (b.base[buf] != BatchShape::kNoBase) hit.shift[buf] += moved_[buf];
+      hit.swap_banks = hit.swap_banks != (exchanged && b.banks);
+      replay(hit, sizes, plan_);
+      why_.counted(*hit.batch);
+      ++replays_.hits;
+      ++repeats_;
+      cuts += b.facts.cuts;
+      loops_skipped += b.facts.loops_skipped;
+    }
+    tracer_.repeated(cuts, loops_skipped);
+    group_ = group_from(last + 1);
+    why_.passed(Pass::kShape);
+    return last;
   }
 
   // The decision log: what the kernel became and why (info), host time by pass (debug).
@@ -392,8 +443,56 @@ class Batches {
   int chains_ = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
   ReplayCache replays_;
   BatchShape shape_;  // the current batch's, in storage kept across batches
+  const ChunkPeriod period_;
+  // The batches of the chunks from `first` to `last`, traced: a later group of chunks may repeat them
+  // (repeat()).
+  struct GroupBatch {
+    ReplayCache::Hit hit;       // its launches
+    std::vector<int64_t> base;  // its shape's: which buffers it reads or writes
+    BatchFacts facts;
+    bool banks;  // it reads or fills the pinned tiles of a cut
+  };
+  struct Group {
+    int64_t first = 0, last = 0;
+    int64_t cuts_before = 0;  // Tracer::parts_cut() when its first chunk began
+    std::vector<GroupBatch> batches;
+    bool repeatable = true;  // every batch has launches to replay, and traces alike when repeated
+  };
+  Group group_;                                    // the one being traced
+  bool resumed_ = false;                           // the batch being traced began at a cut
+  std::unordered_map<int64_t, Group> repeatable_;  // by first chunk % period_.chunks
+  std::deque<CompiledBatch> uncached_;  // compiled batches the cache had no room for, which groups replay
+  std::vector<int64_t> moved_, chunk_moved_;  // repeat()'s shifts, in storage kept across batches
+  int64_t repeats_ = 0;
 
-  void compile_new(bool has_shape) {
+  // Adds a traced batch to the group; at the end of a chunk the group is complete, and kept for repeat() when
+  // what tracing it did is what tracing a repeat of it does: not chunk 0 (the prefix), no load gated by data,
+  // no value kept per element.
+  void add_to_group(std::optional<ReplayCache::Hit> hit, BatchFacts facts, int64_t chunk, bool chunk_done) {
+    const bool banks = resumed_ || !chunk_done;
+    resumed_ = !chunk_done;
+    // a group longer than the period is rare, and kept batch by batch it could hold the whole kernel's
+    group_.repeatable = group_.repeatable && hit && facts.gated_loads == 0 && facts.memo_uses == 0 &&
+                        chunk - group_.first < period_.chunks;
+    if (group_.repeatable)
+      group_.batches.push_back({std::move(*hit), shape_.base, std::move(facts), banks});
+    else
+      group_.batches.clear();
+    if (!chunk_done) return;
+    group_.last = chunk;
+    if (group_.repeatable && group_.first > 0)
+      repeatable_.try_emplace(group_.first % period_.chunks, std::move(group_));
+    group_ = group_from(chunk + 1);
+  }
+  Group group_from(int64_t chunk) const {
+    Group g;
+    g.first = chunk;
+    g.cuts_before = tracer_.parts_cut();
+    return g;
+  }
+
+  // The batch, fused, packed, lowered and added to the plan; as kept for replays (null: not kept).
+  const CompiledBatch* compile_new(bool has_shape) {
     const int first_chain = chains_;
     chains_ = fuse_mxu_dots(prog_, cfg_, chains_, choices_);
     why_.passed(Pass::kFuseMxu);
@@ -424,8 +523,11 @@ class Batches {
     for (const Launch& l : launches)
       if (l.cut) ++batch.cuts[l.cut];
     why_.counted(batch);
-    if (has_shape && chains_ == first_chain && prog_.mxu.empty())  // no MXU chain: nothing data-dependent
-      replays_.add(shape_, std::move(batch));
+    if (has_shape && chains_ == first_chain && prog_.mxu.empty()) {  // no MXU chain: nothing data-dependent
+      if (const CompiledBatch* cached = replays_.add(shape_, batch)) return cached;
+      if (period_.chunks > 0) return &uncached_.emplace_back(std::move(batch));
+    }
+    return nullptr;
   }
 };
 
@@ -441,6 +543,10 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
   if (replays_.hits > 0)
     decision_log().info("  {} of {} batches replayed: an earlier batch's code with their indices shifted",
                         replays_.hits, why_.batches);
+  if (repeats_ > 0)
+    decision_log().info(
+        "  {} of them not traced: their chunks repeat an earlier batch's every {} chunks, with indices moved",
+        repeats_, period_.chunks);
   if (tracer_.parts_cut() > 0)
     decision_log().info(
         "  long chunks traced in parts: {} cuts at a loop iteration's end, live values kept as pinned "
@@ -488,14 +594,19 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
   Tracer tracer(k, vals, sizes, limits, first.layout);
   Plan plan;
   plan.config = cfg;
-  Batches batches(k, cfg, choices, tracer, plan, std::move(first), sizes.size());
+  Batches batches(k, cfg, choices, tracer, plan, std::move(first), sizes.size(), limits.trace_every_chunk);
   const int64_t chunks = std::max<int64_t>(tracer.num_chunks(), 1);
   for (int64_t c = 0; c < chunks; ++c) {
-    while (!tracer.trace_chunk(c, batches.prog())) batches.compile();  // a long chunk, in parts
+    if (const int64_t last = batches.repeat(c); last >= 0) {  // whole batches, not traced
+      c = last;
+      if (traced) traced(c + 1, chunks);
+      continue;
+    }
+    while (!tracer.trace_chunk(c, batches.prog())) batches.compile(c, false);  // a long chunk, in parts
     if (traced) traced(c + 1, chunks);
-    if (batch_ends(batches.prog(), c, tracer)) batches.compile();
+    if (batch_ends(batches.prog(), c, tracer)) batches.compile(c, true);
   }
-  batches.compile();
+  batches.compile(chunks - 1, true);
   plan.memo_sizes = tracer.memo_sizes();
   batches.log(chunks, start);
   return plan;

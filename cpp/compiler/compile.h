@@ -11,7 +11,9 @@ namespace tinytpu::compiler {
 // of chunks at a time and returns the plan the runtime executes:
 //   trace     Tracer::trace_chunk: the iteration space unrolled into tile nodes, a tile's lanes per chunk
 //   shape     batch_shape: a batch equal to an earlier one up to a shift of each buffer's element
-//             indices runs that batch's launches with its indices shifted (replay.h); the rest is skipped
+//             indices runs that batch's launches with its indices shifted (replay.h); the rest is skipped.
+//             Chunks that repeat earlier ones a whole period on (ChunkPeriod, proved from the IR) are not
+//             even traced: their batches replay the earlier ones' with the period's shift
 //   fuse_mxu  fuse_mxu_dots: int8 dot-product chains onto the MXU, except those `choices` veto
 //   pack      pack_lanes: isomorphic work packed into idle lanes
 //   lower     lower: instructions, registers, VMEM slots, launches within the hardware limits

@@ -162,14 +162,15 @@ std::optional<ReplayCache::Hit> ReplayCache::find(const BatchShape& s) const {
   return std::nullopt;
 }
 
-void ReplayCache::add(const BatchShape& s, CompiledBatch b) {
+const CompiledBatch* ReplayCache::add(const BatchShape& s, CompiledBatch b) {
   size_t bytes = s.size * sizeof(int32_t) + b.bounds.size() * sizeof(b.bounds[0]);
-  if (bytes_ + bytes > kBudgetBytes) return;
+  if (bytes_ + bytes > kBudgetBytes) return nullptr;
   bytes_ += bytes;
   uint64_t h = s.hash;
   entries_[h].push_back(
       std::make_unique<Entry>(Entry{std::vector<int32_t>(s.code.begin(), s.code.begin() + int64_t(s.size)),
                                     s.base, s.swapped, std::move(b)}));
+  return &entries_[h].back()->batch;
 }
 
 }  // namespace tinytpu::compiler

@@ -55,7 +55,8 @@ class ReplayCache {
     bool swap_banks;             // this batch reads and fills the other banks
   };
   std::optional<Hit> find(const BatchShape& s) const;
-  void add(const BatchShape& s, CompiledBatch b);  // keeps a copy of s's words
+  // Keeps a copy of s's words; the batch as kept, or null when the cache is full.
+  const CompiledBatch* add(const BatchShape& s, CompiledBatch b);
   int64_t hits = 0;
 
  private:

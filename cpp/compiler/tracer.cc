@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "compiler/op_table.h"
 
@@ -251,6 +253,193 @@ void Tracer::find_pinnable_prefix() {
   prefix_end_ = end;
 }
 
+namespace {
+
+// Sources of these ops only order the graph (a loop's parents, an AFTER's dependencies): no value flows
+// through them.
+bool orders_only(const Node& n, size_t src) {
+  switch (n.op) {
+    case Op::RANGE:
+    case Op::AFTER:
+      return src > 0;
+    case Op::END:
+    case Op::SINK:
+    case Op::GROUP:
+    case Op::NOOP:
+    case Op::BARRIER:
+    case Op::STACK:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Integer arithmetic that wraps at 32 bits or more: an element index it gives, moved by a shift that keeps it
+// inside a buffer of fewer than 2^31 elements, is the index the wrapped arithmetic gives for the moved
+// operands.
+bool wide_int(DType d) { return d == DType::kI32 || d == DType::kU32 || d == DType::kIndex; }
+
+}  // namespace
+
+ChunkPeriod Tracer::chunk_period() const {
+  const auto& nodes = k_.nodes;
+  const int n_nodes = int(nodes.size()), np = int(parallel_.size());
+  if (np == 0 || points_ == 0) return {};
+  // Per node: an integer known in every lane (folded while tracing, never a tile), and a value the same in
+  // every lane of every chunk.
+  std::vector<bool> known(n_nodes, false);
+  std::vector<std::optional<int64_t>> fixed(n_nodes);
+  for (int i = 0; i < n_nodes; ++i) {
+    const Node& n = nodes[i];
+    if (!is_int_like(n.dtype)) continue;
+    bool srcs_known = true, srcs_fixed = true;
+    for (int s : n.src) {
+      srcs_known = srcs_known && known[s];
+      srcs_fixed = srcs_fixed && fixed[s].has_value();
+    }
+    const bool cast = n.op == Op::CAST && !n.src.empty() && is_int_like(nodes[n.src[0]].dtype);
+    const bool alu = is_alu(n.op) && op_info(n.op).fold;
+    known[i] = n.op == Op::CONST || n.op == Op::RANGE || (n.op == Op::PARAM && !n.global) ||
+               ((cast || alu) && srcs_known);
+    if (n.op == Op::CONST) fixed[i] = n.ivalue;
+    if (n.op == Op::PARAM && !n.global) fixed[i] = vals_[n.ivalue];
+    if (cast && srcs_fixed) fixed[i] = wrap(n.dtype, *fixed[n.src[0]]);
+    if (alu && srcs_fixed && !n.src.empty())
+      fixed[i] = fold(n.op, n.dtype, *fixed[n.src[0]], n.src.size() > 1 ? *fixed[n.src[1]] : 0,
+                      n.src.size() > 2 ? *fixed[n.src[2]] : 0);
+  }
+  // Per buffer slot, how far parallel range `r` moves its element indices per unit: none when the range's
+  // value reaches anything but element indices of global buffers through ADD, SUB, NEG, and MUL or SHL by a
+  // fixed value, or when two INDEX nodes of one buffer move differently.
+  auto steps_of = [&](int r) -> std::optional<std::vector<int64_t>> {
+    enum : uint8_t { kNot, kIndex, kPointer };
+    std::vector<uint8_t> moved(n_nodes, kNot);
+    std::vector<int64_t> step(n_nodes, 0);  // of a kIndex node
+    std::vector<int64_t> slot_step(sizes_.size(), 0);
+    std::vector<bool> indexed(sizes_.size(), false);
+    for (int i = 0; i < n_nodes; ++i) {
+      const Node& n = nodes[i];
+      if (i == parallel_[r]) {
+        moved[i] = kIndex;
+        step[i] = 1;
+        continue;
+      }
+      std::vector<size_t> from;  // source positions the range's value flows through
+      for (size_t j = 0; j < n.src.size(); ++j)
+        if (!orders_only(n, j) && moved[n.src[j]] != kNot) from.push_back(j);
+      if (n.op == Op::INDEX) {
+        const int base = pointer_base(k_, n.src[0]);
+        if (base < 0 || nodes[base].op != Op::PARAM || !nodes[base].global) {
+          if (!from.empty()) return std::nullopt;  // a register's element
+          continue;
+        }
+        const int slot = int(nodes[base].ivalue);
+        int64_t by = 0;
+        if (!from.empty()) {
+          const int index = n.src[1];
+          if (from != std::vector<size_t>{1} || moved[index] != kIndex || !wide_int(nodes[index].dtype) ||
+              sizes_[slot] > INT32_MAX)
+            return std::nullopt;
+          by = step[index];
+          moved[i] = kPointer;
+        }
+        if (indexed[slot] && slot_step[slot] != by) return std::nullopt;
+        indexed[slot] = true;
+        slot_step[slot] = by;
+        continue;
+      }
+      if (from.empty()) continue;
+      if (n.op == Op::AFTER) {
+        moved[i] = moved[n.src[0]];
+        step[i] = step[n.src[0]];
+        continue;
+      }
+      if (n.op == Op::LOAD || n.op == Op::STORE) {  // through the pointer only: what is loaded is data
+        if (from != std::vector<size_t>{0}) return std::nullopt;
+        continue;
+      }
+      for (size_t j : from)
+        if (moved[n.src[j]] != kIndex) return std::nullopt;
+      // MUL, SHL: the other operand, fixed
+      const bool has_factor = from.size() == 1 && n.src.size() == 2 && fixed[n.src[1 - from[0]]];
+      const int64_t factor = has_factor ? *fixed[n.src[1 - from[0]]] : 0;
+      int64_t by = 0;
+      bool exact = wide_int(n.dtype);
+      switch (n.op) {
+        case Op::ADD:
+        case Op::SUB:
+          for (size_t j : {size_t(0), size_t(1)}) {
+            const int s = n.src[j];
+            exact = exact && (moved[s] == kIndex || known[s]) &&
+                    !__builtin_add_overflow(by, n.op == Op::SUB && j == 1 ? -step[s] : step[s], &by);
+          }
+          break;
+        case Op::NEG:
+          by = -step[n.src[0]];
+          break;
+        case Op::MUL:
+          exact = exact && has_factor && !__builtin_mul_overflow(step[n.src[from[0]]], factor, &by);
+          break;
+        case Op::SHL:
+          exact = exact && has_factor && from[0] == 0 && factor >= 0 && factor <= 30 &&
+                  !__builtin_mul_overflow(step[n.src[0]], int64_t(1) << factor, &by);
+          break;
+        default:
+          exact = false;
+      }
+      if (!exact) return std::nullopt;
+      moved[i] = kIndex;
+      step[i] = by;
+    }
+    return slot_step;
+  };
+  // The outer ranges are the first `outer` parallel ranges: each moves element indices only, and every chunk
+  // lies within one of their points (the lanes of a chunk differ only in the other ranges). Failing that, the
+  // outermost range alone, when its points do not fill whole chunks: `units` of its points do, and a chunk
+  // that many points on has every lane's outermost range moved by `units` and the others' kept.
+  std::vector<std::vector<int64_t>> steps;
+  const int candidates = blocked_ ? np - 2 : np;
+  for (int r = 0; r < candidates; ++r) {
+    auto s = steps_of(r);
+    if (!s) break;
+    steps.push_back(std::move(*s));
+  }
+  ChunkPeriod p;
+  for (int outer = int(steps.size()); outer > 0 && p.chunks == 0; --outer) {
+    int64_t inner = 1;  // points (linear) or chunks (blocked) per point of the outer ranges
+    for (int r = outer; r < candidates; ++r) inner *= bounds_[r];
+    if (blocked_)
+      p.chunks = inner * ((bounds_[np - 1] + kRows - 1) / kRows) * ((bounds_[np - 2] + kRows - 1) / kRows);
+    else if (inner % kLanes == 0)
+      p.chunks = inner / kLanes;
+    else if (outer == 1 && points_ % kLanes == 0)  // every lane of every chunk a point of the kernel
+      p.units = std::lcm(inner, int64_t(kLanes)) / inner, p.chunks = p.units * inner / kLanes;
+    if (p.chunks > 0) {
+      p.bounds.assign(bounds_.begin(), bounds_.begin() + outer);
+      p.steps.assign(steps.begin(), steps.begin() + outer);
+    }
+  }
+  if (p.chunks == 0 || p.chunks >= chunks_) return {};
+  return p;
+}
+
+bool ChunkPeriod::shift(int64_t from, int64_t to, std::vector<int64_t>& by) const {
+  by.assign(steps.empty() ? 0 : steps[0].size(), 0);
+  int64_t f = from / chunks * units, t = to / chunks * units;
+  for (int r = int(bounds.size()) - 1; r >= 0; --r) {
+    const int64_t units = t % bounds[r] - f % bounds[r];
+    f /= bounds[r];
+    t /= bounds[r];
+    for (size_t slot = 0; slot < by.size() && units != 0; ++slot) {
+      int64_t moved;
+      if (__builtin_mul_overflow(steps[r][slot], units, &moved) ||
+          __builtin_add_overflow(by[slot], moved, &by[slot]))
+        return false;
+    }
+  }
+  return true;
+}
+
 int Tracer::pin(TileProgram& out, int tile, int number) {
   TileStore keep{-1, {}, {}, tile};
   keep.active.fill(true);
@@ -482,6 +671,7 @@ int Tracer::memoize(int node) {
   const DType dtype = out.nodes[node].dtype;  // (a reference would not outlive the leaf pushed below)
   if (d.cost < kMemoCost || dtype != DType::kF32 || out.nodes[node].op == Op::LOAD) return node;
   if (d.memo_leaf >= 0) return d.memo_leaf;
+  ++facts_.memo_uses;
   Memo& m = memos_[d.key];
   const int64_t e = d.element.index;
   if (m.buf < 0) {
@@ -520,12 +710,19 @@ int Tracer::memoize(int node) {
   return node;
 }
 
-void Tracer::batch_compiled() {
+BatchFacts Tracer::batch_compiled() {
   for (Memo* m : pending_memos_) {
     for (int64_t e : m->pending) m->ready[e] = true;
     m->pending.clear();
   }
   pending_memos_.clear();
+  return std::exchange(facts_, BatchFacts{});
+}
+
+void Tracer::widen(std::vector<std::pair<int64_t, int64_t>>& bounds, int buf, int64_t lo, int64_t hi) {
+  if (size_t(buf) >= bounds.size()) bounds.resize(buf + 1, {INT64_MAX, INT64_MIN});
+  bounds[buf].first = std::min(bounds[buf].first, lo);
+  bounds[buf].second = std::max(bounds[buf].second, hi);
 }
 
 // `res` becomes the new tile `t`. Its lanes are left as they were: a tile's value has none, and writing them
@@ -595,6 +792,7 @@ void Tracer::trace_range(size_t& ip) {
                       std::all_of(guarded->second.begin(), guarded->second.end(),
                                   [&](const GuardedAccumulation& acc) { return this->adds_nothing(acc); });
   loops_skipped_ += adds_nothing && st_.bound[ip] > 0;
+  facts_.loops_skipped += adds_nothing && st_.bound[ip] > 0;
   if (st_.bound[ip] <= 0 || adds_nothing) {  // skip to after the matching END
     if (loop_end_[ip] < 0) throw Unsupported("kernel " + k_.name + ": a loop without its END");
     ip = size_t(loop_end_[ip]);
@@ -696,6 +894,7 @@ bool Tracer::trace_end(size_t& ip) {
   st_.cut = r;
   cut(*out_);
   ++parts_cut_;
+  ++facts_.cuts;
   return false;
 }
 
@@ -752,6 +951,7 @@ void Tracer::trace_load(size_t ip) {
   t.gated = data_gate || st_.data_gates.back() >= 0;
   t.a = p.dyn;
   LeafLanes& leaf = out_->lanes(t);
+  int64_t lo = INT64_MAX, hi = INT64_MIN;  // the element indices checked
   for (int l = 0; l < kLanes; ++l) {
     if (!m[l]) continue;
     if (gate && !data_gate && !gate->v[l]) {
@@ -766,8 +966,14 @@ void Tracer::trace_load(size_t ip) {
       }
       leaf[l].buf = p.buf;
       leaf[l].index = p.v[l];
+      lo = std::min(lo, p.v[l]);
+      hi = std::max(hi, p.v[l]);
     }
   }
+  if (t.gated && !t.dynamic)
+    ++facts_.gated_loads;
+  else if (lo <= hi)
+    widen(facts_.loaded, p.buf, lo, hi);
   set_tile(res, t);
   if (st_.stored_bufs.count(p.buf)) forward_stores(res, t, p.buf);
   if (data_gate) {
@@ -799,9 +1005,12 @@ void Tracer::trace_store(const Node& n) {
     return;
   }
   TileStore s{p.buf, p.v, st_.masks.back(), 0, gate, p.dyn};
-  for (int l = 0; l < kLanes; ++l)
-    if (p.dyn < 0 && s.active[l] && (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf)))
+  for (int l = 0; l < kLanes; ++l) {
+    if (p.dyn >= 0 || !s.active[l]) continue;
+    if (p.v[l] < 0 || p.v[l] >= sizes_.at(p.buf))
       throw Unsupported("kernel " + k_.name + ": store outside buffer " + std::to_string(p.buf));
+    widen(facts_.stored, p.buf, p.v[l], p.v[l]);
+  }
   s.value = to_tile(x);
   out_->stores.push_back(s);
   if (!touched_.reads_unknown && !touched_.read.count(p.buf))

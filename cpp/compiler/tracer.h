@@ -210,7 +210,35 @@ struct TraceValue {
 struct TraceLimits {
   size_t cut_nodes = size_t(1) << 20;        // about 300 MB of tile nodes (a part: up to twice that)
   size_t max_chunk_nodes = size_t(1) << 23;  // about 2.5 GB
+  bool trace_every_chunk = false;            // tests: no batch replayed untraced (ChunkPeriod)
 };
+// Chunks that trace alike. When the kernel reads its outer lane-parallel ranges only as element indices,
+// through additions and multiplications by constants, chunk c traces to the program of chunk c % chunks with
+// each buffer's element indices moved by one amount: the two chunks' lanes differ only in those ranges'
+// values, by the same amount in every lane. compile() replays such chunks' batches without tracing them.
+struct ChunkPeriod {
+  int64_t chunks = 0;  // 0: no chunks trace alike this way
+  int64_t units = 1;   // how far `chunks` chunks move the outer ranges' point (more than 1: one outer range)
+  // The outer ranges' trip counts, outermost first: the digits of c / chunks * units.
+  std::vector<int64_t> bounds;
+  // steps[r][slot]: how far the slot's element indices move when outer range r advances by one.
+  std::vector<std::vector<int64_t>> steps;
+  // Per buffer slot, chunk `to`'s element indices minus chunk `from`'s (chunks apart by a multiple of
+  // `chunks`); false if it overflows.
+  [[nodiscard]] bool shift(int64_t from, int64_t to, std::vector<int64_t>& by) const;
+};
+
+// What tracing a batch did that decides whether a batch repeating it traces alike (compile.cc).
+struct BatchFacts {
+  // Per buffer slot, the least and greatest element index the tracer checked against the buffer (a load's
+  // lanes without a data gate; a store's active lanes); empty when none.
+  std::vector<std::pair<int64_t, int64_t>> loaded, stored;
+  int64_t gated_loads = 0;    // loads under a data gate: lanes out of range read 0, unchecked
+  int64_t memo_uses = 0;      // values kept per element, read or stored: they depend on earlier batches
+  int64_t cuts = 0;           // long chunks stopped at a cut
+  int64_t loops_skipped = 0;  // as loops_skipped()
+};
+
 // How a reducing kernel's chunks take their 16 points (see Tracer::blocked_): kAuto blocks integer
 // reductions (the MXU's output tile) and not float ones.
 enum class ChunkLayout : uint8_t { kAuto, kBlocked, kLinear };
@@ -225,12 +253,21 @@ class Tracer {
   // A float reduction that could take its chunks either way: compile() tries both on its first chunk.
   bool layout_open() const { return layout_open_; }
   bool blocked() const { return blocked_; }
-  int64_t parts_cut() const { return parts_cut_; }  // times a chunk stopped at a cut (the decision log)
+  int64_t parts_cut() const { return parts_cut_; }  // times a chunk stopped at a cut: its parity is a bank's
   int64_t loops_skipped() const { return loops_skipped_; }  // guarded loops that would add nothing
   // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
   bool pinned_prefix() const { return prefix_ready_ && !prefix_constant_; }
-  // The batch traced so far is compiled: the memo values it stores can be read by later batches.
-  void batch_compiled();
+  // The batch traced so far is compiled: the memo values it stores can be read by later batches. Returns
+  // what tracing it did.
+  BatchFacts batch_compiled();
+  // Which chunks trace alike (ChunkPeriod), from the kernel's IR and this chunking.
+  ChunkPeriod chunk_period() const;
+  // Chunks were replayed as repeats of traced ones, whose tracing cut and skipped this many: counted as if
+  // traced (later cuts number their pinned tiles' banks as tracing every chunk would).
+  void repeated(int64_t cuts, int64_t loops_skipped) {
+    parts_cut_ += cuts;
+    loops_skipped_ += loops_skipped;
+  }
   // Elements per slot: the buffers', the counter slot's (0, not read) and the memo buffers' so far.
   const std::vector<int64_t>& slot_sizes() const { return slot_sizes_; }
   std::vector<int64_t> memo_sizes() const {  // elements per memo buffer
@@ -384,6 +421,8 @@ class Tracer {
   std::vector<Memo*> pending_memos_;
   std::vector<int64_t> slot_sizes_;
   int64_t memo_reads_ = 0;
+  BatchFacts facts_;  // of the batch being traced
+  static void widen(std::vector<std::pair<int64_t, int64_t>>& bounds, int buf, int64_t lo, int64_t hi);
   // written: not memo sources; read (or reads_unknown): stores to them are kept for read-back
   BuffersTouched touched_;
   std::optional<Derivation> derive(const TileNode& t);  // an operation's, if it is an element's function
