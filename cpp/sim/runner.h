@@ -63,10 +63,6 @@ struct LaunchLoad {
 RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCoreConfig& cfg = {},
                         TraceLog* trace = nullptr, const Poll& poll = {}, const LaunchLoad& launch = {});
 
-}  // namespace tinytpu
-
-namespace tinytpu {
-
 // Exact results without ticking. A program computes in order when none of its instructions reads data for its
 // timing or control flow and each, started in a quiet core, retires leaving it quiet but for a write-back
 // that lands in the next FETCH, which reads no vreg: the instructions a quiet core takes whole and the
