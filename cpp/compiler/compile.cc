@@ -47,7 +47,7 @@ class PlanBuilder {
   // Adds a batch's launches to the plan, with a run of them.
   CompiledBatch add(const TileProgram& prog, const std::vector<Launch>& launches,
                     const std::vector<Tile>& consts) {
-    spilled_.clear();  // node numbers are the batch's
+    spilled_.assign(prog.nodes.size(), -1);  // node numbers are the batch's
     CompiledBatch batch{int64_t(plan_.launches.size()), int64_t(launches.size())};
     bounds_ = &batch.bounds;
     const int scratch = plan_.scratch_tiles;
@@ -72,7 +72,7 @@ class PlanBuilder {
  private:
   Plan& plan_;
   const std::vector<int64_t>& sizes_;
-  std::map<int, int> spilled_;  // node of the batch -> scratch tile holding its value
+  std::vector<int> spilled_;  // node of the batch -> scratch tile holding its value, or -1
   std::vector<std::pair<int64_t, int64_t>>* bounds_ = nullptr;  // the batch's, per buffer
   std::map<std::pair<bool, MxuTile>, int> operands_;            // (weight, lanes) -> Plan::mxu_operands
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<const Image>>> images_;  // by content hash
@@ -84,8 +84,7 @@ class PlanBuilder {
 
   // A fill's source: a spilled value, a pinned tile, or a leaf's gather.
   int source(const TileProgram& prog, int node) {
-    if (auto it = spilled_.find(node); it != spilled_.end())
-      return add({TileSource::Kind::kScratch, it->second});
+    if (spilled_[node] >= 0) return add({TileSource::Kind::kScratch, spilled_[node]});
     const TileNode& t = prog.nodes[node];
     if (t.pinned >= 0) return add({TileSource::Kind::kPinned, t.pinned});
     if (t.dynamic) {
@@ -183,6 +182,7 @@ class PlanBuilder {
     Image image;
     std::vector<Record>& records = image.bundle.records;
     records.reserve(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
+    image.fill_dtypes.reserve(l.fills.size());
     for (const SlotFill& f : l.fills) {
       Record r{RecordType::kVmemTile, f.slot};
       if (f.node < 0) r.data = consts[-f.node - 1];
@@ -202,14 +202,24 @@ class PlanBuilder {
 
   // One validated copy of each distinct bundle (a kernel's chunks mostly compile to the same program).
   std::shared_ptr<const Image> intern(Image image) {
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    // Each record hashed on its own, then combined: the mixes of different records do not wait on each
+    // other (a large batch hashes every launch it lowers). Whole words: the fields packed, two values a word.
+    constexpr uint64_t kOffset = 1469598103934665603ull;
+    auto mix = [](uint64_t& h, uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    static_assert(kTileElems % 2 == 0);
+    uint64_t h = kOffset;
     for (const Record& r : image.bundle.records) {
-      mix(uint64_t(r.type) << 8 | uint64_t(r.addr));
-      for (const auto& f : kFields) mix(r.instr.*(f.member));
-      for (int32_t v : r.data) mix(uint32_t(v));
+      const Instr& in = r.instr;
+      uint64_t record = kOffset;
+      mix(record, uint64_t(r.type) << 40 | uint64_t(uint32_t(r.addr)) << 8 | in.op);
+      mix(record, uint64_t(in.vmemAddr) << 56 | uint64_t(in.vregDst) << 48 | uint64_t(in.vregSrc) << 40 |
+                      uint64_t(in.vpuOp) << 32 | uint64_t(in.vregSrc2) << 24 | uint64_t(in.mxuWBase) << 16 |
+                      uint64_t(in.mxuABase) << 8 | in.mxuTLen);
+      for (size_t i = 0; i < r.data.size(); i += 2)
+        mix(record, uint64_t(uint32_t(r.data[i])) | uint64_t(uint32_t(r.data[i + 1])) << 32);
+      mix(h, record);
     }
-    for (DType d : image.fill_dtypes) mix(uint64_t(d));
+    for (DType d : image.fill_dtypes) mix(h, uint64_t(d));
     auto& same_hash = images_[h];
     for (const auto& known : same_hash)
       if (same(known->bundle, image.bundle) && known->fill_dtypes == image.fill_dtypes) return known;

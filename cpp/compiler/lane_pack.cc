@@ -329,6 +329,9 @@ class ReductionPacker {
   Builder b_;
   const NodeUses uses_;
   const std::vector<Replication> rep_;
+  // Nodes plan() has counted in the current chain's term trees (cleared after each: a set per chain
+  // allocated a node per element and dominated packing of large batches).
+  std::vector<bool> walked_ = std::vector<bool>(p_.nodes.size(), false);
 
   // The store that alone reads `root`, as its plain value (its lanes can be moved), or -1.
   int sole_store(int root) const {
@@ -372,7 +375,7 @@ class ReductionPacker {
     }
   }
 
-  std::optional<Reduction> plan(int root, std::vector<bool>& absorbed) const {
+  std::optional<Reduction> plan(int root, std::vector<bool>& absorbed) {
     const TileNode& r = p_.nodes[root];
     Reduction red;
     red.ordered = r.op == Op::MAX && is_float(r.dtype);
@@ -429,15 +432,17 @@ class ReductionPacker {
     // Cost in nodes: the chain as it is (its terms' distinct nodes and the combining ops) against the
     // packed tiles (each recomputes a term tree, padded ones add a select), their combining ops, one
     // cross-lane reduce per group and a select with its mask per extra group.
-    std::set<int> distinct;
-    std::vector<int> walk(red.terms);
+    std::vector<int> walk(red.terms), distinct;
     while (!walk.empty()) {  // term trees are small: at most kMaxTree nodes each
       int i = walk.back();
       walk.pop_back();
-      if (!distinct.insert(i).second) continue;
+      if (walked_[i]) continue;
+      walked_[i] = true;
+      distinct.push_back(i);
       for (int o : {p_.nodes[i].a, p_.nodes[i].b, p_.nodes[i].c})
         if (o >= 0) walk.push_back(o);
     }
+    for (int i : distinct) walked_[i] = false;
     size_t n = red.terms.size(), per = red.axis == LaneAxis::kTile ? kLanes : kRows,
            tiles = (n + per - 1) / per;
     bool leaf_terms = p_.nodes[red.terms[0]].op == Op::LOAD;

@@ -74,6 +74,8 @@ class Emitter {
         choices_(choices),
         vreg_(p.nodes.size(), -1),
         spilled_(p.nodes.size(), false) {
+    uniform_.reserve(p.nodes.size());
+    for (const TileNode& n : p.nodes) uniform_.push_back(uniform_bits(p, n));
     // Emission order, kByStore: the stores in program order, each preceded by whatever it needs that is
     // not yet computed (post-order), so a value is made right before its first use and holds no
     // register earlier. kProgram: the needed nodes in program order, each store as soon as its value is
@@ -83,29 +85,10 @@ class Emitter {
     // while it waits and a cut never spills it (the loader fills it again). Positions in this order
     // give every read a last-use time.
     find_stored_mxu_results();
-    std::vector<bool> done(p.nodes.size(), false);
-    for (size_t s = 0; s < p.stores.size(); ++s) {
-      for (int root : store_reads(p.stores[s])) {
-        std::vector<std::pair<int, int>> stack{{root, 0}};  // node, operands visited
-        while (!stack.empty()) {
-          auto [n, k] = stack.back();
-          const TileNode& t = p.nodes[n];
-          int next = k < 3 ? std::array<int, 3>{t.a, t.b, t.c}[k] : -1;
-          if (done[n]) {
-            stack.pop_back();
-          } else if (k < 3) {
-            stack.back().second = k + 1;
-            if (next >= 0 && !done[next]) stack.push_back({next, 0});
-          } else {
-            done[n] = true;
-            if (!is_leaf(n) && !to_vmem_[n]) events_.push_back({true, n});
-            stack.pop_back();
-          }
-        }
-      }
-      events_.push_back({false, int(s)});
-    }
-    if (order == EmitOrder::kProgram) program_order(done);
+    if (order == EmitOrder::kProgram)
+      program_order(needed());
+    else
+      store_order();
     last_use_.assign(p.nodes.size(), -1);
     for (int e = 0; e < int(events_.size()); ++e) {
       auto [is_node, id] = events_[e];
@@ -125,12 +108,52 @@ class Emitter {
     begin_launch();
   }
 
+  // kByStore: each store after the post-order of what it reads and is not yet computed.
+  void store_order() {
+    std::vector<bool> done(p_.nodes.size(), false);
+    std::vector<std::pair<int, int>> stack;  // node, operands visited
+    for (size_t s = 0; s < p_.stores.size(); ++s) {
+      for (int root : store_reads(p_.stores[s])) {
+        stack.push_back({root, 0});
+        while (!stack.empty()) {
+          auto [n, k] = stack.back();
+          const TileNode& t = p_.nodes[n];
+          int next = k < 3 ? std::array<int, 3>{t.a, t.b, t.c}[k] : -1;
+          if (done[n]) {
+            stack.pop_back();
+          } else if (k < 3) {
+            stack.back().second = k + 1;
+            if (next >= 0 && !done[next]) stack.push_back({next, 0});
+          } else {
+            done[n] = true;
+            if (!is_leaf(n) && !to_vmem_[n]) events_.push_back({true, n});
+            stack.pop_back();
+          }
+        }
+      }
+      events_.push_back({false, int(s)});
+    }
+  }
+  // The nodes the stores read, directly or through operands: operands come before their readers, so one
+  // sweep back from the last node (a search from each store, as store_order() does, misses the cache).
+  std::vector<bool> needed() const {
+    std::vector<bool> needed(p_.nodes.size(), false);
+    for (const TileStore& st : p_.stores)
+      for (int r : store_reads(st)) needed[r] = true;
+    for (int i = int(p_.nodes.size()) - 1; i >= 0; --i)
+      if (needed[i])
+        for (int o : {p_.nodes[i].a, p_.nodes[i].b, p_.nodes[i].c})
+          if (o >= 0) needed[o] = true;
+    return needed;
+  }
+
   // MXU results that one store alone reads as they are, from a single weight-stationary dispatch: the
   // MXU_VPU_EPILOGUE writes them straight into the store's output slot (no vreg, no STORE). They are
   // not events of their own; the store emits them.
   std::vector<bool> to_vmem_;
   void find_stored_mxu_results() {
     to_vmem_.assign(p_.nodes.size(), false);
+    if (p_.mxu.empty()) return;  // no MXU results (counting uses is a pass over a whole batch)
     const std::vector<int> reads = node_uses(p_).count;
     for (const TileStore& st : p_.stores) {
       const TileNode& n = p_.nodes[st.value];
@@ -179,6 +202,8 @@ class Emitter {
   bool fast_math_;
   const Choices& choices_;
   std::vector<int> vreg_;  // node -> vreg holding it in the current launch, or -1
+  // node -> uniform_bits(), which the vreg forecast asks for every leaf read in the events ahead
+  std::vector<std::optional<uint32_t>> uniform_;
   // Nodes given a vreg in the current launch, and the (node, previous vreg) writes of the current
   // event: resetting, cutting and rolling back touch only these, so emission stays linear in the
   // program's size however long it is.
@@ -381,7 +406,7 @@ class Emitter {
       const TileNode& n = p_.nodes[id];
       for (int o : {n.a, n.b, n.c})
         if (o >= 0 && is_leaf(o))
-          if (auto bits = uniform_bits(p_, p_.nodes[o])) asked(const_content(int32_t(*bits)), e - pos_);
+          if (auto bits = uniform_[o]) asked(const_content(int32_t(*bits)), e - pos_);
       if (auto it = op_asks_.find(op_key(n)); it != op_asks_.end())
         for (int64_t content : it->second) asked(content, e - pos_);
     }
@@ -523,7 +548,7 @@ class Emitter {
     const TileNode& n = p_.nodes[node];
     // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
     if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a)) throw NoRoom{"gather indices computed in this launch"};
-    if (auto bits = uniform_bits(p_, n)) {
+    if (auto bits = uniform_[node]) {
       asking_for_leaf_ = true;
       int r = constant(int32_t(*bits), n.dtype);
       asking_for_leaf_ = false;
@@ -586,7 +611,7 @@ class Emitter {
       return;
     }
     for (auto [node, x] : {std::pair{n.b, a}, {n.a, b}}) {
-      const auto c = uniform_bits(p_, p_.nodes[node]);
+      const auto c = uniform_[node];
       if (!c || fp32::is_nan(*c)) continue;
       if ((*c & 0x7FFFFFFFu) != 0) {
         vpu(VpuOpcode::kCmpne, d, a, b);
@@ -604,7 +629,7 @@ class Emitter {
     vpu(VpuOpcode::kFcmplt, t, b, a);
     vpu(VpuOpcode::kOr, d, d, t);
     for (auto [node, r] : {std::pair{n.a, a}, {n.b, b}}) {
-      auto bits = uniform_bits(p_, p_.nodes[node]);
+      auto bits = uniform_[node];
       if (bits && !fp32::is_nan(*bits)) continue;
       isnan(t, r);
       vpu(VpuOpcode::kOr, d, d, t);
@@ -1176,7 +1201,7 @@ class Emitter {
     for (int r : {sign, one, t, ax, bx, big, zero}) release(r);
   }
 
-  bool zero_leaf(int node) const { return uniform_bits(p_, p_.nodes[node]) == 0u; }
+  bool zero_leaf(int node) const { return uniform_[node] == 0u; }
   // MAX(x, 0) on signed lanes (narrow unsigned lanes are never negative) is one RELU: no zero tile.
   int relu_input(const TileNode& n) const {
     if (n.op != Op::MAX || is_float(n.dtype) || n.dtype == DType::kU32) return -1;

@@ -83,6 +83,35 @@ uint64_t hash_words(const int32_t* code, size_t size) {
   return h[0];
 }
 
+// A kept shape's words as LEB128 bytes of their zigzag values. Most words are small (operands counted back
+// from their node, markers, strides), so the budget keeps more of a kernel's large shapes: as words it kept
+// too few of them, and equal ones were compiled twice.
+std::vector<uint8_t> pack_words(const int32_t* code, size_t size) {
+  std::vector<uint8_t> out;
+  out.reserve(size * 2);
+  for (size_t i = 0; i < size; ++i) {
+    uint32_t z = uint32_t(code[i]) << 1 ^ uint32_t(code[i] >> 31);
+    for (; z >= 0x80; z >>= 7) out.push_back(uint8_t(z | 0x80));
+    out.push_back(uint8_t(z));
+  }
+  out.shrink_to_fit();
+  return out;
+}
+bool packed_equal(const std::vector<uint8_t>& packed, const int32_t* code, size_t size) {
+  const uint8_t *at = packed.data(), *end = at + packed.size();
+  for (size_t i = 0; i < size; ++i) {
+    uint32_t z = 0;
+    for (int shift = 0;; shift += 7) {
+      if (at == end) return false;
+      const uint8_t b = *at++;
+      z |= uint32_t(b & 0x7F) << shift;
+      if (b < 0x80) break;
+    }
+    if (int32_t(z >> 1 ^ (0u - (z & 1))) != code[i]) return false;
+  }
+  return at == end;
+}
+
 // Whether a batch fills bank 1, or else reads bank 2 (a part reads the pins of the cut before it, first).
 bool fills_bank_1(const TileProgram& p) {
   for (const TileStore& st : p.stores)
@@ -103,12 +132,16 @@ bool batch_shape(const TileProgram& p, BatchShape& s) {
   ShapeWriter w(s, p.nodes.size() * (5 + 1 + 3 * kLanes) + p.stores.size() * (4 + kActiveWords + 1 + kLanes));
   s.swapped = fills_bank_1(p);
   auto pin = [&](int number) { return s.swapped && number >= 0 ? other_bank(number) : number; };
+  // Operands as their distance back from the node (0: none), which a kept shape packs in a byte or two.
+  int64_t node = 0;
+  auto back = [&](int operand) { return operand < 0 ? 0 : node - operand; };
   for (const TileNode& n : p.nodes) {  // every field of TileNode; the small ones in one word
     if (n.dynamic || n.mxu >= 0) return false;
     static_assert(int(Op::kCount) <= 64 && int(DType::kOther) < 16, "the packed word's field widths");
     w.put(int64_t(n.op) | int64_t(n.dtype) << 6 | int64_t(n.from) << 10 | int64_t(n.gated) << 14 |
           int64_t(n.reduce) << 15 | int64_t(n.axis) << 21 | int64_t(n.lane) << 23);
-    for (int64_t v : {int64_t(n.a), int64_t(n.b), int64_t(n.c), int64_t(pin(n.pinned))}) w.put(v);
+    for (int64_t v : {back(n.a), back(n.b), back(n.c), int64_t(pin(n.pinned))}) w.put(v);
+    ++node;
     if (n.op != Op::LOAD) continue;
     const LeafLanes& lanes = p.lanes(n);
     const LeafLane& first = lanes[0];
@@ -151,8 +184,8 @@ std::optional<ReplayCache::Hit> ReplayCache::find(const BatchShape& s) const {
   auto it = entries_.find(s.hash);
   if (it == entries_.end()) return std::nullopt;
   for (const auto& e : it->second) {
-    if (e->code.size() != s.size || e->base.size() != s.base.size() ||
-        std::memcmp(e->code.data(), s.code.data(), s.size * sizeof(int32_t)) != 0)
+    if (e->words != s.size || e->base.size() != s.base.size() ||
+        !packed_equal(e->code, s.code.data(), s.size))
       continue;
     std::vector<int64_t> shift(s.base.size(), 0);
     for (size_t b = 0; b < s.base.size(); ++b)
@@ -163,13 +196,15 @@ std::optional<ReplayCache::Hit> ReplayCache::find(const BatchShape& s) const {
 }
 
 const CompiledBatch* ReplayCache::add(const BatchShape& s, CompiledBatch b) {
-  size_t bytes = s.size * sizeof(int32_t) + b.bounds.size() * sizeof(b.bounds[0]);
+  if (bytes_ + s.size + b.bounds.size() * sizeof(b.bounds[0]) > kBudgetBytes)
+    return nullptr;  // a byte a word at least: not packed to find out
+  std::vector<uint8_t> code = pack_words(s.code.data(), s.size);
+  size_t bytes = code.size() + b.bounds.size() * sizeof(b.bounds[0]);
   if (bytes_ + bytes > kBudgetBytes) return nullptr;
   bytes_ += bytes;
   uint64_t h = s.hash;
   entries_[h].push_back(
-      std::make_unique<Entry>(Entry{std::vector<int32_t>(s.code.begin(), s.code.begin() + int64_t(s.size)),
-                                    s.base, s.swapped, std::move(b)}));
+      std::make_unique<Entry>(Entry{std::move(code), s.size, s.base, s.swapped, std::move(b)}));
   return &entries_[h].back()->batch;
 }
 

@@ -61,7 +61,8 @@ class ReplayCache {
 
  private:
   struct Entry {
-    std::vector<int32_t> code;
+    std::vector<uint8_t> code;  // the shape's words, packed (replay.cc pack_words)
+    size_t words;
     std::vector<int64_t> base;
     bool swapped;
     CompiledBatch batch;

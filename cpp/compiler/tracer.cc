@@ -111,7 +111,7 @@ NodeUses node_uses(const TileProgram& p) {
     for (int r : {s.value, s.gate, s.index_node})
       if (r >= 0) {
         ++u.count[r];
-        for (int l = 0; l < kLanes; ++l) u.live[r][l] = u.live[r][l] || s.active[l];
+        for (int l = 0; l < kLanes; ++l) u.live[r][l] |= s.active[l];
       }
   for (int i = n - 1; i >= 0; --i) {  // operands come before their readers
     const TileNode& t = p.nodes[i];
@@ -119,7 +119,8 @@ NodeUses node_uses(const TileProgram& p) {
     for (int o : {t.a, t.b, t.c}) {
       if (o < 0) continue;
       ++u.count[o];
-      for (int l = 0; l < kLanes; ++l) u.live[o][l] = u.live[o][l] || u.live[i][l] || crosses;
+      // bitwise, not ||: the lanes then combine as one vector op (this runs over every node of a batch)
+      for (int l = 0; l < kLanes; ++l) u.live[o][l] |= u.live[i][l] | crosses;
     }
   }
   return u;
