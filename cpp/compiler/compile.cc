@@ -100,10 +100,7 @@ class PlanBuilder {
   void in_range(const LeafLane& s) {
     if (s.buf < 0 || s.buf == counter_slot(plan_.written)) return;
     check_gather(s.index, s.buf, sizes_[s.buf]);
-    if (size_t(s.buf) >= bounds_->size()) bounds_->resize(s.buf + 1, {INT64_MAX, INT64_MIN});
-    auto& [lo, hi] = (*bounds_)[s.buf];
-    lo = std::min(lo, s.index);
-    hi = std::max(hi, s.index);
+    widen(*bounds_, s.buf, s.index, s.index);
   }
   // The plan's operand for an MXU fill, one per distinct tile or row, with every chain that reads it.
   int operand(const MxuFill& f) {

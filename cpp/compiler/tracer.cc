@@ -720,7 +720,7 @@ BatchFacts Tracer::batch_compiled() {
   return std::exchange(facts_, BatchFacts{});
 }
 
-void Tracer::widen(std::vector<std::pair<int64_t, int64_t>>& bounds, int buf, int64_t lo, int64_t hi) {
+void widen(std::vector<std::pair<int64_t, int64_t>>& bounds, int buf, int64_t lo, int64_t hi) {
   if (size_t(buf) >= bounds.size()) bounds.resize(buf + 1, {INT64_MAX, INT64_MIN});
   bounds[buf].first = std::min(bounds[buf].first, lo);
   bounds[buf].second = std::max(bounds[buf].second, hi);

@@ -228,6 +228,11 @@ struct ChunkPeriod {
   [[nodiscard]] bool shift(int64_t from, int64_t to, std::vector<int64_t>& by) const;
 };
 
+// Per buffer slot, the least and greatest element index seen ({INT64_MAX, INT64_MIN}: none): widens buf's to
+// take in [lo, hi]. The bounds a batch's tracing checked (BatchFacts) and its static gathers read
+// (CompiledBatch) are kept so.
+void widen(std::vector<std::pair<int64_t, int64_t>>& bounds, int buf, int64_t lo, int64_t hi);
+
 // What tracing a batch did that decides whether a batch repeating it traces alike (compile.cc).
 struct BatchFacts {
   // Per buffer slot, the least and greatest element index the tracer checked against the buffer (a load's
@@ -422,7 +427,6 @@ class Tracer {
   std::vector<int64_t> slot_sizes_;
   int64_t memo_reads_ = 0;
   BatchFacts facts_;  // of the batch being traced
-  static void widen(std::vector<std::pair<int64_t, int64_t>>& bounds, int buf, int64_t lo, int64_t hi);
   // written: not memo sources; read (or reads_unknown): stores to them are kept for read-back
   BuffersTouched touched_;
   std::optional<Derivation> derive(const TileNode& t);  // an operation's, if it is an element's function

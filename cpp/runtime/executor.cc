@@ -577,8 +577,9 @@ class Call {
       load.ahead = clock.ahead();
     // A trace that records sees every cycle ticked; one paused or past its window only moves on
     const bool ticks_only = !mode_.functional || (trace && trace->recording());
-    KeyRuns& key = keys_[{l.image.get(), load.ahead, load.resident}];
-    if (!key.timing && !ticks_only) key.timing = timings_.find({l.image.get(), load.ahead, load.resident});
+    const CompiledKernel::TimingCache::Key timing_key{l.image.get(), load.ahead, load.resident};
+    KeyRuns& key = keys_[timing_key];
+    if (!key.timing && !ticks_only) key.timing = timings_.find(timing_key);
     const Fill fill = [&](TensorCore& tc) { data.fill(l, tc); };
     auto ticked = [&](TraceLog* to) {
       return run_validated(l.image->bundle, fill, plan.config, to, poller_, load);
@@ -597,8 +598,7 @@ class Call {
         }
       } else {
         res = ticked(trace);
-        if (!ticks_only && !key.timing)
-          key.timing = timings_.add({l.image.get(), load.ahead, load.resident}, l.image, res);
+        if (!ticks_only && !key.timing) key.timing = timings_.add(timing_key, l.image, res);
       }
     } catch (const std::exception& e) {
       throw SimError(std::string("internal error in kernel ") + kernel_ + ": " + e.what() + "\n" +
