@@ -1,15 +1,17 @@
-// Running a program in order (sim/runner.h InOrderRunner) against ticking it (run_validated): the same
-// results for every program computes_in_order accepts, on the reference core and on the variants whose timing
-// differs (fetch overlap, the DMA loader), and a refusal of every program whose results or timing could
-// depend on its timing or data.
+// Running a program's launches in order, in batches (sim/runner.h BatchRunner), against ticking each
+// (run_validated): the same results for every program computes_in_order accepts, on the reference core and on
+// the variants whose timing differs (fetch overlap, the DMA loader), and a refusal of every program whose
+// results or timing could depend on its timing or data.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <functional>
 #include <random>
 
 #include "base/errors.h"
 #include "helpers.h"
 #include "isa/sxu_ops.h"
 #include "isa/vpu_ops.h"
+#include "sim/batch.h"
 #include "sim/tensorcore.h"
 
 using namespace tinytpu;
@@ -24,18 +26,33 @@ std::vector<TensorCoreConfig> cores() {
   return {reference, fetch_overlap, dma};
 }
 
-// In order and ticked, the bundle's results as loaded, then again with `fill` over them (a kernel's next
-// launch): equal both times, on one runner.
-void check_in_order(const Bundle& b, const TensorCoreConfig& cfg, const Fill& fill) {
+// A launch's data: changes to VMEM entries, made through `entry` (a core's, or a launch's of a batch).
+using Edit = std::function<void(const std::function<Tile&(int addr)>& entry)>;
+
+// The launches of a kernel call: the bundle as loaded, with `edit`, as loaded again, with `edit` again. Their
+// results in order, in one batch and in batches of one on the same runner, against each launch ticked.
+void check_in_order(const Bundle& b, const TensorCoreConfig& cfg, const Edit& edit) {
   REQUIRE(computes_in_order(b));
-  InOrderRunner runner(b, cfg);
-  for (const Fill& f : {Fill{}, fill, Fill{}}) {
-    const RunResult ticked = run_validated(b, f, cfg);
-    RunResult in_order;
-    runner.run(f, in_order);
-    CHECK(in_order.vmem_results == ticked.vmem_results);
-    CHECK(in_order.asram_results == ticked.asram_results);
-  }
+  const std::vector<Edit> launches = {Edit{}, edit, Edit{}, edit};
+  std::vector<RunResult> ticked;
+  for (const Edit& e : launches)
+    ticked.push_back(run_validated(
+        b, [&](TensorCore& tc) { e ? e([&](int a) -> Tile& { return tc.vmem.mem[a]; }) : void(); }, cfg));
+  const BatchRunner runner(b, cfg);
+  BatchDatapath batch(cfg, int(launches.size()));
+  auto run_batch = [&](size_t first, size_t n) {
+    runner.start(batch, int(n));
+    for (size_t l = 0; l < n; ++l)
+      if (launches[first + l]) launches[first + l]([&](int a) -> Tile& { return batch.vmem.mem[a][int(l)]; });
+    runner.run(batch);
+    for (size_t l = 0; l < n; ++l) {
+      RunResult in_order;
+      runner.results(batch, int(l), in_order);
+      CHECK(in_order.vmem_results == ticked[first + l].vmem_results);
+    }
+  };
+  run_batch(0, launches.size());
+  for (size_t l = 0; l < launches.size(); ++l) run_batch(l, 1);
 }
 
 // A random valid instruction that leaves a program computing in order: any such opcode, any fields.
@@ -85,7 +102,7 @@ TEST_CASE("which programs compute in order: decided by the opcode rows' columns"
   CHECK_FALSE(computes_in_order(assemble("HALT\nOUTPUT_MXU\nEND\n")));
 }
 
-TEST_CASE("a program that computes in order gives, run in order, what ticking it gives") {
+TEST_CASE("a program that computes in order gives, its launches run in batches, what ticking each gives") {
   std::mt19937 rng(36);
   auto value = [&] { return int32_t(rng()); };
   int programs = 0;
@@ -109,9 +126,9 @@ TEST_CASE("a program that computes in order gives, run in order, what ticking it
     Tile other;
     for (int32_t& x : other) x = value();
     const int at = int(rng() % 32);
-    const Fill fill = [&](TensorCore& tc) { tc.vmem.mem[at] = other; };
+    const Edit edit = [&](const auto& entry) { entry(at) = other; };
     INFO(disassemble(b));
-    for (const TensorCoreConfig& cfg : cores()) check_in_order(b, cfg, fill);
+    for (const TensorCoreConfig& cfg : cores()) check_in_order(b, cfg, edit);
     ++programs;
   }
   CHECK(programs >= 250);
@@ -123,7 +140,7 @@ TEST_CASE(
   auto check = [&](const Bundle& b) {
     if (!computes_in_order(b)) return void(++refused);
     for (const TensorCoreConfig& cfg : cores())
-      check_in_order(b, cfg, [](TensorCore& tc) { tc.vmem.mem[0][3] ^= 5; });
+      check_in_order(b, cfg, [](const auto& entry) { entry(0)[3] ^= 5; });
     ++in_order;
   };
   for (const auto& entry : fs::directory_iterator(std::string(TINYTPU_KERNELS_DIR) + "/reference")) {
@@ -139,7 +156,7 @@ TEST_CASE(
   CHECK(refused >= 40);  // the random reference programs mix in the MXU, predicates and background ops
 }
 
-TEST_CASE("a long run in order polls every kPollCycles of its count, and what the poll throws stops it") {
+TEST_CASE("a long batch polls every kPollCycles of its launches' cycles, and what the poll throws stops it") {
   const Bundle b = assemble(
       "LOOP_BEGIN count=255\nLOOP_BEGIN count=255\nVZERO v0\nLOOP_END\nLOOP_END\nHALT\nOUTPUT_VMEM "
       "VMEM[0]\nEND\n");
@@ -147,12 +164,19 @@ TEST_CASE("a long run in order polls every kPollCycles of its count, and what th
   TensorCoreConfig cfg;
   cfg.max_cycles = 10'000'000;
   const RunResult ticked = run_bundle(b, cfg);
-  InOrderRunner runner(b, cfg);
-  int polls = 0;
-  RunResult in_order;
-  runner.run({}, in_order, [&] { ++polls; });
-  CHECK(in_order.vmem_results == ticked.vmem_results);
-  CHECK(polls >= int(ticked.sxu_cycles / kPollCycles) - 1);  // the in-order count runs from the SXU's start
-  CHECK(polls <= int(ticked.cycles / kPollCycles) + 1);
-  CHECK_THROWS_WITH(runner.run({}, in_order, [] { throw SimError("stopped"); }), "stopped");
+  for (int launches : {1, 4}) {  // polled about every kPollCycles of the launches' cycles
+    const BatchRunner runner(b, cfg);
+    BatchDatapath batch(cfg, launches);
+    runner.start(batch, launches);
+    int polls = 0;
+    runner.run(batch, [&] { ++polls; });
+    RunResult in_order;
+    runner.results(batch, launches - 1, in_order);
+    CHECK(in_order.vmem_results == ticked.vmem_results);
+    const int cycles = int(ticked.cycles) * launches;
+    CHECK(polls >= int(ticked.sxu_cycles) * launches / int(kPollCycles) - 1);  // counted from the SXU's start
+    CHECK(polls <= cycles / int(kPollCycles) + 1);
+    runner.start(batch, launches);
+    CHECK_THROWS_WITH(runner.run(batch, [] { throw SimError("stopped"); }), "stopped");
+  }
 }

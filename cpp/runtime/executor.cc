@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <sstream>
 #include <unordered_map>
 
@@ -12,6 +13,7 @@
 #include "compiler/compile.h"
 #include "compiler/log.h"
 #include "isa/tasm.h"
+#include "sim/batch.h"
 #include "sim/runner.h"
 #include "sim/tensorcore.h"
 
@@ -126,7 +128,11 @@ class DataPlan {
         }
         const Slot& b = slots_[g.buf];
         if (!s.gated && b.bytes == 4) {  // the common case: 32-bit lanes, every index checked when compiled
-          for (int l = 0; l < g.lanes; ++l) std::memcpy(&out[l], b.read + (g.index(l) + moved) * 4, 4);
+          const uint8_t* first = b.read + (g.base + moved) * 4;
+          for (int l = 0; l < g.lanes; ++l) {  // lane l at base + (l % kRows) * col + (l / kRows) * row
+            const int r = l / kRows, c = l % kRows;
+            std::memcpy(&out[l], first + (c * g.col + r * g.row) * 4, 4);
+          }
           break;
         }
         for (int l = 0; l < g.lanes; ++l) {
@@ -139,6 +145,7 @@ class DataPlan {
       case TileSource::Kind::kDynamic: {
         // per lane a constant or an element: at a static index, or at one computed by an earlier launch
         const bool dynamic = s.kind == TileSource::Kind::kDynamic;
+        if (!dynamic && one_buffer_lanes(s.id, out)) break;
         const Tile index = dynamic ? gather(s.index) : Tile{};
         int buf = -1;  // the last lane's buffer, its slot and shift: lanes mostly read one buffer
         const Slot* b = nullptr;
@@ -168,13 +175,43 @@ class DataPlan {
         break;
       }
       case TileSource::Kind::kPinned:
-        return pinned_[pinned(s.id, swap_)];
-      case TileSource::Kind::kScratch:
-        return scratch_[s.id];
+      case TileSource::Kind::kScratch: {
+        const int place = read_place(s);
+        if (renamed_)
+          for (const Renamed& r : *renamed_)
+            if (r.place == place) return *r.value;
+        return place < int(scratch_.size()) ? scratch_[place] : pinned_[place - scratch_.size()];
+      }
     }
-    for (int l = 0; s.negate.any() && l < kLanes; ++l)
-      if (s.negate[l]) out[l] = wrap_neg(out[l]);
+    if (s.negate.any())
+      for (int l = 0; l < kLanes; ++l)
+        if (s.negate[l]) out[l] = wrap_neg(out[l]);
     return out;
+  }
+
+  // A static lanes source's tile when all its lanes read 32-bit elements of one buffer (the most common case:
+  // a plain load each, one bounds check for all); false otherwise. Which sources are such is found at their
+  // first gather in a call.
+  bool one_buffer_lanes(int id, Tile& out) const {
+    if (lanes_read_.empty()) lanes_read_.resize(p_.lanes.size());
+    LanesRead& r = lanes_read_[size_t(id)];
+    const auto& lanes = p_.lanes[size_t(id)];
+    if (r.buf == LanesRead::kUnknown) {
+      r.buf = lanes[0].buf >= 0 && lanes[0].buf != counter_ ? lanes[0].buf : LanesRead::kMixed;
+      r.lo = r.hi = lanes[0].index;
+      for (const LeafLane& lane : lanes) {
+        if (lane.buf != r.buf) r.buf = LanesRead::kMixed;
+        r.lo = std::min(r.lo, lane.index);
+        r.hi = std::max(r.hi, lane.index);
+      }
+    }
+    if (r.buf < 0) return false;
+    const Slot& b = slots_[size_t(r.buf)];
+    const int64_t moved = shift(r.buf);
+    if (b.bytes != 4 || r.lo + moved < 0 || r.hi + moved >= b.size) return false;
+    const uint8_t* base = b.read + moved * 4;
+    for (int l = 0; l < kLanes; ++l) std::memcpy(&out[l], base + lanes[l].index * 4, 4);
+    return true;
   }
 
   // This call's choices (mxu_dot.h), from the plan compiled without any: the chains it puts an element
@@ -196,8 +233,8 @@ class DataPlan {
 
   // Writes a launch's data into the memories (the records hold constants and placeholders).
   void fill(const PlanLaunch& l, TensorCore& tc) const {
+    fill_vmem(l, [&](int addr) -> Tile& { return tc.vmem.mem[addr]; });
     const auto& records = l.image->bundle.records;
-    for (const PlanLaunch::Fill& f : l.fills) tc.vmem.mem[records[f.record].addr] = gather(f.source);
     for (const PlanLaunch::MxuFill& f : l.mxu_fills) {
       const Record& r = records[f.record];
       Tile t = gather(p_.mxu_operands[f.operand].source);
@@ -206,6 +243,12 @@ class DataPlan {
       else
         for (int k = 0; k < kRows; ++k) tc.asram.mem[r.addr][k] = int8_t(t[k]);
     }
+  }
+  // Its VMEM tiles, into entry(addr): a core's, or its own in a batch (whose programs read no MXU data).
+  template <class Entry>
+  void fill_vmem(const PlanLaunch& l, Entry entry) const {
+    const auto& records = l.image->bundle.records;
+    for (const PlanLaunch::Fill& f : l.fills) entry(records[f.record].addr) = gather(f.source);
   }
   // The launch's bundle with this call's data in its records (DEBUG=4 listings).
   Bundle bundle(const PlanLaunch& l) const {
@@ -216,10 +259,11 @@ class DataPlan {
     return b;
   }
 
-  // Keeps spilled and pinned tiles, then stores the drained values in program order.
-  void drain(const PlanLaunch& l, const std::vector<Tile>& out) {
+  // Keeps spilled and pinned tiles, then stores the drained values in program order. `out[k]`: the launch's
+  // k-th output tile.
+  template <class Outputs>
+  void drain(const PlanLaunch& l, const Outputs& out) {
     for (const Keep& k : l.keeps) (k.pinned ? pinned_[pinned(k.id, swap_)] : scratch_[k.id]) = out[k.output];
-    drained_swap_ = swap_;
     for (const Scatter& s : l.scatters) {
       const Slot& b = slots_[s.buf];
       const Tile& value = out[s.value];
@@ -237,27 +281,51 @@ class DataPlan {
     }
   }
 
-  // Whether a launch's fills read a value `before` output (a spill or a pinned tile it kept): the launch
-  // prefetch variant loads such a launch only after that output.
-  bool reads_output_of(const PlanLaunch& l, const PlanLaunch& before) const {
-    auto kept = [&](const TileSource& s) {
-      const bool pin = s.kind == TileSource::Kind::kPinned;
-      for (const Keep& k : before.keeps)
-        if (k.pinned == pin && (pin ? pinned(k.id, drained_swap_) == pinned(s.id, swap_) : k.id == s.id))
-          return true;
-      return false;
-    };
-    const bool stores_memo = std::any_of(before.scatters.begin(), before.scatters.end(),
-                                         [&](const Scatter& s) { return s.buf > counter_; });
-    for (const PlanLaunch::Fill& f : l.fills)
-      for (int id = f.source; id >= 0;) {  // a dynamic gather's indices come from another source
+  // Whether a launch's fills read a value `before` output (a spill or a pinned tile it kept; `before_swap`:
+  // its run's swap_banks): the launch prefetch variant loads such a launch only after that output.
+  bool reads_output_of(const PlanLaunch& l, const PlanLaunch& before, bool before_swap) const {
+    bool reads = stores_memo(before) && reads_memo(l);
+    for_each_kept_read(l, [&](int place) {
+      for (const Keep& k : before.keeps) reads |= kept_place(k, before_swap) == place;
+    });
+    return reads;
+  }
+  // The places of kept tiles: scratch tiles, then pinned tiles in their banks (as the current run reads
+  // them).
+  int places() const { return int(scratch_.size() + pinned_.size()); }
+  int kept_place(const Keep& k, bool swap) const {
+    return k.pinned ? int(scratch_.size()) + pinned(k.id, swap) : k.id;
+  }
+  int kept_place(const Keep& k) const { return kept_place(k, swap_); }
+  // f(place) for each kept tile a launch's fills read.
+  template <class F>
+  void for_each_kept_read(const PlanLaunch& l, F f) const {
+    for (const PlanLaunch::Fill& fill : l.fills)
+      for (int id = fill.source; id >= 0;) {  // a dynamic gather's indices come from another source
         const TileSource& s = p_.sources[id];
-        if ((s.kind == TileSource::Kind::kScratch || s.kind == TileSource::Kind::kPinned) && kept(s))
-          return true;
-        if (stores_memo && reads_memo(s)) return true;
+        if (s.kind == TileSource::Kind::kScratch || s.kind == TileSource::Kind::kPinned) f(read_place(s));
+        id = s.kind == TileSource::Kind::kDynamic ? s.index : -1;
+      }
+  }
+  bool reads_memo(const PlanLaunch& l) const {
+    for (const PlanLaunch::Fill& fill : l.fills)
+      for (int id = fill.source; id >= 0;) {
+        const TileSource& s = p_.sources[id];
+        if (reads_memo(s)) return true;
         id = s.kind == TileSource::Kind::kDynamic ? s.index : -1;
       }
     return false;
+  }
+  // Kept tiles read from elsewhere than their places while set: launches of a batch run before earlier ones
+  // are drained, their kept tiles given by the launch that kept them (Call's window).
+  struct Renamed {
+    int place;
+    const Tile* value;
+  };
+  void set_renamed(const std::vector<Renamed>* renamed) { renamed_ = renamed; }
+  bool stores_memo(const PlanLaunch& l) const {
+    return std::any_of(l.scatters.begin(), l.scatters.end(),
+                       [&](const Scatter& s) { return s.buf > counter_; });
   }
   bool reads_memo(const TileSource& s) const {
     if (s.kind == TileSource::Kind::kStrided) return p_.strided[s.id].buf > counter_;
@@ -271,15 +339,26 @@ class DataPlan {
     shift_ = r.shift < 0 ? nullptr : &p_.shifts[r.shift];
     swap_ = r.swap_banks;
   }
+  bool swap() const { return swap_; }
 
  private:
   const Plan& p_;
   const std::vector<Slot>& slots_;
   const int counter_;
   std::vector<Tile> scratch_, pinned_;
+  const std::vector<Renamed>* renamed_ = nullptr;
+  struct LanesRead {  // a lanes source's one buffer and its index range (one_buffer_lanes)
+    static constexpr int kUnknown = -2, kMixed = -1;
+    int buf = kUnknown;
+    int64_t lo = 0, hi = 0;
+  };
+  mutable std::vector<LanesRead> lanes_read_;  // per Plan::lanes, found as gathered
   const std::vector<int64_t>* shift_ = nullptr;
-  bool swap_ = false, drained_swap_ = false;  // the run's banks exchanged; those of the last launch drained
+  bool swap_ = false;  // the run's banks exchanged
   static int pinned(int id, bool swap) { return swap ? other_bank(id) : id; }
+  int read_place(const TileSource& s) const {
+    return s.kind == TileSource::Kind::kPinned ? int(scratch_.size()) + pinned(s.id, swap_) : s.id;
+  }
   static int32_t counter(int64_t value) { return int32_t(uint32_t(value)); }
   int64_t shift(int buf) const { return shift_ && size_t(buf) < shift_->size() ? (*shift_)[buf] : 0; }
 };
@@ -288,6 +367,7 @@ class DataPlan {
 // start: the loader fills the idle banks with the next launch while the current one runs.
 struct LaunchClock {
   const PlanLaunch* last = nullptr;  // the launch that ran last in this call
+  bool last_swap = false;            // its run's swap_banks
   uint64_t end = 0;                  // when it finished (its last output line)
   uint64_t started = 0;              // its do_start: from then on its banks are in use, the others free
   uint64_t loader_free = 0;          // when the loader had sent its last record
@@ -299,8 +379,9 @@ struct LaunchClock {
     const uint64_t begin = std::max(loader_free, started);
     return begin < end ? end - begin : 0;
   }
-  void ran(const PlanLaunch& l, const RunResult& r) {
+  void ran(const PlanLaunch& l, bool swap, const RunResult& r) {
     last = &l;
+    last_swap = swap;
     started = end + r.start;
     loader_free = end + r.loader_done;  // a loading done before this run's start counts as done then
     end += r.cycles;
@@ -532,11 +613,17 @@ class Call {
     DataPlan data(plan, slots_);
     const uint64_t kernel_begin = trace ? trace->base : 0;
     LaunchClock clock;
+    // A window of one launch, run at once, when something looks at launches one by one: a trace, or listings
+    window_limit_ = trace || keep_tasm ? 1 : kWindowLaunches;
+    batch_ = std::make_unique<BatchDatapath>(plan.config, std::min(kBatchLaunches, window_limit_));
+    keeper_.assign(size_t(data.places()), -1);
     for (const LaunchRun& run : plan.runs) {
       data.start(run);
+      current_run_ = &run;
       for (int64_t at = run.first; at < run.first + run.count; ++at)
-        run_launch(plan, plan.launches[at], data, clock, keep_tasm, trace, core);
+        run_launch(plan, run, plan.launches[at], data, clock, keep_tasm, trace, core);
     }
+    run_window(plan, data);
     if (trace) trace->span(Track::kKernel, 0, kernel_begin, trace->base, trace->intern(kernel_));
     return stats_;
   }
@@ -554,58 +641,91 @@ class Call {
   const Poll poller_ = [this] { poll(); };  // for the model's run loop
   CompiledKernel::TimingCache& timings_;
   const RunMode mode_;
-  // This call's view of the timing cache: per key, its entry (none: not ticked yet) and the in-order runner
-  // of its program, made at its first run in order.
+  // This call's view of the timing cache: per key, its entry (none: not ticked yet) and the batch runner of
+  // its program, made at its first run in order.
   struct KeyRuns {
     std::shared_ptr<CompiledKernel::TimingCache::Entry> timing;
-    std::unique_ptr<InOrderRunner> runner;
+    std::unique_ptr<BatchRunner> runner;
   };
   std::unordered_map<CompiledKernel::TimingCache::Key, KeyRuns, CompiledKernel::TimingCache::KeyHash> keys_;
 
-  void run_launch(const Plan& plan, const PlanLaunch& l, DataPlan& data, LaunchClock& clock, bool keep_tasm,
-                  TraceLog* trace, CoreState* core) {
-    if (keep_tasm) stats_.tasm.push_back(listing(data.bundle(l), l.image->fill_dtypes));
-    const uint64_t launch_begin = trace ? trace->base : 0;
-    // Prefetched while the last launch runs, unless it reads what that one outputs or its program's write
-    // overwrites that one's (resident programs: a ring of both banks' entries)
+  // Launches run in order wait in a window, then run out of their order, in batches. A launch's level is one
+  // more than the highest of the window's launches whose kept tiles it reads (0: none); level by level, the
+  // launches of one key run together, each reading the kept tiles it needs from the launch that kept them
+  // (DataPlan::set_renamed). Then every launch is drained in its order: buffers, kept tiles and memo buffers
+  // end as running them one by one leaves them. A launch that reads a memo buffer a launch of the window
+  // stores into waits for the window to be drained; one that does not run in order drains it first.
+  static constexpr int kBatchLaunches = 64;
+  static constexpr int kWindowLaunches = 1 << 14;  // bounds the kept outputs: at most 32 MB
+  struct Windowed {
+    const PlanLaunch* launch;
+    const LaunchRun* run;
+    const KeyRuns* key;
+    LaunchLoad load;
+    uint64_t number;  // the call's launch count before it
+    bool check;       // ticked as well and compared (RunMode)
+    int level;
+    int renames_first, renames_end;  // in renames_
+    size_t outputs;                  // its first output tile in outputs_
+  };
+  struct Rename {  // a kept tile a launch reads, from the window's launch that kept it last before it
+    int place, keeper, output;
+  };
+  int window_limit_ = kWindowLaunches;
+  const LaunchRun* current_run_ = nullptr;  // the data plan's run, set back after a window
+  std::vector<Windowed> window_;
+  std::vector<Rename> renames_;
+  std::vector<int> keeper_;  // per kept-tile place: the window's launch that kept it last, or -1
+  bool window_stores_memo_ = false;
+  std::unique_ptr<BatchDatapath> batch_;
+  std::vector<Tile> outputs_;  // the window's launches' output tiles, once run
+  std::vector<DataPlan::Renamed> renamed_;
+  std::vector<int> filled_;
+
+  // The launch's load: resident program (a ring of both banks' entries with prefetch), and prefetched while
+  // the last launch runs unless it reads what that one outputs or its program's write overwrites that one's.
+  LaunchLoad load_of(const Plan& plan, const PlanLaunch& l, const DataPlan& data, const LaunchClock& clock,
+                     CoreState* core) {
     const bool prefetch = plan.config.prefetch_launches;
     LaunchLoad load;
     bool evicts_last = false;
     if (core && plan.config.resident_program)
       load.resident = core->load(l.image, plan.config.prog_depth * (prefetch ? 2 : 1), evicts_last);
-    if (prefetch && clock.last && !evicts_last && !data.reads_output_of(l, *clock.last))
+    if (prefetch && clock.last && !evicts_last && !data.reads_output_of(l, *clock.last, clock.last_swap))
       load.ahead = clock.ahead();
+    return load;
+  }
+
+  void run_launch(const Plan& plan, const LaunchRun& run, const PlanLaunch& l, DataPlan& data,
+                  LaunchClock& clock, bool keep_tasm, TraceLog* trace, CoreState* core) {
+    if (keep_tasm) stats_.tasm.push_back(listing(data.bundle(l), l.image->fill_dtypes));
+    const uint64_t launch_begin = trace ? trace->base : 0;
+    const LaunchLoad load = load_of(plan, l, data, clock, core);
     // A trace that records sees every cycle ticked; one paused or past its window only moves on
     const bool ticks_only = !mode_.functional || (trace && trace->recording());
     const CompiledKernel::TimingCache::Key timing_key{l.image.get(), load.ahead, load.resident};
     KeyRuns& key = keys_[timing_key];
     if (!key.timing && !ticks_only) key.timing = timings_.find(timing_key);
-    const Fill fill = [&](TensorCore& tc) { data.fill(l, tc); };
-    auto ticked = [&](TraceLog* to) {
-      return run_validated(l.image->bundle, fill, plan.config, to, poller_, load);
-    };
     RunResult res;
-    try {  // a compiled launch that fails is the compiler's or the model's error, shown with its program
-      if (!ticks_only && key.timing && key.timing->in_order) {
-        if (!key.runner) key.runner = std::make_unique<InOrderRunner>(l.image->bundle, plan.config);
-        res = key.timing->counters;
-        key.runner->run(fill, res, poller_);
-        if (trace) trace->skip(res.cycles);
-        ++stats_.in_order;
-        if (const uint64_t runs = ++key.timing->runs; mode_.verify || runs % kSampleEvery == 1) {
-          check_same(res, ticked(nullptr), stats_.launches);  // (the trace moved on already)
-          ++stats_.checked;
-        }
-      } else {
-        res = ticked(trace);
-        if (!ticks_only && !key.timing) key.timing = timings_.add(timing_key, l.image, res);
+    if (!ticks_only && key.timing && key.timing->in_order) {
+      if (!key.runner) key.runner = std::make_unique<BatchRunner>(l.image->bundle, plan.config);
+      const uint64_t runs = ++key.timing->runs;
+      add_to_window(plan, data,
+                    {&l, &run, &key, load, stats_.launches, mode_.verify || runs % kSampleEvery == 1});
+      res = key.timing->counters;
+      if (trace) trace->skip(res.cycles);
+      ++stats_.in_order;
+    } else {
+      run_window(plan, data);  // the launches before it first
+      try {  // a compiled launch that fails is the compiler's or the model's error, shown with its program
+        res = run_validated(l.image->bundle, fill(data, l), plan.config, trace, poller_, load);
+      } catch (const std::exception& e) {
+        throw launch_error(data, l, e);
       }
-    } catch (const std::exception& e) {
-      throw SimError(std::string("internal error in kernel ") + kernel_ + ": " + e.what() + "\n" +
-                     disassemble(data.bundle(l)));
+      if (!ticks_only && !key.timing) key.timing = timings_.add(timing_key, l.image, res);
+      data.drain(l, res.vmem_results);
     }
-    data.drain(l, res.vmem_results);
-    clock.ran(l, res);
+    clock.ran(l, data.swap(), res);
     if (trace)
       trace->span(Track::kKernel, 1, launch_begin, trace->base,
                   trace->intern("launch " + std::to_string(stats_.launches)));
@@ -613,6 +733,131 @@ class Call {
     stats_.cycles += res.cycles;
     stats_.sxu_cycles += res.sxu_cycles;
     poll();
+  }
+
+  static Fill fill(const DataPlan& data, const PlanLaunch& l) {
+    return [&data, &l](TensorCore& tc) { data.fill(l, tc); };
+  }
+  SimError launch_error(const DataPlan& data, const PlanLaunch& l, const std::exception& e) const {
+    return SimError(std::string("internal error in kernel ") + kernel_ + ": " + e.what() + "\n" +
+                    disassemble(data.bundle(l)));
+  }
+
+  void add_to_window(const Plan& plan, DataPlan& data, Windowed w) {
+    const PlanLaunch& l = *w.launch;
+    if (window_stores_memo_ && data.reads_memo(l)) run_window(plan, data);
+    w.level = 0;
+    w.renames_first = int(renames_.size());
+    data.for_each_kept_read(l, [&](int place) {
+      const int keeper = keeper_[size_t(place)];
+      if (keeper < 0) return;
+      const Windowed& k = window_[size_t(keeper)];
+      const auto kept = std::find_if(k.launch->keeps.begin(), k.launch->keeps.end(), [&](const Keep& x) {
+        return data.kept_place(x, k.run->swap_banks) == place;
+      });
+      renames_.push_back({place, keeper, kept->output});
+      w.level = std::max(w.level, k.level + 1);
+    });
+    w.renames_end = int(renames_.size());
+    for (const Keep& k : l.keeps) keeper_[size_t(data.kept_place(k))] = int(window_.size());
+    window_stores_memo_ |= data.stores_memo(l);
+    window_.push_back(w);
+    if (int(window_.size()) >= window_limit_) run_window(plan, data);
+  }
+
+  // Sets up the data plan to gather a windowed launch's data: its run, and the kept tiles it reads.
+  void gathering(DataPlan& data, const Windowed& w) {
+    data.start(*w.run);
+    renamed_.clear();
+    for (int r = w.renames_first; r < w.renames_end; ++r) {
+      const Rename& x = renames_[size_t(r)];
+      renamed_.push_back({x.place, &outputs_[window_[size_t(x.keeper)].outputs + size_t(x.output)]});
+    }
+    data.set_renamed(&renamed_);
+  }
+
+  void run_window(const Plan& plan, DataPlan& data) {
+    if (window_.empty()) return;
+    size_t tiles = 0;
+    for (Windowed& w : window_) {
+      w.outputs = tiles;
+      tiles += w.key->runner->outputs().size();
+    }
+    outputs_.resize(tiles);
+    std::vector<int> order(window_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      const Windowed &x = window_[size_t(a)], &y = window_[size_t(b)];
+      return x.level != y.level ? x.level < y.level : std::less<const KeyRuns*>()(x.key, y.key);
+    });
+    for (size_t first = 0; first < order.size();) {
+      size_t end = first + 1;
+      const Windowed& head = window_[size_t(order[first])];
+      while (end < order.size() && int(end - first) < batch_->capacity() &&
+             window_[size_t(order[end])].level == head.level && window_[size_t(order[end])].key == head.key)
+        ++end;
+      run_batch(plan, data, &order[first], int(end - first));
+      first = end;
+    }
+    data.set_renamed(nullptr);
+    for (const Windowed& w : window_) {
+      data.start(*w.run);
+      data.drain(*w.launch, &outputs_[w.outputs]);
+      for (const Keep& k : w.launch->keeps) keeper_[size_t(data.kept_place(k))] = -1;
+    }
+    data.start(*current_run_);
+    window_.clear();
+    renames_.clear();
+    window_stores_memo_ = false;
+  }
+
+  // The VMEM entries every one of a batch's launches fills (launches of one image fill the same records).
+  const std::vector<int>& filled_by_all(const int* launches, int n) {
+    filled_.clear();
+    const PlanLaunch& first = *window_[size_t(launches[0])].launch;
+    auto same_records = [&](const PlanLaunch& l) {
+      return std::equal(
+          l.fills.begin(), l.fills.end(), first.fills.begin(), first.fills.end(),
+          [](const PlanLaunch::Fill& a, const PlanLaunch::Fill& b) { return a.record == b.record; });
+    };
+    for (int i = 1; i < n; ++i)
+      if (!same_records(*window_[size_t(launches[i])].launch)) return filled_;
+    for (const PlanLaunch::Fill& f : first.fills)
+      filled_.push_back(first.image->bundle.records[f.record].addr);
+    return filled_;
+  }
+
+  // Launches of one key and level: each one's data into its tiles, the program run once for all, their
+  // outputs kept, and the sampled launches ticked as well and compared.
+  void run_batch(const Plan& plan, DataPlan& data, const int* launches, int n) {
+    const KeyRuns& key = *window_[size_t(launches[0])].key;
+    BatchDatapath& b = *batch_;
+    try {
+      key.runner->start(b, n, filled_by_all(launches, n));
+      for (int i = 0; i < n; ++i) {
+        const Windowed& w = window_[size_t(launches[i])];
+        gathering(data, w);
+        data.fill_vmem(*w.launch, [&](int addr) -> Tile& { return b.vmem.mem[addr][i]; });
+      }
+      key.runner->run(b, poller_);
+      const std::vector<int>& outputs = key.runner->outputs();
+      for (int i = 0; i < n; ++i) {
+        const Windowed& w = window_[size_t(launches[i])];
+        for (size_t k = 0; k < outputs.size(); ++k) outputs_[w.outputs + k] = b.vmem.mem[outputs[k]][i];
+        if (!w.check) continue;
+        RunResult in_order = key.timing->counters;
+        in_order.vmem_results.assign(outputs_.begin() + ptrdiff_t(w.outputs),
+                                     outputs_.begin() + ptrdiff_t(w.outputs + outputs.size()));
+        gathering(data, w);
+        check_same(in_order,
+                   run_validated(w.launch->image->bundle, fill(data, *w.launch), plan.config, nullptr,
+                                 poller_, w.load),
+                   w.number);
+        ++stats_.checked;
+      }
+    } catch (const std::exception& e) {
+      throw launch_error(data, *window_[size_t(launches[0])].launch, e);
+    }
   }
 };
 

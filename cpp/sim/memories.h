@@ -58,8 +58,9 @@ struct PsumBank : Memory<Tile, TensorCoreConfig::kMaxPsumBuckets> {
   explicit PsumBank(const TensorCoreConfig& cfg) : Memory(cfg.psum_buckets) {}
   int buckets() const { return mask + 1; }
   int bucket(int a) const { return wrap(a); }
-  void accumulate_row(int b, int row, const Row& data) {
-    for (int c = 0; c < kRows; ++c) mem[b][row * kRows + c] = wrap_add(mem[b][row * kRows + c], data[c]);
+  void accumulate_row(int b, int row, const Row& data) { accumulate_into_row(mem[b], row, data); }
+  static void accumulate_into_row(Tile& bucket, int row, const Row& data) {
+    for (int c = 0; c < kRows; ++c) bucket[row * kRows + c] = wrap_add(bucket[row * kRows + c], data[c]);
   }
 };
 

@@ -1,11 +1,13 @@
 #include "sim/runner.h"
 
 #include <algorithm>
+#include <bitset>
 #include <sstream>
 
 #include "base/errors.h"
 #include "isa/sxu_ops.h"
 #include "isa/tasm.h"
+#include "sim/batch.h"
 #include "sim/tensorcore.h"
 
 namespace tinytpu {
@@ -252,7 +254,7 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
 
 bool computes_in_order(const Bundle& bundle) {
   for (const Record& r : bundle.records) {
-    if (r.type == RecordType::kOutputMxu && r.addr != 0) return false;
+    if (r.type == RecordType::kOutputAsram || (r.type == RecordType::kOutputMxu && r.addr != 0)) return false;
     if (r.type != RecordType::kInstr) continue;
     const Instr& i = r.instr;
     if (i.op >= kNumSxuOps) return false;
@@ -264,39 +266,55 @@ bool computes_in_order(const Bundle& bundle) {
   return true;
 }
 
-InOrderRunner::InOrderRunner(const Bundle& bundle, const TensorCoreConfig& cfg)
-    : loaded_(std::make_unique<TensorCore>(cfg)), core_(std::make_unique<TensorCore>(cfg)) {
+BatchRunner::BatchRunner(const Bundle& bundle, const TensorCoreConfig& cfg)
+    : loaded_(std::make_unique<TensorCore>(cfg)) {
   bool out_mxu = false;
-  load(*loaded_, bundle, out_mxu, vmem_out_, asram_out_);
+  std::vector<int> asram_out;
+  load(*loaded_, bundle, out_mxu, vmem_out_, asram_out);
 }
-InOrderRunner::~InOrderRunner() = default;
+BatchRunner::~BatchRunner() = default;
 
-void InOrderRunner::run(const Fill& fill, RunResult& res, const Poll& poll) {
-  TensorCore& tc = *core_;
-  tc = *loaded_;
-  if (fill) fill(tc);
-  tc.sxu.start();
-  const uint64_t limit = tc.cfg.max_cycles;
-  auto next_check = [&] { return poll ? std::min(limit, tc.cycle + kPollCycles) : limit; };
+void BatchRunner::start(BatchDatapath& b, int launches, const std::vector<int>& filled) const {
+  const TensorCore& tc = *loaded_;
+  b.set_launches(launches);
+  for (int r = 0; r < tc.cfg.vregs; ++r) b.vrf[r] = tc.vrf.v[r];
+  std::bitset<TensorCoreConfig::kMaxDepth> skip;
+  for (int a : filled) skip[size_t(tc.vmem.wrap(a))] = true;
+  for (int a = 0; a < tc.cfg.depth; ++a)
+    if (!skip[size_t(a)]) b.vmem.mem[a] = tc.vmem.mem[a];
+  for (int k = 0; k < tc.cfg.psum_buckets; ++k) b.psum.mem[k] = tc.psum.mem[k];
+  b.vmem.resp = tc.vmem.resp;
+  b.psum.resp = tc.psum.resp;
+  b.vpu.result = tc.vpu.result;
+  b.xlu.result = tc.xlu.result;
+}
+
+void BatchRunner::run(BatchDatapath& b, const Poll& poll) const {
+  Sxu sxu = loaded_->sxu;
+  sxu.start();
+  b.cycle = 0;
+  const uint64_t limit = b.cfg.max_cycles;
+  // The launches' cycles, not the batch's, between polls: a batch's cycle costs as much host time as theirs
+  const uint64_t poll_every = std::max<uint64_t>(1, kPollCycles / uint64_t(b.launches()));
+  auto next_check = [&] { return poll ? std::min(limit, b.cycle + poll_every) : limit; };
   uint64_t check_at = next_check();
-  while (!tc.sxu.halted()) {
-    if (tc.cycle > check_at) {
-      if (tc.cycle > limit)  // the ticked run of the same program halted: only an internal error gets here
-        tc.fail("no HALT after " + std::to_string(limit) + " cycles of running in order");
+  for (;;) {
+    if (!sxu.loaded[sxu.pc])  // the ticked run of the same program halted: only an internal error gets here
+      sxu.fail(b, "internal error: a batch fetched from program memory the bundle never wrote");
+    if (SxuOpcode(sxu.prog[sxu.pc].op) == SxuOpcode::kHalt) break;
+    sxu.run_whole(b);
+    if (b.cycle > check_at) {
+      if (b.cycle > limit)
+        sxu.fail(b, "no HALT after " + std::to_string(limit) + " cycles of running in order");
       poll();
       check_at = next_check();
     }
-    if (tc.run_instruction_alone(check_at)) continue;
-    tc.tick<false>();  // a synchronous VPU op of many cycles, HALT, or a variant's cycle (fetch overlap)
-    if (const uint64_t wait = tc.vpu_wait_ahead(); wait > 0) tc.skip_vpu_wait(wait);
   }
-  res.vmem_results.clear();
-  for (int addr : vmem_out_) res.vmem_results.push_back(tc.vmem.mem[addr]);
-  res.asram_results.clear();
-  for (int addr : asram_out_) {
-    const I8Row& a = tc.asram.mem[addr];
-    std::copy(a.begin(), a.end(), res.asram_results.emplace_back().begin());
-  }
+}
+
+void BatchRunner::results(BatchDatapath& b, int launch, RunResult& res) const {
+  res.vmem_results.resize(vmem_out_.size());
+  for (size_t k = 0; k < vmem_out_.size(); ++k) res.vmem_results[k] = b.vmem.mem[vmem_out_[k]][launch];
 }
 
 std::string RunResult::output() const {

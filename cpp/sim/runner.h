@@ -67,26 +67,35 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
 // timing or control flow and each, started in a quiet core, retires leaving it quiet but for a write-back
 // that lands in the next FETCH, which reads no vreg: the instructions a quiet core takes whole and the
 // synchronous VPU dispatches of any op (sxu_ops.def's reads_data, alone and timing columns). It has no MXU
-// work, which goes on after its dispatch. Whatever its timing, such a program's instructions act one after
-// another on the same values: its results are those of running them in order, and its cycles, the same for
-// all its data, those of ticking it once.
+// work, which goes on after its dispatch, and outputs no MXU or ActivationSRAM values, which would be only
+// its records. Whatever its timing, such a program's instructions act one after another on the same values:
+// its results are those of running them in order, and its cycles, the same for all its data, those of ticking
+// it once.
 bool computes_in_order(const Bundle& bundle);
 
-// A validated bundle that computes in order, run many times with other data: its records loaded into a core
-// once, each run its instructions in order from that core, with the model's own exec functions (whole, as a
-// quiet core takes them, or ticked: the synchronous VPU ops of many cycles). Gives run_validated's results;
-// their counters are the ticked run's.
-class InOrderRunner {
+class BatchDatapath;
+class TensorCore;
+// Launches of a validated bundle that computes in order, run together in batches (sim/batch.h): its records
+// loaded into a core once; a batch starts every launch from that core's state, takes each launch's data (its
+// fills of VMEM entries, batch.vmem.mem[addr][launch]), then runs the program's instructions once for all its
+// launches, each with the model's own exec function acting on every launch's tiles. Gives what run_validated
+// gives each launch; their counters are the ticked run's. A batch's configuration is the runner's.
+class BatchRunner {
  public:
-  InOrderRunner(const Bundle& bundle, const TensorCoreConfig& cfg);
-  ~InOrderRunner();
-  // This run's OUTPUT_VMEM and OUTPUT_ASRAM results into `res`, whose counters are left as they are. `poll`
-  // as run_bundle's: called every kPollCycles of the in-order run's own count.
-  void run(const Fill& fill, RunResult& res, const Poll& poll = {});
+  BatchRunner(const Bundle& bundle, const TensorCoreConfig& cfg);
+  ~BatchRunner();
+  // A batch of 1..capacity launches, as the records loaded them; but for the VMEM entries `filled`, which the
+  // caller fills for every launch.
+  void start(BatchDatapath& batch, int launches, const std::vector<int>& filled = {}) const;
+  // `poll` as run_bundle's: called about every kPollCycles of the launches' cycles run in order.
+  void run(BatchDatapath& batch, const Poll& poll = {}) const;
+  const std::vector<int>& outputs() const { return vmem_out_; }  // the OUTPUT_VMEM entries, in order
+  // A launch's OUTPUT_VMEM results, after run, into `res`, whose counters are left as they are.
+  void results(BatchDatapath& batch, int launch, RunResult& res) const;
 
  private:
-  std::unique_ptr<TensorCore> loaded_, core_;
-  std::vector<int> vmem_out_, asram_out_;
+  std::unique_ptr<TensorCore> loaded_;
+  std::vector<int> vmem_out_;
 };
 
 }  // namespace tinytpu

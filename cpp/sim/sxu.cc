@@ -5,6 +5,7 @@
 #include "base/errors.h"
 #include "isa/tasm.h"
 #include "isa/vpu_ops.h"
+#include "sim/batch.h"
 #include "sim/sxu_exec.h"
 
 namespace tinytpu {
@@ -13,9 +14,9 @@ const std::array<const char*, kNumStalls> kStallNames = {"VPU write-back", "VPU 
                                                          "XLU result",     "MXU busy",  "MXU result",
                                                          "PSUM port",      "DMA record"};
 
-void Sxu::fail(const Datapath& tc, const std::string& what) const {
+void Sxu::fail_at(uint64_t cycle, const std::string& what) const {
   throw SimError("pc " + std::to_string(pc) + " (" + format_instr(cur) + ") at cycle " +
-                 std::to_string(tc.cycle) + ": " + what);
+                 std::to_string(cycle) + ": " + what);
 }
 
 namespace {
@@ -54,14 +55,47 @@ bool Sxu::runs_alone(const Instr& i) {
 
 namespace {
 
-// Each opcode's exec function, from its sxu_ops.def row.
-using ExecFn = Exec (*)(Sxu&, Datapath&);
-constexpr ExecFn kExec[] = {
-#define X(opcode, name, mnemonic, exec, ...) sxu_exec::exec,
+// Each opcode's exec function, from its sxu_ops.def row: for one core, and for a batch (sim/batch.h) the rows
+// a program that computes in order may hold (a quiet core takes them whole; they read no data for their
+// control flow). A batch never runs the others.
+template <class DP>
+using ExecFn = Exec (*)(Sxu&, DP&);
+template <class DP>
+struct ExecTable;
+template <>
+struct ExecTable<Datapath> {
+  static constexpr ExecFn<Datapath> fn[] = {
+#define X(opcode, name, mnemonic, exec, ...) sxu_exec::exec<Datapath>,
 #include "isa/sxu_ops.def"
 #undef X
+  };
 };
-static_assert(std::size(kExec) == kNumSxuOps);
+Exec unbatched(Sxu& sx, BatchDatapath& tc) {
+  sx.fail(tc, "internal error: an instruction that does not compute in order in a batch");
+}
+#define BATCHED_kNever_0(exec) unbatched
+#define BATCHED_kAlways_0(exec) sxu_exec::exec<BatchDatapath>
+#define BATCHED_kCombVpu_0(exec) sxu_exec::exec<BatchDatapath>
+#define BATCHED_kAlways_1(exec) unbatched
+template <>
+struct ExecTable<BatchDatapath> {
+  static constexpr ExecFn<BatchDatapath> fn[] = {
+#define X(opcode, name, mnemonic, exec, cycles, timing, alone, reads_data, ...) \
+  BATCHED_##alone##_##reads_data(exec),
+#include "isa/sxu_ops.def"
+#undef X
+  };
+};
+#undef BATCHED_kNever_0
+#undef BATCHED_kAlways_0
+#undef BATCHED_kCombVpu_0
+#undef BATCHED_kAlways_1
+static_assert(std::size(ExecTable<Datapath>::fn) == kNumSxuOps);
+static_assert(std::size(ExecTable<BatchDatapath>::fn) == kNumSxuOps);
+template <class DP>
+Exec exec(Sxu& sx, DP& tc) {
+  return ExecTable<DP>::fn[sx.cur.op](sx, tc);
+}
 
 }  // namespace
 
@@ -83,7 +117,8 @@ inline bool Sxu::hold_to_row(Exec& outcome) {
 //    rule fires: no main-FSM rule that can fire then reads a vreg (they are guarded by
 //    !vpu_wb_pending), and when both write the same vreg the main FSM's write wins (G0117). Its only
 //    G0010 conflicts are the MXU epilogue dispatches (42, 46), which lose that cycle.
-void Sxu::collect_xlu(Datapath& tc) {
+template <class DP>
+void Sxu::collect_xlu(DP& tc) {
   tc.vrf[xlu_dst] = tc.xlu.result;
   xlu_busy = false;
 }
@@ -140,7 +175,7 @@ void Sxu::tick(Datapath& tc) {
     }
   } else {
     ++cycles;
-    switch (outcome = kExec[cur.op](*this, tc)) {
+    switch (outcome = exec(*this, tc)) {
       case Exec::kFired:
         ++step;
         break;
@@ -206,6 +241,12 @@ void Sxu::overlapped_fetch() {
 // combinational op (whose result is ready at once).
 bool Sxu::run_alone(Datapath& tc) {
   if (!loaded[pc] || !runs_alone(prog[pc])) return false;
+  run_whole(tc);
+  return true;
+}
+
+template <class DP>
+void Sxu::run_whole(DP& tc) {
   latch();
   ++cycles;
   ++tc.cycle;
@@ -217,7 +258,7 @@ bool Sxu::run_alone(Datapath& tc) {
     hold = 0;
   };
   for (;;) {
-    const Exec outcome = kExec[cur.op](*this, tc);
+    const Exec outcome = exec(*this, tc);
     ++cycles;
     ++tc.cycle;
     switch (outcome) {
@@ -240,59 +281,76 @@ bool Sxu::run_alone(Datapath& tc) {
         }
         ++pc;
         phase = Phase::kFetch;
-        return true;
+        return;
       case Exec::kJump:
         take_hold();
         phase = Phase::kFetch;
-        return true;
+        return;
       default:
         fail(tc, "internal error: an instruction run alone stalled");
     }
   }
 }
+template void Sxu::run_whole(Datapath&);
+template void Sxu::run_whole(BatchDatapath&);
 
 namespace sxu_exec {
 namespace {
 
-Tile& vreg(Datapath& tc, int idx) { return tc.vrf[idx]; }
+template <class DP>
+decltype(auto) vreg(DP& tc, int idx) {  // a Tile& in one core, a TileSpan in a batch (sim/batch.h)
+  return tc.vrf[idx];
+}
 // Most SXU rules that read or write vregs carry the conservative !vpu_wb_pending guard.
 bool wb_pending(const Sxu& sx) { return sx.vpu_wb_pending; }
 
 // What a VPU dispatch waits for, or kFired when it can go. A busy VPU is named first: its write-back is
 // pending too, but the op still running is what the SXU waits for.
-Exec vpu_guard(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec vpu_guard(Sxu& sx, DP& tc) {
   if (!tc.vpu.is_done()) return Exec::kStallVpuBusy;
   return wb_pending(sx) ? Exec::kStallVpuWriteback : Exec::kFired;
 }
 
 // A unit's work from this cycle on, on behalf of the running instruction (caller checks tc.trace).
-void report(Sxu& sx, Datapath& tc, Track unit, int cycles, uint32_t name) {
+template <class DP>
+void report(Sxu& sx, DP& tc, Track unit, int cycles, uint32_t name) {
   tc.trace->slice(unit, 0, tc.cycle, tc.cycle + cycles, name, sx.pc);
 }
 
-void vpu_execute(Sxu& sx, Datapath& tc, const VpuOpInfo& op, const Tile& a, const Tile& b) {
+template <class DP, class A, class B>
+void vpu_execute(Sxu& sx, DP& tc, const VpuOpInfo& op, const A& a, const B& b) {
   tc.vpu.execute(op, a, b);
   if (tc.trace) report(sx, tc, Track::kVpu, vpu_done_latency(op), tc.trace->name(op.name));
 }
 
 // The DMA loader variant: a VMEM entry or the MXU's data whose records are still on their way.
-bool vmem_arrived(Datapath& tc, int addr) { return tc.cycle >= tc.vmem_arrival[tc.vmem.wrap(addr)]; }
-bool mxu_data_arrived(Datapath& tc) { return tc.cycle >= tc.mxu_data_arrival; }
+template <class DP>
+bool vmem_arrived(DP& tc, int addr) {
+  return tc.cycle >= tc.vmem_arrival[tc.vmem.wrap(addr)];
+}
+template <class DP>
+bool mxu_data_arrived(DP& tc) {
+  return tc.cycle >= tc.mxu_data_arrival;
+}
 
-void vmem_write(Sxu& sx, Datapath& tc, int addr, const Tile& value) {
+template <class DP, class Value>
+void vmem_write(Sxu& sx, DP& tc, int addr, const Value& value) {
   tc.vmem.mem[tc.vmem.wrap(addr)] = value;
   if (tc.trace) report(sx, tc, Track::kVmem, 1, tc.trace->name("write VMEM", tc.vmem.wrap(addr)));
 }
 
 // A rule that needs the MXU result (guard: Controller Done). In Idle nothing can ever start the MXU
 // again, so the reference deadlocks: report it at once.
-bool mxu_result_ready(Sxu& sx, Datapath& tc) {
+template <class DP>
+bool mxu_result_ready(Sxu& sx, DP& tc) {
   if (tc.ctrl.state == CState::kIdle)
     sx.fail(tc, "waits for an MXU result but no MXU dispatch was issued: the reference deadlocks");
   return tc.ctrl.is_done();
 }
 
-MxuDispatch mxu_operands(Sxu& sx, Datapath& tc, MxuStart kind) {
+template <class DP>
+MxuDispatch mxu_operands(Sxu& sx, DP& tc, MxuStart kind) {
   MxuDispatch d;
   d.kind = kind;
   d.w_base = uint8_t(tc.wsram.wrap(sx.cur.mxuWBase));
@@ -302,7 +360,8 @@ MxuDispatch mxu_operands(Sxu& sx, Datapath& tc, MxuStart kind) {
 }
 
 // Asynchronous start: the SXU moves on; the start method's guard stalls it while the MXU is busy.
-Exec start_mxu(Sxu& sx, Datapath& tc, const MxuDispatch& d) {
+template <class DP>
+Exec start_mxu(Sxu& sx, DP& tc, const MxuDispatch& d) {
   if (!tc.ctrl.can_start()) return Exec::kStallMxuBusy;
   if (!mxu_data_arrived(tc)) return Exec::kStallLoad;
   tc.ctrl.start(d, tc.array);
@@ -311,7 +370,8 @@ Exec start_mxu(Sxu& sx, Datapath& tc, const MxuDispatch& d) {
 }
 
 // Synchronous epilogue (42, 46): EXEC starts the MXU, then wait for Done, then one write-back cycle.
-Exec run_epilogue(Sxu& sx, Datapath& tc, const MxuDispatch& d, bool wb_vmem) {
+template <class DP>
+Exec run_epilogue(Sxu& sx, DP& tc, const MxuDispatch& d, bool wb_vmem) {
   switch (sx.step) {
     case 0:  // a VPU write-back in this cycle out-ranks the dispatch (bsc G0010)
       if (sx.collecting) return Exec::kStallVpuWriteback;
@@ -329,7 +389,8 @@ Exec run_epilogue(Sxu& sx, Datapath& tc, const MxuDispatch& d, bool wb_vmem) {
   }
 }
 
-Exec vpu_dispatch(Sxu& sx, Datapath& tc, bool background) {
+template <class DP>
+Exec vpu_dispatch(Sxu& sx, DP& tc, bool background) {
   if (Exec e = vpu_guard(sx, tc); is_stall(e)) return e;
   const Instr& i = sx.cur;
   if (i.vpuOp >= kNumVpuOps) sx.fail(tc, "undefined VPU op");
@@ -340,12 +401,13 @@ Exec vpu_dispatch(Sxu& sx, Datapath& tc, bool background) {
 }
 
 // XLU dispatches are dual-issue: the result is collected into vregDst in the next cycle.
-template <class Op>
-Exec xlu_dispatch(Sxu& sx, Datapath& tc, Op op) {
+template <class DP, class Op>
+Exec xlu_dispatch(Sxu& sx, DP& tc, Op op) {
   // The reference's guard; never false in practice: the collect happens in the FETCH after a dispatch.
   if (sx.xlu_busy) return Exec::kStallXluResult;
   if (wb_pending(sx)) return Exec::kStallVpuWriteback;
-  op(tc.xlu, vreg(tc, sx.cur.vregSrc), sx.cur.vregSrc2);
+  const int sel = sx.cur.vregSrc2;
+  each(tc.xlu.result, vreg(tc, sx.cur.vregSrc), [&](Tile& out, const Tile& src) { out = op(src, sel); });
   if (tc.trace) report(sx, tc, Track::kXlu, 1, tc.trace->instr_name(sx.pc, sx.cur));
   sx.xlu_busy = true;
   sx.xlu_dst = sx.cur.vregDst;
@@ -355,20 +417,27 @@ Exec xlu_dispatch(Sxu& sx, Datapath& tc, Op op) {
 
 // SXU writes to the PSUM bank share one RegFile port with the MXU drain, which bsc makes more urgent
 // (G0010 in the reference's schedule; hardware.md §8 item 2 left it open): the SXU stalls a cycle.
-bool psum_port_free(Datapath& tc) { return !tc.psum_port_taken; }
-Exec psum_write_guard(Sxu& sx, Datapath& tc) {
+template <class DP>
+bool psum_port_free(DP& tc) {
+  return !tc.psum_port_taken;
+}
+template <class DP>
+Exec psum_write_guard(Sxu& sx, DP& tc) {
   if (wb_pending(sx)) return Exec::kStallVpuWriteback;
   return psum_port_free(tc) ? Exec::kFired : Exec::kStallPsumPort;
 }
 
-Tile lanewise(const Tile& t, int32_t (*f)(int32_t)) {
-  Tile out;
-  std::transform(t.begin(), t.end(), out.begin(), f);
-  return out;
+template <class DP, class Value>
+Exec write_vreg(Sxu& sx, DP& tc, const Value& value) {
+  vreg(tc, sx.cur.vregDst) = value;
+  return Exec::kNext;
 }
 
-Exec write_vreg(Sxu& sx, Datapath& tc, const Tile& value) {
-  vreg(tc, sx.cur.vregDst) = value;
+// vregDst = f(vregSrc), lane by lane.
+template <class DP>
+Exec write_lanewise(Sxu& sx, DP& tc, int32_t (*f)(int32_t)) {
+  each(vreg(tc, sx.cur.vregDst), vreg(tc, sx.cur.vregSrc),
+       [f](Tile& out, const Tile& in) { std::transform(in.begin(), in.end(), out.begin(), f); });
   return Exec::kNext;
 }
 
@@ -378,13 +447,15 @@ Tile scalar_tile(int32_t v) {  // row 0, lane 0 = v, the rest 0
   return t;
 }
 
-Exec set_pred(Sxu& sx, Datapath& tc, bool if_zero) {
+template <class DP>
+Exec set_pred(Sxu& sx, DP& tc, bool if_zero) {
   if (wb_pending(sx)) return Exec::kStallVpuWriteback;
   sx.pred = (vreg(tc, sx.cur.vregSrc)[0] == 0) == if_zero;
   return Exec::kNext;
 }
 
-Exec skip(Sxu& sx, Datapath&, bool on_pred) {
+template <class DP>
+Exec skip(Sxu& sx, DP&, bool on_pred) {
   sx.pc = uint8_t(sx.pc + (sx.pred == on_pred ? 2 : 1));
   sx.pred = false;
   return Exec::kJump;
@@ -392,7 +463,8 @@ Exec skip(Sxu& sx, Datapath&, bool on_pred) {
 
 }  // namespace
 
-Exec load_vreg(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec load_vreg(Sxu& sx, DP& tc) {
   if (sx.step == 0) {  // LOAD_REQ: VMEM read has one cycle of latency
     if (!vmem_arrived(tc, sx.cur.vmemAddr)) return Exec::kStallLoad;
     int a = tc.vmem.wrap(sx.cur.vmemAddr);
@@ -404,17 +476,25 @@ Exec load_vreg(Sxu& sx, Datapath& tc) {
   return write_vreg(sx, tc, tc.vmem.resp);
 }
 
-Exec store_vreg(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec store_vreg(Sxu& sx, DP& tc) {
   if (wb_pending(sx)) return Exec::kStallVpuWriteback;
   if (!vmem_arrived(tc, sx.cur.vmemAddr)) return Exec::kStallLoad;
   vmem_write(sx, tc, sx.cur.vmemAddr, vreg(tc, sx.cur.vregSrc));
   return Exec::kNext;
 }
 
-Exec dispatch_vpu(Sxu& sx, Datapath& tc) { return vpu_dispatch(sx, tc, false); }
-Exec dispatch_vpu_bg(Sxu& sx, Datapath& tc) { return vpu_dispatch(sx, tc, true); }
+template <class DP>
+Exec dispatch_vpu(Sxu& sx, DP& tc) {
+  return vpu_dispatch(sx, tc, false);
+}
+template <class DP>
+Exec dispatch_vpu_bg(Sxu& sx, DP& tc) {
+  return vpu_dispatch(sx, tc, true);
+}
 
-Exec dispatch_select(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec dispatch_select(Sxu& sx, DP& tc) {
   if (Exec e = vpu_guard(sx, tc); is_stall(e)) return e;
   const Instr& i = sx.cur;
   if (sx.step == 0) {  // COPY(false) preloads the VPU result register with the false values
@@ -427,74 +507,98 @@ Exec dispatch_select(Sxu& sx, Datapath& tc) {
   return Exec::kAwaitCollect;
 }
 
-Exec xlu_broadcast(Sxu& sx, Datapath& tc) {
-  return xlu_dispatch(sx, tc, [](Xlu& x, const Tile& s, int sel) { x.broadcast_col(s, sel); });
+template <class DP>
+Exec xlu_broadcast(Sxu& sx, DP& tc) {
+  return xlu_dispatch(sx, tc, [](const Tile& s, int sel) { return Xlu::broadcast_col(s, sel); });
 }
-Exec broadcast_col(Sxu& sx, Datapath& tc) { return xlu_broadcast(sx, tc); }
-Exec broadcast_scalar(Sxu& sx, Datapath& tc) {
-  return xlu_dispatch(sx, tc, [](Xlu& x, const Tile& s, int sel) {
-    x.broadcast_scalar(s, sel >> TensorCoreConfig::kRowBits, sel);
+template <class DP>
+Exec broadcast_col(Sxu& sx, DP& tc) {
+  return xlu_broadcast(sx, tc);
+}
+template <class DP>
+Exec broadcast_scalar(Sxu& sx, DP& tc) {
+  return xlu_dispatch(sx, tc, [](const Tile& s, int sel) {
+    return Xlu::broadcast_scalar(s, sel >> TensorCoreConfig::kRowBits, sel);
   });
 }
-Exec broadcast_row(Sxu& sx, Datapath& tc) {
-  return xlu_dispatch(sx, tc, [](Xlu& x, const Tile& s, int sel) { x.broadcast_row(s, sel); });
+template <class DP>
+Exec broadcast_row(Sxu& sx, DP& tc) {
+  return xlu_dispatch(sx, tc, [](const Tile& s, int sel) { return Xlu::broadcast_row(s, sel); });
 }
-Exec xlu_transpose(Sxu& sx, Datapath& tc) {
-  return xlu_dispatch(sx, tc, [](Xlu& x, const Tile& s, int) { x.transpose(s); });
+template <class DP>
+Exec xlu_transpose(Sxu& sx, DP& tc) {
+  return xlu_dispatch(sx, tc, [](const Tile& s, int) { return Xlu::transpose(s); });
 }
-Exec xlu_rotate(Sxu& sx, Datapath& tc) {
-  return xlu_dispatch(sx, tc, [](Xlu& x, const Tile& s, int sel) { x.rotate(s, sel); });
+template <class DP>
+Exec xlu_rotate(Sxu& sx, DP& tc) {
+  return xlu_dispatch(sx, tc, [](const Tile& s, int sel) { return Xlu::rotate(s, sel); });
 }
 
-Exec load_vpu_result(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec load_vpu_result(Sxu& sx, DP& tc) {
   if (Exec e = vpu_guard(sx, tc); is_stall(e)) return e;
   return write_vreg(sx, tc, tc.vpu.result);
 }
-Exec load_xlu_result(Sxu& sx, Datapath& tc) { return write_vreg(sx, tc, tc.xlu.result); }
+template <class DP>
+Exec load_xlu_result(Sxu& sx, DP& tc) {
+  return write_vreg(sx, tc, tc.xlu.result);
+}
 
-Exec dispatch_mxu(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec dispatch_mxu(Sxu& sx, DP& tc) {
   MxuDispatch d = mxu_operands(sx, tc, MxuStart::kPsum);
   d.psum_addr = sx.cur.vregDst;
   d.psum_row = sx.cur.vregSrc & (kRows - 1);
   d.psum_mode = PsumMode(sx.cur.vregSrc2 & 3);
   return start_mxu(sx, tc, d);
 }
-Exec dispatch_mxu_accumulate(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec dispatch_mxu_accumulate(Sxu& sx, DP& tc) {
   return start_mxu(sx, tc, mxu_operands(sx, tc, MxuStart::kAccumulate));
 }
-Exec dispatch_mxu_os(Sxu& sx, Datapath& tc) { return start_mxu(sx, tc, mxu_operands(sx, tc, MxuStart::kOS)); }
-Exec dispatch_mxu_os_accumulate(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec dispatch_mxu_os(Sxu& sx, DP& tc) {
+  return start_mxu(sx, tc, mxu_operands(sx, tc, MxuStart::kOS));
+}
+template <class DP>
+Exec dispatch_mxu_os_accumulate(Sxu& sx, DP& tc) {
   return start_mxu(sx, tc, mxu_operands(sx, tc, MxuStart::kOSAccumulate));
 }
-Exec dispatch_mxu_requant(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec dispatch_mxu_requant(Sxu& sx, DP& tc) {
   MxuDispatch d = mxu_operands(sx, tc, MxuStart::kRequant);
   d.requant_base = sx.cur.vmemAddr;
   return start_mxu(sx, tc, d);
 }
 
-Exec mxu_clear(Sxu&, Datapath& tc) {
+template <class DP>
+Exec mxu_clear(Sxu&, DP& tc) {
   if (!tc.ctrl.can_start()) return Exec::kStallMxuBusy;
   tc.array.clear_all();
   return Exec::kNext;
 }
 
-Exec wait_mxu(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec wait_mxu(Sxu& sx, DP& tc) {
   return mxu_result_ready(sx, tc) ? Exec::kNext : Exec::kStallMxuResult;
 }
 
-Exec load_mxu_result(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec load_mxu_result(Sxu& sx, DP& tc) {
   if (!mxu_result_ready(sx, tc)) return Exec::kStallMxuResult;
   return write_vreg(sx, tc, row_tile(tc.ctrl.output_buf));
 }
 
-Exec load_mxu_matrix_row(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec load_mxu_matrix_row(Sxu& sx, DP& tc) {
   if (!mxu_result_ready(sx, tc)) return Exec::kStallMxuResult;
   Row r;
   std::copy_n(tc.ctrl.matrix_buf.begin() + (sx.cur.vregSrc & (kRows - 1)) * kRows, kRows, r.begin());
   return write_vreg(sx, tc, row_tile(r));
 }
 
-Exec dispatch_mxu_epilogue(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec dispatch_mxu_epilogue(Sxu& sx, DP& tc) {
   const Instr& i = sx.cur;
   MxuDispatch d = mxu_operands(sx, tc, MxuStart::kEpilogue);
   std::copy_n(vreg(tc, i.vregSrc).begin(), kRows, d.bias.begin());
@@ -502,7 +606,8 @@ Exec dispatch_mxu_epilogue(Sxu& sx, Datapath& tc) {
   return run_epilogue(sx, tc, d, i.vpuOp & 16);
 }
 
-Exec dispatch_mxu_vpu_epilogue(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec dispatch_mxu_vpu_epilogue(Sxu& sx, DP& tc) {
   const Instr& i = sx.cur;
   MxuDispatch d = mxu_operands(sx, tc, MxuStart::kGeneric);
   d.src2 = vreg(tc, i.vregSrc);
@@ -511,7 +616,8 @@ Exec dispatch_mxu_vpu_epilogue(Sxu& sx, Datapath& tc) {
   return run_epilogue(sx, tc, d, d.wb_vmem);  // the Controller's copy of the bit is the same
 }
 
-Exec load_epilogue_stat(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec load_epilogue_stat(Sxu& sx, DP& tc) {
   const Controller& c = tc.ctrl;
   if (c.active()) return Exec::kStallMxuResult;
   if (!(c.is_done() && c.epilogue_active && c.epi.reduce))
@@ -524,7 +630,8 @@ Exec load_epilogue_stat(Sxu& sx, Datapath& tc) {
   return write_vreg(sx, tc, t);
 }
 
-Exec set_requant_config(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec set_requant_config(Sxu& sx, DP& tc) {
   if (!tc.ctrl.can_start()) return Exec::kStallMxuBusy;
   const Instr& i = sx.cur;
   tc.ctrl.scale_mul = int32_t(uint32_t(i.vmemAddr) << 24 | uint32_t(i.mxuTLen) << 16 |
@@ -533,29 +640,36 @@ Exec set_requant_config(Sxu& sx, Datapath& tc) {
   return Exec::kNext;
 }
 
-Exec psum_write(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec psum_write(Sxu& sx, DP& tc) {
   if (Exec e = psum_write_guard(sx, tc); is_stall(e)) return e;
   tc.psum.mem[tc.psum.bucket(sx.cur.vmemAddr)] = vreg(tc, sx.cur.vregSrc);
   return Exec::kNext;
 }
 
-Exec psum_accumulate(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec psum_accumulate(Sxu& sx, DP& tc) {
   if (Exec e = psum_write_guard(sx, tc); is_stall(e)) return e;
-  Tile& b = tc.psum.mem[tc.psum.bucket(sx.cur.vmemAddr)];
-  const Tile& v = vreg(tc, sx.cur.vregSrc);
-  for (int e = 0; e < kTileElems; ++e) b[e] = wrap_add(b[e], v[e]);
+  each(tc.psum.mem[tc.psum.bucket(sx.cur.vmemAddr)], vreg(tc, sx.cur.vregSrc), [](Tile& b, const Tile& v) {
+    for (int e = 0; e < kTileElems; ++e) b[e] = wrap_add(b[e], v[e]);
+  });
   return Exec::kNext;
 }
 
-Exec psum_accumulate_row(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec psum_accumulate_row(Sxu& sx, DP& tc) {
   if (Exec e = psum_write_guard(sx, tc); is_stall(e)) return e;
-  Row r;
-  std::copy_n(vreg(tc, sx.cur.vregSrc).begin(), kRows, r.begin());
-  tc.psum.accumulate_row(tc.psum.bucket(sx.cur.vmemAddr), sx.cur.vregDst & (kRows - 1), r);
+  const int row = sx.cur.vregDst & (kRows - 1);
+  each(tc.psum.mem[tc.psum.bucket(sx.cur.vmemAddr)], vreg(tc, sx.cur.vregSrc), [row](Tile& b, const Tile& v) {
+    Row r;
+    std::copy_n(v.begin(), kRows, r.begin());
+    PsumBank::accumulate_into_row(b, row, r);
+  });
   return Exec::kNext;
 }
 
-Exec psum_read(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec psum_read(Sxu& sx, DP& tc) {
   if (sx.step == 0) {
     tc.psum.resp = tc.psum.mem[tc.psum.bucket(sx.cur.vmemAddr)];
     return Exec::kFired;
@@ -563,20 +677,27 @@ Exec psum_read(Sxu& sx, Datapath& tc) {
   return write_vreg(sx, tc, tc.psum.resp);
 }
 
-Exec psum_read_row(Sxu& sx, Datapath& tc) {
-  Row r;
-  const Tile& b = tc.psum.mem[tc.psum.bucket(sx.cur.vmemAddr)];
-  std::copy_n(b.begin() + (sx.cur.vregSrc & (kRows - 1)) * kRows, kRows, r.begin());
-  return write_vreg(sx, tc, row_tile(r));
-}
-
-Exec psum_clear(Sxu& sx, Datapath& tc) {
-  if (!psum_port_free(tc)) return Exec::kStallPsumPort;
-  tc.psum.mem[tc.psum.bucket(sx.cur.vmemAddr)].fill(0);
+template <class DP>
+Exec psum_read_row(Sxu& sx, DP& tc) {
+  const int row = sx.cur.vregSrc & (kRows - 1);
+  each(vreg(tc, sx.cur.vregDst), tc.psum.mem[tc.psum.bucket(sx.cur.vmemAddr)],
+       [row](Tile& out, const Tile& b) {
+         Row r;
+         std::copy_n(b.begin() + row * kRows, kRows, r.begin());
+         out = row_tile(r);
+       });
   return Exec::kNext;
 }
 
-Exec psum_clear_all(Sxu& sx, Datapath& tc) {  // one bucket per cycle
+template <class DP>
+Exec psum_clear(Sxu& sx, DP& tc) {
+  if (!psum_port_free(tc)) return Exec::kStallPsumPort;
+  tc.psum.mem[tc.psum.bucket(sx.cur.vmemAddr)] = Tile{};
+  return Exec::kNext;
+}
+
+template <class DP>
+Exec psum_clear_all(Sxu& sx, DP& tc) {  // one bucket per cycle
   if (!psum_port_free(tc)) return Exec::kStallPsumPort;
   uint8_t& idx = sx.psum_clear_idx;
   tc.psum.mem[idx].fill(0);
@@ -588,17 +709,34 @@ Exec psum_clear_all(Sxu& sx, Datapath& tc) {  // one bucket per cycle
   return Exec::kFired;
 }
 
-Exec set_pred_if_zero(Sxu& sx, Datapath& tc) { return set_pred(sx, tc, true); }
-Exec set_pred_ne_zero(Sxu& sx, Datapath& tc) { return set_pred(sx, tc, false); }
-Exec skip_if_pred(Sxu& sx, Datapath& tc) { return skip(sx, tc, true); }
-Exec skip_if_not_pred(Sxu& sx, Datapath& tc) { return skip(sx, tc, false); }
+template <class DP>
+Exec set_pred_if_zero(Sxu& sx, DP& tc) {
+  return set_pred(sx, tc, true);
+}
+template <class DP>
+Exec set_pred_ne_zero(Sxu& sx, DP& tc) {
+  return set_pred(sx, tc, false);
+}
+template <class DP>
+Exec skip_if_pred(Sxu& sx, DP& tc) {
+  return skip(sx, tc, true);
+}
+template <class DP>
+Exec skip_if_not_pred(Sxu& sx, DP& tc) {
+  return skip(sx, tc, false);
+}
 
-Exec read_cycle(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec read_cycle(Sxu& sx, DP& tc) {
   return write_vreg(sx, tc, scalar_tile(int32_t(uint32_t(tc.cycle))));
 }
-Exec load_loop_depth(Sxu& sx, Datapath& tc) { return write_vreg(sx, tc, scalar_tile(sx.loop_top)); }
+template <class DP>
+Exec load_loop_depth(Sxu& sx, DP& tc) {
+  return write_vreg(sx, tc, scalar_tile(sx.loop_top));
+}
 
-Exec loop_begin(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec loop_begin(Sxu& sx, DP& tc) {
   if (sx.loop_top < tc.cfg.loop_depth) {  // the reference ignores a fifth nested LOOP_BEGIN
     sx.loop_count[sx.loop_top] = sx.cur.mxuTLen;
     sx.loop_ret[sx.loop_top] = uint8_t(sx.pc + 1);
@@ -607,7 +745,8 @@ Exec loop_begin(Sxu& sx, Datapath& tc) {
   return Exec::kNext;
 }
 
-Exec loop_end(Sxu& sx, Datapath&) {
+template <class DP>
+Exec loop_end(Sxu& sx, DP&) {
   if (sx.loop_top == 0) return Exec::kNext;
   int top = sx.loop_top - 1;
   if (sx.loop_count[top] > 1) {
@@ -620,32 +759,42 @@ Exec loop_end(Sxu& sx, Datapath&) {
   return Exec::kNext;
 }
 
-Exec vzero(Sxu& sx, Datapath& tc) { return write_vreg(sx, tc, Tile{}); }
+template <class DP>
+Exec vzero(Sxu& sx, DP& tc) {
+  return write_vreg(sx, tc, Tile{});
+}
 
-Exec vfill(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec vfill(Sxu& sx, DP& tc) {
   Tile t;
   t.fill(int8_t(sx.cur.mxuWBase));
   return write_vreg(sx, tc, t);
 }
 
-Exec vmov(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec vmov(Sxu& sx, DP& tc) {
   if (wb_pending(sx)) return Exec::kStallVpuWriteback;
   return write_vreg(sx, tc, vreg(tc, sx.cur.vregSrc));
 }
 
-Exec vneg(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec vneg(Sxu& sx, DP& tc) {
   if (wb_pending(sx)) return Exec::kStallVpuWriteback;
-  return write_vreg(sx, tc, lanewise(vreg(tc, sx.cur.vregSrc), wrap_neg));
+  return write_lanewise(sx, tc, wrap_neg);
 }
 
-Exec vabs(Sxu& sx, Datapath& tc) {
+template <class DP>
+Exec vabs(Sxu& sx, DP& tc) {
   if (wb_pending(sx)) return Exec::kStallVpuWriteback;
-  return write_vreg(sx, tc,
-                    lanewise(vreg(tc, sx.cur.vregSrc), [](int32_t x) { return x < 0 ? wrap_neg(x) : x; }));
+  return write_lanewise(sx, tc, [](int32_t x) { return x < 0 ? wrap_neg(x) : x; });
 }
 
 // HALT retires in its FETCH cycle (Sxu::latch): it never reaches EXEC.
-Exec halt(Sxu& sx, Datapath& tc) { sx.fail(tc, "internal error: HALT in EXEC"); }
+template <class DP>
+Exec halt(Sxu& sx, DP& tc) {
+  const uint64_t cycle = tc.cycle;
+  sx.fail_at(cycle, "internal error: HALT in EXEC");
+}
 
 }  // namespace sxu_exec
 }  // namespace tinytpu

@@ -85,12 +85,21 @@ struct Sxu {
     return most;
   }();
   bool run_alone(Datapath& tc);
+  // The instruction at pc from its FETCH to its retirement at once, as run_alone takes it: in a quiet core
+  // that may take it, or in a batch (sim/batch.h), where every instruction of a program that computes in
+  // order may.
+  template <class DP>
+  void run_whole(DP& tc);
   // Whether an instruction started in a quiet core may be taken whole (the row's `alone` column; a VPU op's
   // kind).
   static bool runs_alone(const Instr& i);
 
   // A reference hang or other fatal condition, reported with pc, instruction and cycle.
-  [[noreturn]] void fail(const Datapath& tc, const std::string& what) const;
+  template <class DP>
+  [[noreturn]] void fail(const DP& tc, const std::string& what) const {
+    fail_at(tc.cycle, what);
+  }
+  [[noreturn]] void fail_at(uint64_t cycle, const std::string& what) const;
 
  private:
   void fetch(Datapath& tc);
@@ -102,10 +111,11 @@ struct Sxu {
     phase = SxuOpcode(cur.op) == SxuOpcode::kHalt ? Phase::kHalted : Phase::kExec;
   }
   void trace_cycle(Datapath& tc, Exec outcome);
-  void collect_xlu(Datapath& tc);
+  template <class DP>
+  void collect_xlu(DP& tc);  // the XLU's result into its destination vreg
   // When a kFixed instruction's exec function ended (outcome kNext or kJump) before its row's cycles: holds
   // it for the rest (hold, held) and makes the outcome kFired.
-  bool hold_to_row(Exec& outcome);  // the XLU's result into its destination vreg
+  bool hold_to_row(Exec& outcome);
 };
 
 }  // namespace tinytpu

@@ -3,9 +3,12 @@
 #include "sim/sxu.h"
 
 // The EXEC-cycle behaviour of each SXU opcode, one function per sxu_ops.def row (its exec column), defined
-// in sim/sxu.cc. Called with the SXU in its EXEC phase for the instruction `s.cur`.
+// in sim/sxu.cc for one core's Datapath and a BatchDatapath (sim/batch.h). Called with the SXU in its EXEC
+// phase for the instruction `s.cur`.
 namespace tinytpu::sxu_exec {
-#define X(opcode, name, mnemonic, exec, ...) Exec exec(Sxu& s, Datapath& tc);
+#define X(opcode, name, mnemonic, exec, ...) \
+  template <class DP>                        \
+  Exec exec(Sxu& s, DP& tc);
 #include "isa/sxu_ops.def"
 #undef X
 }  // namespace tinytpu::sxu_exec

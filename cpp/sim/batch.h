@@ -1,0 +1,115 @@
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "base/config.h"
+#include "base/tile.h"
+#include "isa/vpu_ops.h"
+#include "sim/memories.h"
+#include "sim/trace.h"
+#include "sim/xlu.h"
+
+namespace tinytpu {
+
+// One place of a batch (a vreg, a VMEM entry, a result register...): a tile per launch, the launches one
+// after another, so that an instruction acts on launches x lanes as one long array. A span is a place: it is
+// never rebound; assigning to it writes its tiles. It spans the batch's launches of the moment.
+class TileSpan {
+ public:
+  TileSpan(Tile* tiles, const int& launches) : tiles_(tiles), launches_(&launches) {}
+  TileSpan(const TileSpan&) = default;
+  Tile& operator[](int launch) const { return tiles_[launch]; }
+  int launches() const { return *launches_; }
+  const TileSpan& operator=(const TileSpan& from) const {  // launch by launch
+    if (from.tiles_ != tiles_) std::copy_n(from.tiles_, launches(), tiles_);
+    return *this;
+  }
+  const TileSpan& operator=(const Tile& value) const {  // the same tile for every launch
+    std::fill_n(tiles_, launches(), value);
+    return *this;
+  }
+
+ private:
+  Tile* tiles_;
+  const int* launches_;
+};
+
+// What a tile operation of the SXU does to a destination place from a source place, for one core's tiles or
+// for each launch's of a batch: f(out, in). The same code serves both.
+template <class F>
+void each(Tile& out, const Tile& in, F f) {
+  f(out, in);
+}
+template <class F>
+void each(const TileSpan& out, const TileSpan& in, F f) {
+  for (int l = 0; l < out.launches(); ++l) f(out[l], in[l]);
+}
+
+// A batch of launches of one program that computes in order (sim/runner.h), as the SXU's exec functions see a
+// Datapath (datapath.h): the same members, each place a TileSpan. Only what such programs use is here: the
+// vregs, VMEM, PSUM, the VPU and the XLU. Nothing waits: every record has arrived, the MXU never drains, and
+// a VPU op of many cycles delivers its result at once (the SXU waits for it in such a program, so no
+// instruction sees the difference). The batch's counters are its ticked launch's: nothing here counts them.
+class BatchDatapath {
+ public:
+  BatchDatapath(const TensorCoreConfig& cfg, int capacity);
+  BatchDatapath(const BatchDatapath&) = delete;  // its places point into it
+  BatchDatapath& operator=(const BatchDatapath&) = delete;
+
+  int capacity() const { return capacity_; }
+  int launches() const { return launches_; }
+  void set_launches(int n) { launches_ = n; }  // 1..capacity
+  // The places in order: vregs, VMEM entries, PSUM buckets, then the four result registers.
+  int places() const { return places_; }
+  TileSpan place(int p) { return {&store_[size_t(p) * size_t(capacity_)], launches_}; }
+
+  // Places addressed as the hardware's memories: the low bits of an address.
+  struct Places {
+    BatchDatapath* batch;
+    int first, mask;
+    TileSpan operator[](int a) const { return batch->place(first + (a & mask)); }
+  };
+  struct Memory {
+    Places mem;
+    TileSpan resp;  // the read response register
+    int wrap(int a) const { return a & mem.mask; }
+    int bucket(int a) const { return wrap(a); }
+  };
+  struct Vpu {
+    TileSpan result;
+    bool is_done() const { return true; }
+    template <class Src2>  // a TileSpan, or one Tile for every launch
+    void execute(const VpuOpInfo& op, const TileSpan& a, const Src2& b) const {
+      for (int l = 0; l < result.launches(); ++l) {
+        Tile out;
+        op.fn(a[l], tile_of(b, l), result[l], out);
+        result[l] = out;
+      }
+    }
+    static const Tile& tile_of(const TileSpan& s, int l) { return s[l]; }
+    static const Tile& tile_of(const Tile& t, int) { return t; }
+  };
+  struct XluResult {
+    TileSpan result;
+  };
+
+ private:
+  int capacity_, launches_ = 0, places_;
+  std::vector<Tile> store_;
+
+ public:
+  TensorCoreConfig cfg;
+  uint64_t cycle = 0;         // counted as instructions run; READ_CYCLE is never batched
+  TraceLog* trace = nullptr;  // batches are never traced
+  static constexpr bool psum_port_taken = false;
+  std::array<uint64_t, TensorCoreConfig::kMaxDepth> vmem_arrival{};  // every record has arrived
+  uint64_t xlu_busy_cycles = 0;                                      // counted, not reported
+  Places vrf;
+  Memory vmem, psum;
+  Vpu vpu;
+  XluResult xlu;
+};
+
+}  // namespace tinytpu
