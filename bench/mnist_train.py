@@ -48,8 +48,9 @@ def _train(bs: int, steps: int, seed: int) -> tuple[list[float], list[float]]:
   return losses, walls
 
 def kernel_times():
-  """Wall time, calls, launches and launches run in order per TINYTPU kernel, gathered while it is in effect."""
-  times = collections.defaultdict(lambda: [0.0, 0, 0, 0])
+  """Wall time, calls, launches, launches run in order and their batches per TINYTPU kernel, gathered while it is in
+  effect."""
+  times = collections.defaultdict(lambda: [0.0, 0, 0, 0, 0])
   call = TinyTPUProgram.__call__
   def timed(self, *args, **kw):
     before, t = tinytpu.counters(), time.perf_counter()
@@ -60,6 +61,7 @@ def kernel_times():
       row[1] += 1
       row[2] += after["launches"] - before["launches"]
       row[3] += after["in_order"] - before["in_order"]
+      row[4] += after["batches"] - before["batches"]
   TinyTPUProgram.__call__ = timed
   return times
 
@@ -91,9 +93,10 @@ def main():
   tpu = [losses for label, losses in runs.items() if label.startswith("TINYTPU")]
   if len(tpu) > 1: print("TINYTPU losses equal across modes:", all(l == tpu[0] for l in tpu))
   if times:
-    print(f"{'kernel':40s} {'wall s':>8s} {'calls':>6s} {'launches':>10s} {'in order':>9s}")
-    for name, (t, calls, launches, in_order) in sorted(times.items(), key=lambda kv: -kv[1][0])[:args.kernels]:
-      print(f"{name:40s} {t:8.2f} {calls:6d} {launches:10d} {in_order / max(launches, 1):9.1%}")
+    print(f"{'kernel':40s} {'wall s':>8s} {'calls':>6s} {'launches':>10s} {'in order':>9s} {'per batch':>9s}")
+    for name, (t, calls, launches, in_order, batches) in sorted(times.items(), key=lambda kv: -kv[1][0])[:args.kernels]:
+      print(f"{name:40s} {t:8.2f} {calls:6d} {launches:10d} {in_order / max(launches, 1):9.1%} "
+            f"{in_order / max(batches, 1):9.1f}")
 
 if __name__ == "__main__":
   main()

@@ -67,3 +67,13 @@ def test_a_wrong_kept_counter_is_caught(monkeypatch, verify):
   kernel.corrupt_timings_for_test()
   with pytest.raises(tinytpu.SimError, match=r"run in order differs from the same launch ticked: cycles (\d+) kept, (\d+) ticked"):
     again()
+
+def test_launches_run_in_batches_across_chains_of_partial_sums(monkeypatch):
+  """A convolution whose partial sums pass from launch to launch (spilled tiles): its launches run in order in
+  batches of many (the window runs the chains side by side, each launch reading its chain's tiles from the launch
+  that kept them), bit for bit what ticking every launch gives."""
+  data = arrays([(1, 8, 12, 12), (8, 8, 5, 5)], integer=False)
+  ticked, tick_counts = run(monkeypatch, lambda x, w: x.conv2d(w), data, functional=False)
+  got, counts = run(monkeypatch, lambda x, w: x.conv2d(w), data, functional=True, verify=True)
+  assert got.tobytes() == ticked.tobytes() and counts["cycles"] == tick_counts["cycles"]
+  assert tick_counts["batches"] == 0 and counts["in_order"] >= 8 * counts["batches"] > 0

@@ -163,6 +163,7 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def_readonly("sxu_cycles", &KernelStats::sxu_cycles)
       .def_readonly("in_order", &KernelStats::in_order)
       .def_readonly("checked", &KernelStats::checked)
+      .def_readonly("batches", &KernelStats::batches)
       .def_readonly("tasm", &KernelStats::tasm);
 
   py::class_<RunMode>(m, "RunMode")

@@ -840,6 +840,7 @@ class Call {
         data.fill_vmem(*w.launch, [&](int addr) -> Tile& { return b.vmem.mem[addr][i]; });
       }
       key.runner->run(b, poller_);
+      ++stats_.batches;
       const std::vector<int>& outputs = key.runner->outputs();
       for (int i = 0; i < n; ++i) {
         const Windowed& w = window_[size_t(launches[i])];

@@ -26,6 +26,7 @@ struct KernelStats {
   uint64_t launches = 0, cycles = 0, sxu_cycles = 0;
   uint64_t in_order = 0;          // launches run in order, their counters the timing cache's (RunMode)
   uint64_t checked = 0;           // of those, the launches ticked as well and compared
+  uint64_t batches = 0;           // the batches they ran in (sim/runner.h BatchRunner)
   std::vector<std::string> tasm;  // each launch's program, when asked for
 };
 

@@ -82,7 +82,7 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
     for i, tasm in enumerate(stats.tasm): print(f"# {self.name} launch {i}\n{tasm}", end="")
     _counters.setdefault((self.dev.device, _beam_trials > 0), Counter()).update(
       kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles, in_order=stats.in_order,
-      checked=stats.checked)
+      checked=stats.checked, batches=stats.batches)
     return stats.cycles * 1e-9 if wait else None  # simulated seconds at a nominal 1 GHz
 
 def run_mode(core):
@@ -118,12 +118,13 @@ class TinyTPUDevice(Compiled):
     self._config, self.core_state = config, configs.core_of(config).CoreState()
 
 trace._from_env()
-COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles", "in_order", "checked")
+COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles", "in_order", "checked", "batches")
 _counters: dict[tuple[str, bool], Counter] = {}  # (device, a BEAM trial run) -> totals
 
 def counters(device: str | None = None, beam: bool = False) -> dict[str, int]:
   """Kernel calls, launches, cycles and SXU cycles since reset_counters(); of the launches, those run in order (their
-  counters the first ticked launch's of their program, run_mode) and of these those also ticked to check them. Of one
+  counters the first ticked launch's of their program, run_mode), of these those also ticked to check them, and the
+  batches they ran in (launches of one program run together: in_order / batches is their mean size). Of one
   device ("TINYTPU", "TINYTPU:1") or, by default, all of them; beam=True gives BEAM's trial runs instead, which the
   user's totals leave out."""
   total = Counter({k: 0 for k in COUNTERS})
