@@ -116,23 +116,33 @@ class DataPlan {
         pinned_(plan.pinned_tiles) {}
 
   Tile gather(int id) const {
+    Tile out;
+    gather(id, out);
+    return out;
+  }
+  // Into `out`, every lane written (0 where the source has none).
+  void gather(int id, Tile& out) const {
     const TileSource& s = p_.sources[id];
-    Tile out{};
     switch (s.kind) {
       case TileSource::Kind::kStrided: {
         const StridedGather& g = p_.strided[s.id];
         const int64_t moved = shift(g.buf);
-        if (g.buf == counter_) {
-          for (int l = 0; l < g.lanes; ++l) out[l] = counter(g.index(l) + moved);
+        const Slot& b = slots_[g.buf];
+        if (g.lanes == kLanes && !s.gated && b.bytes == 4 && g.buf != counter_) {
+          // the common case: whole rows of 32-bit lanes, every index checked when compiled
+          const uint8_t* row = b.read + (g.base + moved) * 4;
+          for (int r = 0; r < kRows; ++r, row += g.row * 4) {
+            if (g.col == 1) {
+              std::memcpy(&out[r * kRows], row, 4 * kRows);
+              continue;
+            }
+            for (int c = 0; c < kRows; ++c) std::memcpy(&out[r * kRows + c], row + c * g.col * 4, 4);
+          }
           break;
         }
-        const Slot& b = slots_[g.buf];
-        if (!s.gated && b.bytes == 4) {  // the common case: 32-bit lanes, every index checked when compiled
-          const uint8_t* first = b.read + (g.base + moved) * 4;
-          for (int l = 0; l < g.lanes; ++l) {  // lane l at base + (l % kRows) * col + (l / kRows) * row
-            const int r = l / kRows, c = l % kRows;
-            std::memcpy(&out[l], first + (c * g.col + r * g.row) * 4, 4);
-          }
+        out.fill(0);
+        if (g.buf == counter_) {
+          for (int l = 0; l < g.lanes; ++l) out[l] = counter(g.index(l) + moved);
           break;
         }
         for (int l = 0; l < g.lanes; ++l) {
@@ -147,6 +157,7 @@ class DataPlan {
         const bool dynamic = s.kind == TileSource::Kind::kDynamic;
         if (!dynamic && one_buffer_lanes(s.id, out)) break;
         const Tile index = dynamic ? gather(s.index) : Tile{};
+        out.fill(0);
         int buf = -1;  // the last lane's buffer, its slot and shift: lanes mostly read one buffer
         const Slot* b = nullptr;
         int64_t moved = 0;
@@ -179,14 +190,14 @@ class DataPlan {
         const int place = read_place(s);
         if (renamed_)
           for (const Renamed& r : *renamed_)
-            if (r.place == place) return *r.value;
-        return place < int(scratch_.size()) ? scratch_[place] : pinned_[place - scratch_.size()];
+            if (r.place == place) return void(out = *r.value);
+        out = place < int(scratch_.size()) ? scratch_[place] : pinned_[place - scratch_.size()];
+        return;
       }
     }
     if (s.negate.any())
       for (int l = 0; l < kLanes; ++l)
         if (s.negate[l]) out[l] = wrap_neg(out[l]);
-    return out;
   }
 
   // A static lanes source's tile when all its lanes read 32-bit elements of one buffer (the most common case:
@@ -248,7 +259,7 @@ class DataPlan {
   template <class Entry>
   void fill_vmem(const PlanLaunch& l, Entry entry) const {
     const auto& records = l.image->bundle.records;
-    for (const PlanLaunch::Fill& f : l.fills) entry(records[f.record].addr) = gather(f.source);
+    for (const PlanLaunch::Fill& f : l.fills) gather(f.source, entry(records[f.record].addr));
   }
   // The launch's bundle with this call's data in its records (DEBUG=4 listings).
   Bundle bundle(const PlanLaunch& l) const {
@@ -616,7 +627,7 @@ class Call {
     // A window of one launch, run at once, when something looks at launches one by one: a trace, or listings
     window_limit_ = trace || keep_tasm ? 1 : kWindowLaunches;
     batch_ = std::make_unique<BatchDatapath>(plan.config, std::min(kBatchLaunches, window_limit_));
-    keeper_.assign(size_t(data.places()), -1);
+    keeper_.assign(size_t(data.places()), {-1, 0});
     for (const LaunchRun& run : plan.runs) {
       data.start(run);
       current_run_ = &run;
@@ -656,7 +667,8 @@ class Call {
   // end as running them one by one leaves them. A launch that reads a memo buffer a launch of the window
   // stores into waits for the window to be drained; one that does not run in order drains it first.
   static constexpr int kBatchLaunches = 64;
-  static constexpr int kWindowLaunches = 1 << 14;  // bounds the kept outputs: at most 32 MB
+  static constexpr int kWindowLaunches = 1 << 14;
+  static constexpr size_t kWindowTiles = size_t(1) << 18;  // their output tiles: 16 MB
   struct Windowed {
     const PlanLaunch* launch;
     const LaunchRun* run;
@@ -672,10 +684,12 @@ class Call {
     int place, keeper, output;
   };
   int window_limit_ = kWindowLaunches;
+  size_t window_tiles_ = 0;                 // the window's launches' output tiles
   const LaunchRun* current_run_ = nullptr;  // the data plan's run, set back after a window
   std::vector<Windowed> window_;
   std::vector<Rename> renames_;
-  std::vector<int> keeper_;  // per kept-tile place: the window's launch that kept it last, or -1
+  std::vector<std::pair<int, int>> keeper_;  // per kept-tile place: the window's launch that kept it last
+                                             // (-1: none) and its output
   bool window_stores_memo_ = false;
   std::unique_ptr<BatchDatapath> batch_;
   std::vector<Tile> outputs_;  // the window's launches' output tiles, once run
@@ -749,20 +763,17 @@ class Call {
     w.level = 0;
     w.renames_first = int(renames_.size());
     data.for_each_kept_read(l, [&](int place) {
-      const int keeper = keeper_[size_t(place)];
+      const auto [keeper, output] = keeper_[size_t(place)];
       if (keeper < 0) return;
-      const Windowed& k = window_[size_t(keeper)];
-      const auto kept = std::find_if(k.launch->keeps.begin(), k.launch->keeps.end(), [&](const Keep& x) {
-        return data.kept_place(x, k.run->swap_banks) == place;
-      });
-      renames_.push_back({place, keeper, kept->output});
-      w.level = std::max(w.level, k.level + 1);
+      renames_.push_back({place, keeper, output});
+      w.level = std::max(w.level, window_[size_t(keeper)].level + 1);
     });
     w.renames_end = int(renames_.size());
-    for (const Keep& k : l.keeps) keeper_[size_t(data.kept_place(k))] = int(window_.size());
+    for (const Keep& k : l.keeps) keeper_[size_t(data.kept_place(k))] = {int(window_.size()), k.output};
     window_stores_memo_ |= data.stores_memo(l);
     window_.push_back(w);
-    if (int(window_.size()) >= window_limit_) run_window(plan, data);
+    window_tiles_ += w.key->runner->outputs().size();
+    if (int(window_.size()) >= window_limit_ || window_tiles_ >= kWindowTiles) run_window(plan, data);
   }
 
   // Sets up the data plan to gather a windowed launch's data: its run, and the kept tiles it reads.
@@ -803,10 +814,11 @@ class Call {
     for (const Windowed& w : window_) {
       data.start(*w.run);
       data.drain(*w.launch, &outputs_[w.outputs]);
-      for (const Keep& k : w.launch->keeps) keeper_[size_t(data.kept_place(k))] = -1;
+      for (const Keep& k : w.launch->keeps) keeper_[size_t(data.kept_place(k))] = {-1, 0};
     }
     data.start(*current_run_);
     window_.clear();
+    window_tiles_ = 0;
     renames_.clear();
     window_stores_memo_ = false;
   }

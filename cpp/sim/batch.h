@@ -22,12 +22,15 @@ class TileSpan {
   TileSpan(const TileSpan&) = default;
   Tile& operator[](int launch) const { return tiles_[launch]; }
   int launches() const { return *launches_; }
+  // Plain loops, not copy_n: a batch is often one launch, whose tile a library call would cost more than
+  // copy.
   const TileSpan& operator=(const TileSpan& from) const {  // launch by launch
-    if (from.tiles_ != tiles_) std::copy_n(from.tiles_, launches(), tiles_);
+    if (from.tiles_ != tiles_)
+      for (int l = 0, n = launches(); l < n; ++l) tiles_[l] = from.tiles_[l];
     return *this;
   }
   const TileSpan& operator=(const Tile& value) const {  // the same tile for every launch
-    std::fill_n(tiles_, launches(), value);
+    for (int l = 0, n = launches(); l < n; ++l) tiles_[l] = value;
     return *this;
   }
 
