@@ -24,11 +24,7 @@ struct Limits {
         drains(c.max_outputs),
         mxu_entries(c.depth) {}
 };
-// Thrown when the node being emitted does not fit the current launch: the emitter rolls back, ends the
-// launch (spilling live values) and emits the node again into a fresh one. `why` names the limit.
-struct NoRoom {
-  const char* why;
-};
+// The limits an event can find full (Emitter::no_room), named in the decision log.
 constexpr const char* kNoInstrs = "instructions";
 constexpr const char* kNoSlots = "VMEM tiles";
 constexpr const char* kNoOutputs = "outputs";
@@ -236,6 +232,8 @@ class Emitter {
   std::map<std::pair<Op, DType>, std::vector<int64_t>> op_asks_;
   std::vector<int64_t> event_asks_;  // the current event's lowering's asks so far
   bool asking_for_leaf_ = false;
+  const char* full_ = nullptr;     // the limit the current event found full (no_room), or null
+  bool asking_when_full_ = false;  // asking_for_leaf_ then
   // The launch's constant palette: up to 16 constants in the lanes of one constant tile, each taken into a
   // vreg by BROADCAST_SCALAR (an XLU op: 2 cycles) from the vreg holding the palette, where a constant of
   // its own costs a fill record and a LOAD (3 cycles) in every launch. Lanes 0..15, because the broadcast's
@@ -313,12 +311,10 @@ class Emitter {
     const int palette_tile = palette_tile_;
     event_regs_.reset();
     undo_.clear();
-    try {
-      body();
-      return;
-    } catch (const NoRoom& full) {
-      cur_.cut = full.why;
-    }
+    full_ = nullptr;
+    body();
+    if (!full_) return;
+    cur_.cut = full_;
     cur_.program.resize(program);
     cur_.fills.resize(fills);
     cur_.drains.resize(drains);
@@ -335,39 +331,56 @@ class Emitter {
       std::fill(consts_[palette_tile_].begin() + palette, consts_[palette_tile_].end(), 0);
     event_regs_.reset();
     for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) vreg_[it->first] = it->second;
+    asking_for_leaf_ = asking_when_full_;
     cut();
-    try {
-      body();
-    } catch (const NoRoom& again) {
+    full_ = nullptr;
+    body();
+    if (full_) {
       auto [is_node, id] = events_[pos_];
-      throw Unsupported(std::string(is_node ? op_name(p_.nodes[id].op) : "a store") + " needs more " +
-                        again.why + " than an empty launch of a TensorCore with " + cfg_.describe() + " has");
+      throw Unsupported(std::string(is_node ? op_name(p_.nodes[id].op) : "a store") + " needs more " + full_ +
+                        " than an empty launch of a TensorCore with " + cfg_.describe() + " has");
     }
+  }
+  // The event being emitted does not fit the current launch: transact() rolls it back, ends the launch
+  // (spilling live values) and emits it again into a fresh one. Noted, not thrown (a throw per launch cost
+  // more than the rest of the event): the event goes on to its end with 0 as a stand-in for the register,
+  // slot or MXU address it did not get, and whatever it does after this is rolled back or, where not
+  // (asking_for_leaf_, read_by), left as at this point, as a throw would. The first limit found names the
+  // cut.
+  int no_room(const char* why) {
+    if (!full_) {
+      full_ = why;
+      asking_when_full_ = asking_for_leaf_;
+    }
+    return 0;
   }
   int out_slots() const { return int(std::count(slot_.begin(), slot_.end(), kOut)); }
   // An output slot; `unfilled` when the loader fills it (a slot an earlier fill used would be refilled
   // before the program reads it).
   int take_out_slot(bool unfilled = false) {
-    if (out_slots() + 1 + spillable() > lim_.slots) throw NoRoom{kNoSlots};
-    if (int(cur_.drains.size()) + 1 + spillable() > lim_.drains) throw NoRoom{kNoOutputs};
+    if (out_slots() + 1 + spillable() > lim_.slots) return no_room(kNoSlots);
+    if (int(cur_.drains.size()) + 1 + spillable() > lim_.drains) return no_room(kNoOutputs);
     for (int s = 0; s < lim_.slots; ++s)
       if ((slot_[s] == kUsed && !unfilled) || slot_[s] == kFree) {
         slot_[s] = kOut;
         slot_content_[s] = kNothing;
         return s;
       }
-    throw NoRoom{kNoSlots};
+    return no_room(kNoSlots);
   }
   // Every busy vreg but a leaf's may need a STORE and an output tile if the launch is cut: keep room.
-  void room_for_one_more_vreg() const {
+  bool room_for_one_more_vreg() {
     int busy = spillable() + 1;
-    if (int(cur_.program.size()) + busy > lim_.instrs) throw NoRoom{kNoInstrs};
-    if (out_slots() + busy > lim_.slots) throw NoRoom{kNoSlots};
-    if (int(cur_.drains.size()) + busy > lim_.drains) throw NoRoom{kNoOutputs};
+    const char* full = int(cur_.program.size()) + busy > lim_.instrs  ? kNoInstrs
+                       : out_slots() + busy > lim_.slots              ? kNoSlots
+                       : int(cur_.drains.size()) + busy > lim_.drains ? kNoOutputs
+                                                                      : nullptr;
+    if (full) no_room(full);
+    return !full;
   }
   // A free vreg: one holding no constant first, else the one whose constant is asked for again latest.
   int alloc_vreg() {
-    room_for_one_more_vreg();
+    if (!room_for_one_more_vreg()) return 0;  // no_room's stand-in
     int pick = -1;
     for (int r = 0; r < lim_.vregs && (pick < 0 || reg_content_[pick] != kNothing); ++r)
       if (!busy_[r]) pick = r;
@@ -377,7 +390,7 @@ class Emitter {
       return pick;
     }
     if (int r = evict_leaf(); r >= 0) return r;
-    throw NoRoom{kNoVregs};
+    return no_room(kNoVregs);
   }
   // Of the free vregs, all holding constants, the one whose constant the forecast asks for again latest.
   int latest_asked_free_vreg() const {
@@ -438,7 +451,10 @@ class Emitter {
     leaf_regs_.reset(r);
   }
   void emit(Instr in) {
-    if (int(cur_.program.size()) + 1 + spillable() > lim_.instrs) throw NoRoom{kNoInstrs};
+    if (int(cur_.program.size()) + 1 + spillable() > lim_.instrs) {
+      no_room(kNoInstrs);
+      return;
+    }
     cur_.program.push_back(in);
     // every instruction that writes a vreg names it in vregDst
     if (may_write_vreg_dst(in.op)) reg_content_[in.vregDst % lim_.vregs] = kNothing;
@@ -455,7 +471,7 @@ class Emitter {
   // A VMEM tile filled by the loader (a leaf, a constant, or a spilled value), loaded into a fresh vreg.
   int load_fill(int node, DType const_dtype = DType::kI32) {
     int s = int(std::find(slot_.begin(), slot_.end(), kFree) - slot_.begin());
-    if (s >= lim_.slots) throw NoRoom{kNoSlots};
+    if (s >= lim_.slots) s = no_room(kNoSlots);  // the fill is still made: callers read it back
     slot_[s] = kUsed;  // consumed by the LOAD below, so the slot can take an output later
     cur_.fills.push_back({s, node, node >= 0 ? p_.nodes[node].dtype : const_dtype});
     int r = alloc_vreg();
@@ -466,8 +482,7 @@ class Emitter {
   int take_back(int64_t content) {
     for (int r = 0; r < lim_.vregs; ++r)
       if (!busy_[r] && reg_content_[r] == content) {
-        room_for_one_more_vreg();
-        busy_.set(r);
+        if (room_for_one_more_vreg()) busy_.set(r);
         return r;
       }
     return -1;
@@ -547,7 +562,8 @@ class Emitter {
   int fill_leaf(int node) {
     const TileNode& n = p_.nodes[node];
     // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
-    if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a)) throw NoRoom{"gather indices computed in this launch"};
+    if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a))
+      return no_room("gather indices computed in this launch");
     if (auto bits = uniform_[node]) {
       asking_for_leaf_ = true;
       int r = constant(int32_t(*bits), n.dtype);
@@ -745,13 +761,14 @@ class Emitter {
         }
         ++used;
       }
-    if (used == lim_.mxu_entries) throw NoRoom{"WMEM tiles"};
+    if (used == lim_.mxu_entries) return no_room("WMEM tiles");
     cur_.mxu_fills.push_back({true, used, data, {chain}});
     return used;
   }
   // (A rolled-back event may leave its chain on a fill of the launch it was cut from: harmless, the fill
   // holds the same lanes as the one the chain then reads.)
-  static void read_by(MxuFill& f, int chain) {
+  void read_by(MxuFill& f, int chain) {
+    if (full_) return;  // (the event is cut: see no_room)
     if (std::find(f.chains.begin(), f.chains.end(), chain) == f.chains.end()) f.chains.push_back(chain);
   }
   // k consecutive AMEM rows (row r in lanes 4r..4r+3 of block: one WS activation row, or an OS slice's
@@ -772,7 +789,7 @@ class Emitter {
       return addr;
     }
     int base = int(act.size());
-    if (base + k > lim_.mxu_entries) throw NoRoom{"AMEM rows"};
+    if (base + k > lim_.mxu_entries) return no_room("AMEM rows");
     for (int r = 0; r < k; ++r) cur_.mxu_fills.push_back({false, base + r, rows[r], {chain}});
     return base;
   }
