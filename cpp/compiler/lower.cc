@@ -54,6 +54,29 @@ bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::
 
 enum class EmitOrder { kByStore, kProgram };
 
+// What both emission orders read of the program, found once for the two.
+struct NodeFacts {
+  // node -> uniform_bits(), which the vreg forecast asks for every leaf read in the events ahead
+  std::vector<std::optional<uint32_t>> uniform;
+  // MXU results that one store alone reads as they are, from a single weight-stationary dispatch: the
+  // MXU_VPU_EPILOGUE writes them straight into the store's output slot (no vreg, no STORE). They are
+  // not events of their own; the store emits them.
+  std::vector<bool> to_vmem;
+
+  explicit NodeFacts(const TileProgram& p) : to_vmem(p.nodes.size(), false) {
+    uniform.reserve(p.nodes.size());
+    for (const TileNode& n : p.nodes) uniform.push_back(uniform_bits(p, n));
+    if (p.mxu.empty()) return;  // no MXU results (counting uses is a pass over a whole batch)
+    const std::vector<int> reads = node_uses(p).count;
+    for (const TileStore& st : p.stores) {
+      const TileNode& n = p.nodes[st.value];
+      if (n.op != Op::MXU_DOT || reads[st.value] != 1 || n.a >= 0) continue;
+      const MxuDot& m = p.mxu[n.mxu];
+      to_vmem[st.value] = m.single_dispatch() && !m.epilogue_op;
+    }
+  }
+};
+
 }  // namespace
 
 class Emitter {
@@ -61,17 +84,17 @@ class Emitter {
 #define TINYTPU_FRIEND_LOWERING(name) friend void lowering::name(Emitter&, const Lowered&);
   TINYTPU_LOWERINGS(TINYTPU_FRIEND_LOWERING)
 #undef TINYTPU_FRIEND_LOWERING
-  Emitter(const TileProgram& p, const TensorCoreConfig& cfg, bool fast_math, const Choices& choices,
-          EmitOrder order)
+  Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreConfig& cfg, bool fast_math,
+          const Choices& choices, EmitOrder order)
       : p_(p),
         cfg_(cfg),
         lim_(cfg),
         fast_math_(fast_math),
         choices_(choices),
+        uniform_(facts.uniform),
+        to_vmem_(facts.to_vmem),
         vreg_(p.nodes.size(), -1),
         spilled_(p.nodes.size(), false) {
-    uniform_.reserve(p.nodes.size());
-    for (const TileNode& n : p.nodes) uniform_.push_back(uniform_bits(p, n));
     // Emission order, kByStore: the stores in program order, each preceded by whatever it needs that is
     // not yet computed (post-order), so a value is made right before its first use and holds no
     // register earlier. kProgram: the needed nodes in program order, each store as soon as its value is
@@ -80,7 +103,7 @@ class Emitter {
     // not events: each is filled right before its first read in a launch, so it costs no register
     // while it waits and a cut never spills it (the loader fills it again). Positions in this order
     // give every read a last-use time.
-    find_stored_mxu_results();
+    events_.reserve(p.nodes.size() + p.stores.size());
     if (order == EmitOrder::kProgram)
       program_order(needed());
     else
@@ -106,25 +129,27 @@ class Emitter {
 
   // kByStore: each store after the post-order of what it reads and is not yet computed.
   void store_order() {
-    std::vector<bool> done(p_.nodes.size(), false);
-    std::vector<std::pair<int, int>> stack;  // node, operands visited
+    std::vector<char> done(p_.nodes.size(), false);  // (bytes: this visits every node of a batch)
+    std::vector<std::pair<int, int>> stack;          // node, operands looked at
     for (size_t s = 0; s < p_.stores.size(); ++s) {
       for (int root : store_reads(p_.stores[s])) {
-        stack.push_back({root, 0});
+        if (!done[root]) stack.push_back({root, 0});
         while (!stack.empty()) {
-          auto [n, k] = stack.back();
+          auto& [n, k] = stack.back();
           const TileNode& t = p_.nodes[n];
-          int next = k < 3 ? std::array<int, 3>{t.a, t.b, t.c}[k] : -1;
-          if (done[n]) {
-            stack.pop_back();
-          } else if (k < 3) {
-            stack.back().second = k + 1;
-            if (next >= 0 && !done[next]) stack.push_back({next, 0});
-          } else {
-            done[n] = true;
-            if (!is_leaf(n) && !to_vmem_[n]) events_.push_back({true, n});
-            stack.pop_back();
+          int next = -1;  // the first operand from k on not yet done
+          while (k < 3 && next < 0) {
+            const int o = k == 0 ? t.a : k == 1 ? t.b : t.c;
+            ++k;
+            if (o >= 0 && !done[o]) next = o;
           }
+          if (next >= 0) {
+            stack.push_back({next, 0});
+            continue;
+          }
+          done[n] = true;
+          if (!is_leaf(n) && !to_vmem_[n]) events_.push_back({true, n});
+          stack.pop_back();
         }
       }
       events_.push_back({false, int(s)});
@@ -141,22 +166,6 @@ class Emitter {
         for (int o : {p_.nodes[i].a, p_.nodes[i].b, p_.nodes[i].c})
           if (o >= 0) needed[o] = true;
     return needed;
-  }
-
-  // MXU results that one store alone reads as they are, from a single weight-stationary dispatch: the
-  // MXU_VPU_EPILOGUE writes them straight into the store's output slot (no vreg, no STORE). They are
-  // not events of their own; the store emits them.
-  std::vector<bool> to_vmem_;
-  void find_stored_mxu_results() {
-    to_vmem_.assign(p_.nodes.size(), false);
-    if (p_.mxu.empty()) return;  // no MXU results (counting uses is a pass over a whole batch)
-    const std::vector<int> reads = node_uses(p_).count;
-    for (const TileStore& st : p_.stores) {
-      const TileNode& n = p_.nodes[st.value];
-      if (n.op != Op::MXU_DOT || reads[st.value] != 1 || n.a >= 0) continue;
-      const MxuDot& m = p_.mxu[n.mxu];
-      to_vmem_[st.value] = m.single_dispatch() && !m.epilogue_op;
-    }
   }
 
   void program_order(const std::vector<bool>& needed) {
@@ -197,9 +206,9 @@ class Emitter {
   const Limits lim_;
   bool fast_math_;
   const Choices& choices_;
+  const std::vector<std::optional<uint32_t>>& uniform_;  // NodeFacts'
+  const std::vector<bool>& to_vmem_;                     // NodeFacts'
   std::vector<int> vreg_;  // node -> vreg holding it in the current launch, or -1
-  // node -> uniform_bits(), which the vreg forecast asks for every leaf read in the events ahead
-  std::vector<std::optional<uint32_t>> uniform_;
   // Nodes given a vreg in the current launch, and the (node, previous vreg) writes of the current
   // event: resetting, cutting and rolling back touch only these, so emission stays linear in the
   // program's size however long it is.
@@ -1466,11 +1475,12 @@ int64_t estimated_cycles(const std::vector<Launch>& launches) {  // hardware.md 
 std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
                           bool fast_math, const Choices& choices) {
   // Both emission orders, and the one whose launches take fewer cycles.
-  Emitter by_store(prog, cfg, fast_math, choices, EmitOrder::kByStore);
+  const NodeFacts facts(prog);
+  Emitter by_store(prog, facts, cfg, fast_math, choices, EmitOrder::kByStore);
   auto launches = by_store.run();
   constants = by_store.consts_;
   if (prog.stores.size() < 2) return launches;
-  Emitter in_order(prog, cfg, fast_math, choices, EmitOrder::kProgram);
+  Emitter in_order(prog, facts, cfg, fast_math, choices, EmitOrder::kProgram);
   auto other = in_order.run();
   if (estimated_cycles(other) < estimated_cycles(launches)) {
     constants = in_order.consts_;
