@@ -214,6 +214,7 @@ class Emitter {
   // program's size however long it is.
   std::vector<int> bound_;
   std::vector<std::pair<int, int>> undo_;
+  std::vector<int> held_;                     // cut()'s values to spill, in storage kept across launches
   std::vector<bool> spilled_;                 // node value saved in scratch by an earlier launch
   std::vector<std::pair<bool, int>> events_;  // (is a node, node or store index) in emission order
   std::vector<int> last_use_;                 // event position of the last read
@@ -291,11 +292,14 @@ class Emitter {
   // by emit(), take_out_slot() and alloc_vreg() (room for one STORE and one output per busy vreg)
   // guarantee this fits.
   void cut() {
-    std::vector<int> held(bound_);
-    std::sort(held.begin(), held.end());
-    held.erase(std::unique(held.begin(), held.end()), held.end());
-    for (int n : held) {
-      if (vreg_[n] < 0 || last_use_[n] < pos_ || is_leaf(n)) continue;  // the current event may still read it
+    // the values read later (or by the current event), each once and in node order: bound_ holds a node
+    // once per vreg it was given
+    held_.clear();
+    for (int n : bound_)
+      if (vreg_[n] >= 0 && last_use_[n] >= pos_ && !is_leaf(n)) held_.push_back(n);
+    std::sort(held_.begin(), held_.end());
+    held_.erase(std::unique(held_.begin(), held_.end()), held_.end());
+    for (int n : held_) {
       int s = 0;
       while (slot_[s] == kOut) ++s;
       slot_[s] = kOut;
