@@ -451,8 +451,9 @@ class Emitter {
     int victim = -1;
     for (int n : bound_) {
       int r = vreg_[n];
-      if (r < 0 || !is_leaf(n) || event_regs_[r] || slot_holding(n) < 0) continue;
-      if (victim < 0 || last_use_[n] > last_use_[victim]) victim = n;
+      // (the cheap tests first: most nodes bound in a launch would not be taken over the victim so far)
+      if (r < 0 || event_regs_[r] || (victim >= 0 && last_use_[n] <= last_use_[victim])) continue;
+      if (is_leaf(n) && slot_holding(n) >= 0) victim = n;
     }
     if (victim < 0) return -1;
     int r = vreg_[victim];
