@@ -92,15 +92,25 @@ class PlanBuilder {
       plan_.lanes.push_back(prog.lanes(t));
       return add({TileSource::Kind::kDynamic, int(plan_.lanes.size()) - 1, index, t.gated});
     }
-    if (!t.gated)  // a gated lane is checked when it runs: out of range, it reads 0
-      for (const LeafLane& s : prog.lanes(t)) in_range(s);
+    if (!t.gated) in_range(prog.lanes(t));  // a gated lane is checked when it runs: out of range, it reads 0
     return add(gather(prog.lanes(t), 0, t.gated));
   }
-  // A lane reads a constant or an element of its buffer: one out of range is an error.
-  void in_range(const LeafLane& s) {
-    if (s.buf < 0 || s.buf == counter_slot(plan_.written)) return;
-    check_gather(s.index, s.buf, sizes_[s.buf]);
-    widen(*bounds_, s.buf, s.index, s.index);
+  // Each lane reads a constant or an element of its buffer: one out of range is an error. Checked and
+  // widened a run of lanes of one buffer at a time (a gather's lanes mostly read one), lane by lane only to
+  // name the first out of range.
+  void in_range(const LeafLanes& lanes) {
+    for (int l = 0, end; l < kLanes; l = end) {
+      const int buf = lanes[l].buf;
+      int64_t lo = lanes[l].index, hi = lo;
+      for (end = l + 1; end < kLanes && lanes[end].buf == buf; ++end) {
+        lo = std::min(lo, lanes[end].index);
+        hi = std::max(hi, lanes[end].index);
+      }
+      if (buf < 0 || buf == counter_slot(plan_.written)) continue;
+      if (lo < 0 || hi >= sizes_[buf])
+        for (int k = l; k < end; ++k) check_gather(lanes[k].index, buf, sizes_[buf]);
+      widen(*bounds_, buf, lo, hi);
+    }
   }
   // The plan's operand for an MXU fill, one per distinct tile or row, with every chain that reads it.
   int operand(const MxuFill& f) {
@@ -112,13 +122,13 @@ class PlanBuilder {
     return it->second;
   }
   int mxu_source(const MxuTile& tile) {
-    std::array<LeafLane, kLanes> lanes;
+    LeafLanes lanes;
     LaneMask negate;
     for (int l = 0; l < kLanes; ++l) {
       lanes[l] = tile[l].src;
       negate[l] = tile[l].negate;
-      in_range(lanes[l]);
     }
+    in_range(lanes);
     return add(gather(lanes, negate, false));
   }
   // A static gather, strided when its lanes allow (lanes past the first n read the constant 0).
