@@ -224,7 +224,8 @@ class Emitter {
   std::bitset<TensorCoreConfig::kMaxVregs> leaf_regs_;  // busy vregs holding a leaf
   // VMEM slots; those past the configuration's depth stay kAbsent. A fixed array: a transaction saves it.
   enum SlotState : uint8_t { kFree, kFilled, kUsed, kOut, kAbsent };
-  std::array<SlotState, TensorCoreConfig::kMaxDepth> slot_{};
+  std::array<SlotState, TensorCoreConfig::kMaxDepth> slot_{};  // written through set_slot()
+  int out_slots_ = 0;  // slots kOut, counted as they change (room checks ask for every vreg and output)
   // What a consumed (kUsed) slot still holds: a constant, or a leaf node's lanes. A later read in the
   // launch LOADs it again instead of filling another slot, so a leaf's vreg can be given up under
   // pressure (evict_leaf) and the launch goes on.
@@ -263,6 +264,7 @@ class Emitter {
     leaf_regs_.reset();
     slot_.fill(kAbsent);
     std::fill_n(slot_.begin(), lim_.slots, kFree);
+    out_slots_ = 0;
     slot_content_.fill(kNothing);
     reg_content_.fill(kNothing);
     palette_.clear();
@@ -302,7 +304,7 @@ class Emitter {
     for (int n : held_) {
       int s = 0;
       while (slot_[s] == kOut) ++s;
-      slot_[s] = kOut;
+      set_slot(s, kOut);
       cur_.program.push_back(instr::store(s, vreg_[n]));
       cur_.drains.push_back({s, -1, n});
       spilled_[n] = true;
@@ -318,6 +320,7 @@ class Emitter {
                  mxu_fills = l.mxu_fills.size(), consts = consts_.size();
     auto saved_busy = busy_, saved_leaf_regs = leaf_regs_;
     auto saved_slots = slot_;
+    const int saved_out_slots = out_slots_;
     auto saved_content = slot_content_;
     auto saved_reg_content = reg_content_;
     const size_t palette = palette_.size();
@@ -336,6 +339,7 @@ class Emitter {
     busy_ = saved_busy;
     leaf_regs_ = saved_leaf_regs;
     slot_ = saved_slots;
+    out_slots_ = saved_out_slots;
     slot_content_ = saved_content;
     reg_content_ = saved_reg_content;
     palette_.resize(palette);  // the launch ends here: its palette keeps the lanes it had
@@ -367,7 +371,11 @@ class Emitter {
     }
     return 0;
   }
-  int out_slots() const { return int(std::count(slot_.begin(), slot_.end(), kOut)); }
+  int out_slots() const { return out_slots_; }
+  void set_slot(int s, SlotState state) {
+    out_slots_ += int(state == kOut) - int(slot_[s] == kOut);
+    slot_[s] = state;
+  }
   // An output slot; `unfilled` when the loader fills it (a slot an earlier fill used would be refilled
   // before the program reads it).
   int take_out_slot(bool unfilled = false) {
@@ -375,7 +383,7 @@ class Emitter {
     if (int(cur_.drains.size()) + 1 + spillable() > lim_.drains) return no_room(kNoOutputs);
     for (int s = 0; s < lim_.slots; ++s)
       if ((slot_[s] == kUsed && !unfilled) || slot_[s] == kFree) {
-        slot_[s] = kOut;
+        set_slot(s, kOut);
         slot_content_[s] = kNothing;
         return s;
       }
@@ -486,7 +494,7 @@ class Emitter {
   int load_fill(int node, DType const_dtype = DType::kI32) {
     int s = int(std::find(slot_.begin(), slot_.end(), kFree) - slot_.begin());
     if (s >= lim_.slots) s = no_room(kNoSlots);  // the fill is still made: callers read it back
-    slot_[s] = kUsed;  // consumed by the LOAD below, so the slot can take an output later
+    set_slot(s, kUsed);  // consumed by the LOAD below, so the slot can take an output later
     cur_.fills.push_back({s, node, node >= 0 ? p_.nodes[node].dtype : const_dtype});
     int r = alloc_vreg();
     emit(instr::load(r, s));
