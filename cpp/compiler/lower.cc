@@ -260,6 +260,12 @@ class Emitter {
 
   void begin_launch() {
     cur_ = Launch{};
+    if (!launches_.empty()) {  // as large as the last: a batch's launches are mostly alike
+      const Launch& last = launches_.back();
+      cur_.program.reserve(last.program.size());
+      cur_.fills.reserve(last.fills.size());
+      cur_.drains.reserve(last.drains.size());
+    }
     busy_.reset();
     leaf_regs_.reset();
     slot_.fill(kAbsent);
