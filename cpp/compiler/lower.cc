@@ -288,8 +288,9 @@ class Emitter {
     vreg_[node] = r;
     if (r >= 0) bound_.push_back(node);
   }
-  // Vregs a cut would save: busy ones not holding a leaf (the loader refills leaves).
-  int spillable() const { return int(busy_.count() - leaf_regs_.count()); }
+  // Vregs a cut would save: busy ones not holding a leaf (the loader refills leaves). One count: every
+  // leaf's vreg is busy but in an event past no_room, whose room checks no longer change anything.
+  int spillable() const { return int((busy_ & ~leaf_regs_).count()); }
   void finish_launch() {
     if (cur_.program.empty() && cur_.drains.empty()) return;
     cur_.program.push_back(instr::halt());
