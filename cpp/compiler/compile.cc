@@ -61,7 +61,7 @@ class PlanBuilder {
       }
       for (const MxuFill& f : l.mxu_fills) out.mxu_fills.push_back({record++, operand(f)});
       drains(prog, l, out);
-      out.image = intern(image(l, consts));
+      out.image = intern(l, consts);
       plan_.launches.push_back(std::move(out));
     }
     batch.spills = plan_.scratch_tiles - scratch;
@@ -92,15 +92,25 @@ class PlanBuilder {
       plan_.lanes.push_back(prog.lanes(t));
       return add({TileSource::Kind::kDynamic, int(plan_.lanes.size()) - 1, index, t.gated});
     }
-    if (!t.gated)  // a gated lane is checked when it runs: out of range, it reads 0
-      for (const LeafLane& s : prog.lanes(t)) in_range(s);
+    if (!t.gated) in_range(prog.lanes(t));  // a gated lane is checked when it runs: out of range, it reads 0
     return add(gather(prog.lanes(t), 0, t.gated));
   }
-  // A lane reads a constant or an element of its buffer: one out of range is an error.
-  void in_range(const LeafLane& s) {
-    if (s.buf < 0 || s.buf == counter_slot(plan_.written)) return;
-    check_gather(s.index, s.buf, sizes_[s.buf]);
-    widen(*bounds_, s.buf, s.index, s.index);
+  // Each lane reads a constant or an element of its buffer: one out of range is an error. Checked and
+  // widened a run of lanes of one buffer at a time (a gather's lanes mostly read one), lane by lane only to
+  // name the first out of range.
+  void in_range(const LeafLanes& lanes) {
+    for (int l = 0, end; l < kLanes; l = end) {
+      const int buf = lanes[l].buf;
+      int64_t lo = lanes[l].index, hi = lo;
+      for (end = l + 1; end < kLanes && lanes[end].buf == buf; ++end) {
+        lo = std::min(lo, lanes[end].index);
+        hi = std::max(hi, lanes[end].index);
+      }
+      if (buf < 0 || buf == counter_slot(plan_.written)) continue;
+      if (lo < 0 || hi >= sizes_[buf])
+        for (int k = l; k < end; ++k) check_gather(lanes[k].index, buf, sizes_[buf]);
+      widen(*bounds_, buf, lo, hi);
+    }
   }
   // The plan's operand for an MXU fill, one per distinct tile or row, with every chain that reads it.
   int operand(const MxuFill& f) {
@@ -112,13 +122,13 @@ class PlanBuilder {
     return it->second;
   }
   int mxu_source(const MxuTile& tile) {
-    std::array<LeafLane, kLanes> lanes;
+    LeafLanes lanes;
     LaneMask negate;
     for (int l = 0; l < kLanes; ++l) {
       lanes[l] = tile[l].src;
       negate[l] = tile[l].negate;
-      in_range(lanes[l]);
     }
+    in_range(lanes);
     return add(gather(lanes, negate, false));
   }
   // A static gather, strided when its lanes allow (lanes past the first n read the constant 0).
@@ -175,62 +185,72 @@ class PlanBuilder {
     }
   }
 
-  static Image image(const Launch& l, const std::vector<Tile>& consts) {
-    Image image;
-    std::vector<Record>& records = image.bundle.records;
-    records.reserve(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
-    image.fill_dtypes.reserve(l.fills.size());
-    for (const SlotFill& f : l.fills) {
-      Record r{RecordType::kVmemTile, f.slot};
-      if (f.node < 0) r.data = consts[-f.node - 1];
-      records.push_back(r);
-      image.fill_dtypes.push_back(f.dtype);
-    }
-    for (const MxuFill& f : l.mxu_fills)
-      records.push_back(Record{f.weight ? RecordType::kWeightTile : RecordType::kActTile, f.addr});
-    for (const Instr& in : l.program) {
-      Record r{RecordType::kInstr};
-      r.instr = in;
-      records.push_back(r);
-    }
-    for (const SlotDrain& d : l.drains) records.push_back(Record{RecordType::kOutputVmem, d.slot});
-    return image;
+  // A launch's bundle records in order, each given to `f` as (type, address, data: null for zeros,
+  // instruction): interning hashes and compares them without building the bundle, which only a program
+  // not seen before needs.
+  template <class F>
+  static void for_each_record(const Launch& l, const std::vector<Tile>& consts, F f) {
+    const Instr none{};
+    for (const SlotFill& fill : l.fills)
+      f(RecordType::kVmemTile, fill.slot, fill.node < 0 ? &consts[-fill.node - 1] : nullptr, none);
+    for (const MxuFill& fill : l.mxu_fills)
+      f(fill.weight ? RecordType::kWeightTile : RecordType::kActTile, fill.addr, nullptr, none);
+    for (const Instr& in : l.program) f(RecordType::kInstr, 0, nullptr, in);
+    for (const SlotDrain& d : l.drains) f(RecordType::kOutputVmem, d.slot, nullptr, none);
   }
 
   // One validated copy of each distinct bundle (a kernel's chunks mostly compile to the same program).
-  std::shared_ptr<const Image> intern(Image image) {
+  std::shared_ptr<const Image> intern(const Launch& l, const std::vector<Tile>& consts) {
     // Each record hashed on its own, then combined: the mixes of different records do not wait on each
     // other (a large batch hashes every launch it lowers). Whole words: the fields packed, two values a word.
     constexpr uint64_t kOffset = 1469598103934665603ull;
     auto mix = [](uint64_t& h, uint64_t v) { h = (h ^ v) * 1099511628211ull; };
     static_assert(kTileElems % 2 == 0);
     uint64_t h = kOffset;
-    for (const Record& r : image.bundle.records) {
-      const Instr& in = r.instr;
+    for_each_record(l, consts, [&](RecordType type, int addr, const Tile* data, const Instr& in) {
       uint64_t record = kOffset;
-      mix(record, uint64_t(r.type) << 40 | uint64_t(uint32_t(r.addr)) << 8 | in.op);
+      mix(record, uint64_t(type) << 40 | uint64_t(uint32_t(addr)) << 8 | in.op);
       mix(record, uint64_t(in.vmemAddr) << 56 | uint64_t(in.vregDst) << 48 | uint64_t(in.vregSrc) << 40 |
                       uint64_t(in.vpuOp) << 32 | uint64_t(in.vregSrc2) << 24 | uint64_t(in.mxuWBase) << 16 |
                       uint64_t(in.mxuABase) << 8 | in.mxuTLen);
-      for (size_t i = 0; i < r.data.size(); i += 2)
-        mix(record, uint64_t(uint32_t(r.data[i])) | uint64_t(uint32_t(r.data[i + 1])) << 32);
+      if (data)
+        for (size_t i = 0; i < data->size(); i += 2)
+          mix(record, uint64_t(uint32_t((*data)[i])) | uint64_t(uint32_t((*data)[i + 1])) << 32);
       mix(h, record);
-    }
-    for (DType d : image.fill_dtypes) mix(h, uint64_t(d));
+    });
+    for (const SlotFill& f : l.fills) mix(h, uint64_t(f.dtype));
     auto& same_hash = images_[h];
     for (const auto& known : same_hash)
-      if (same(known->bundle, image.bundle) && known->fill_dtypes == image.fill_dtypes) return known;
+      if (same(*known, l, consts)) return known;
+    Image image;
+    image.bundle.records.reserve(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
+    for_each_record(l, consts, [&](RecordType type, int addr, const Tile* data, const Instr& in) {
+      Record& r = image.bundle.records.emplace_back(Record{type, addr});
+      if (data) r.data = *data;
+      r.instr = in;
+    });
+    image.fill_dtypes.reserve(l.fills.size());
+    for (const SlotFill& f : l.fills) image.fill_dtypes.push_back(f.dtype);
     validate(image.bundle, plan_.config);
     same_hash.push_back(std::make_shared<const Image>(std::move(image)));
     return same_hash.back();
   }
-  static bool same(const Bundle& a, const Bundle& b) {
-    if (a.records.size() != b.records.size()) return false;
-    for (size_t i = 0; i < a.records.size(); ++i) {
-      const Record &x = a.records[i], &y = b.records[i];
-      if (x.type != y.type || x.addr != y.addr || x.data != y.data || !(x.instr == y.instr)) return false;
-    }
-    return true;
+  // Whether the launch's bundle is the image's.
+  static bool same(const Image& image, const Launch& l, const std::vector<Tile>& consts) {
+    const std::vector<Record>& records = image.bundle.records;
+    if (records.size() != l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size() ||
+        image.fill_dtypes.size() != l.fills.size())
+      return false;
+    for (size_t i = 0; i < l.fills.size(); ++i)
+      if (image.fill_dtypes[i] != l.fills[i].dtype) return false;
+    bool equal = true;
+    size_t i = 0;
+    for_each_record(l, consts, [&](RecordType type, int addr, const Tile* data, const Instr& in) {
+      const Record& r = records[i++];
+      equal = equal && r.type == type && r.addr == addr && (data ? r.data == *data : r.data == Tile{}) &&
+              r.instr == in;
+    });
+    return equal;
   }
 };
 

@@ -268,6 +268,13 @@ std::vector<Replication> replication(const TileProgram& p, const NodeUses& uses)
   return rep;
 }
 
+// What both packers read of a program: found once, and again only for a program one of them packed.
+struct LaneFacts {
+  NodeUses uses;
+  std::vector<Replication> rep;
+  explicit LaneFacts(const TileProgram& p) : uses(node_uses(p)), rep(replication(p, uses)) {}
+};
+
 // Reductions the VPU's cross-lane ops do exactly (the op table's reduce columns).
 bool reducible(Op op, DType d) {
   const OpInfo& o = op_info(op);
@@ -291,8 +298,8 @@ struct Reduction {
 
 class ReductionPacker {
  public:
-  explicit ReductionPacker(const TileProgram& p)
-      : p_(p), b_(p), uses_(node_uses(p)), rep_(replication(p, uses_)) {}
+  ReductionPacker(const TileProgram& p, const LaneFacts& facts)
+      : p_(p), b_(p), uses_(facts.uses), rep_(facts.rep) {}
 
   std::optional<TileProgram> run() {
     std::map<int, Reduction> plans;
@@ -327,8 +334,8 @@ class ReductionPacker {
  private:
   const TileProgram& p_;
   Builder b_;
-  const NodeUses uses_;
-  const std::vector<Replication> rep_;
+  const NodeUses& uses_;
+  const std::vector<Replication>& rep_;
   // Nodes plan() has counted in the current chain's term trees (cleared after each: a set per chain
   // allocated a node per element and dominated packing of large batches).
   std::vector<bool> walked_ = std::vector<bool>(p_.nodes.size(), false);
@@ -568,8 +575,8 @@ class ReductionPacker {
 // estimated cycles saved exceed the broadcasts'.
 class ReplicaPacker {
  public:
-  explicit ReplicaPacker(const TileProgram& p)
-      : p_(p), b_(p), uses_(node_uses(p)), rep_(replication(p, uses_)) {}
+  ReplicaPacker(const TileProgram& p, const LaneFacts& facts)
+      : p_(p), b_(p), uses_(facts.uses), rep_(facts.rep) {}
 
   std::optional<TileProgram> run() {
     classify();
@@ -614,8 +621,8 @@ class ReplicaPacker {
   };
   const TileProgram& p_;
   Builder b_;
-  const NodeUses uses_;
-  const std::vector<Replication> rep_;
+  const NodeUses& uses_;
+  const std::vector<Replication>& rep_;
   std::vector<Group> groups_;
 
   static int capacity(LaneAxis a) { return a == LaneAxis::kTile ? kLanes : kRows; }
@@ -710,8 +717,12 @@ class ReplicaPacker {
 
 void pack_lanes(TileProgram& prog) {
   if (auto packed = pack_stores(prog)) prog = std::move(*packed);
-  if (auto packed = ReductionPacker(prog).run()) prog = std::move(*packed);
-  if (auto packed = ReplicaPacker(prog).run()) prog = std::move(*packed);
+  LaneFacts facts(prog);
+  if (auto packed = ReductionPacker(prog, facts).run()) {
+    prog = std::move(*packed);
+    facts = LaneFacts(prog);
+  }
+  if (auto packed = ReplicaPacker(prog, facts).run()) prog = std::move(*packed);
 }
 
 }  // namespace tinytpu::compiler

@@ -24,11 +24,7 @@ struct Limits {
         drains(c.max_outputs),
         mxu_entries(c.depth) {}
 };
-// Thrown when the node being emitted does not fit the current launch: the emitter rolls back, ends the
-// launch (spilling live values) and emits the node again into a fresh one. `why` names the limit.
-struct NoRoom {
-  const char* why;
-};
+// The limits an event can find full (Emitter::no_room), named in the decision log.
 constexpr const char* kNoInstrs = "instructions";
 constexpr const char* kNoSlots = "VMEM tiles";
 constexpr const char* kNoOutputs = "outputs";
@@ -58,6 +54,29 @@ bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::
 
 enum class EmitOrder { kByStore, kProgram };
 
+// What both emission orders read of the program, found once for the two.
+struct NodeFacts {
+  // node -> uniform_bits(), which the vreg forecast asks for every leaf read in the events ahead
+  std::vector<std::optional<uint32_t>> uniform;
+  // MXU results that one store alone reads as they are, from a single weight-stationary dispatch: the
+  // MXU_VPU_EPILOGUE writes them straight into the store's output slot (no vreg, no STORE). They are
+  // not events of their own; the store emits them.
+  std::vector<bool> to_vmem;
+
+  explicit NodeFacts(const TileProgram& p) : to_vmem(p.nodes.size(), false) {
+    uniform.reserve(p.nodes.size());
+    for (const TileNode& n : p.nodes) uniform.push_back(uniform_bits(p, n));
+    if (p.mxu.empty()) return;  // no MXU results (counting uses is a pass over a whole batch)
+    const std::vector<int> reads = node_uses(p).count;
+    for (const TileStore& st : p.stores) {
+      const TileNode& n = p.nodes[st.value];
+      if (n.op != Op::MXU_DOT || reads[st.value] != 1 || n.a >= 0) continue;
+      const MxuDot& m = p.mxu[n.mxu];
+      to_vmem[st.value] = m.single_dispatch() && !m.epilogue_op;
+    }
+  }
+};
+
 }  // namespace
 
 class Emitter {
@@ -65,17 +84,17 @@ class Emitter {
 #define TINYTPU_FRIEND_LOWERING(name) friend void lowering::name(Emitter&, const Lowered&);
   TINYTPU_LOWERINGS(TINYTPU_FRIEND_LOWERING)
 #undef TINYTPU_FRIEND_LOWERING
-  Emitter(const TileProgram& p, const TensorCoreConfig& cfg, bool fast_math, const Choices& choices,
-          EmitOrder order)
+  Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreConfig& cfg, bool fast_math,
+          const Choices& choices, EmitOrder order)
       : p_(p),
         cfg_(cfg),
         lim_(cfg),
         fast_math_(fast_math),
         choices_(choices),
+        uniform_(facts.uniform),
+        to_vmem_(facts.to_vmem),
         vreg_(p.nodes.size(), -1),
         spilled_(p.nodes.size(), false) {
-    uniform_.reserve(p.nodes.size());
-    for (const TileNode& n : p.nodes) uniform_.push_back(uniform_bits(p, n));
     // Emission order, kByStore: the stores in program order, each preceded by whatever it needs that is
     // not yet computed (post-order), so a value is made right before its first use and holds no
     // register earlier. kProgram: the needed nodes in program order, each store as soon as its value is
@@ -84,7 +103,7 @@ class Emitter {
     // not events: each is filled right before its first read in a launch, so it costs no register
     // while it waits and a cut never spills it (the loader fills it again). Positions in this order
     // give every read a last-use time.
-    find_stored_mxu_results();
+    events_.reserve(p.nodes.size() + p.stores.size());
     if (order == EmitOrder::kProgram)
       program_order(needed());
     else
@@ -110,25 +129,27 @@ class Emitter {
 
   // kByStore: each store after the post-order of what it reads and is not yet computed.
   void store_order() {
-    std::vector<bool> done(p_.nodes.size(), false);
-    std::vector<std::pair<int, int>> stack;  // node, operands visited
+    std::vector<char> done(p_.nodes.size(), false);  // (bytes: this visits every node of a batch)
+    std::vector<std::pair<int, int>> stack;          // node, operands looked at
     for (size_t s = 0; s < p_.stores.size(); ++s) {
       for (int root : store_reads(p_.stores[s])) {
-        stack.push_back({root, 0});
+        if (!done[root]) stack.push_back({root, 0});
         while (!stack.empty()) {
-          auto [n, k] = stack.back();
+          auto& [n, k] = stack.back();
           const TileNode& t = p_.nodes[n];
-          int next = k < 3 ? std::array<int, 3>{t.a, t.b, t.c}[k] : -1;
-          if (done[n]) {
-            stack.pop_back();
-          } else if (k < 3) {
-            stack.back().second = k + 1;
-            if (next >= 0 && !done[next]) stack.push_back({next, 0});
-          } else {
-            done[n] = true;
-            if (!is_leaf(n) && !to_vmem_[n]) events_.push_back({true, n});
-            stack.pop_back();
+          int next = -1;  // the first operand from k on not yet done
+          while (k < 3 && next < 0) {
+            const int o = k == 0 ? t.a : k == 1 ? t.b : t.c;
+            ++k;
+            if (o >= 0 && !done[o]) next = o;
           }
+          if (next >= 0) {
+            stack.push_back({next, 0});
+            continue;
+          }
+          done[n] = true;
+          if (!is_leaf(n) && !to_vmem_[n]) events_.push_back({true, n});
+          stack.pop_back();
         }
       }
       events_.push_back({false, int(s)});
@@ -145,22 +166,6 @@ class Emitter {
         for (int o : {p_.nodes[i].a, p_.nodes[i].b, p_.nodes[i].c})
           if (o >= 0) needed[o] = true;
     return needed;
-  }
-
-  // MXU results that one store alone reads as they are, from a single weight-stationary dispatch: the
-  // MXU_VPU_EPILOGUE writes them straight into the store's output slot (no vreg, no STORE). They are
-  // not events of their own; the store emits them.
-  std::vector<bool> to_vmem_;
-  void find_stored_mxu_results() {
-    to_vmem_.assign(p_.nodes.size(), false);
-    if (p_.mxu.empty()) return;  // no MXU results (counting uses is a pass over a whole batch)
-    const std::vector<int> reads = node_uses(p_).count;
-    for (const TileStore& st : p_.stores) {
-      const TileNode& n = p_.nodes[st.value];
-      if (n.op != Op::MXU_DOT || reads[st.value] != 1 || n.a >= 0) continue;
-      const MxuDot& m = p_.mxu[n.mxu];
-      to_vmem_[st.value] = m.single_dispatch() && !m.epilogue_op;
-    }
   }
 
   void program_order(const std::vector<bool>& needed) {
@@ -201,14 +206,15 @@ class Emitter {
   const Limits lim_;
   bool fast_math_;
   const Choices& choices_;
+  const std::vector<std::optional<uint32_t>>& uniform_;  // NodeFacts'
+  const std::vector<bool>& to_vmem_;                     // NodeFacts'
   std::vector<int> vreg_;  // node -> vreg holding it in the current launch, or -1
-  // node -> uniform_bits(), which the vreg forecast asks for every leaf read in the events ahead
-  std::vector<std::optional<uint32_t>> uniform_;
   // Nodes given a vreg in the current launch, and the (node, previous vreg) writes of the current
   // event: resetting, cutting and rolling back touch only these, so emission stays linear in the
   // program's size however long it is.
   std::vector<int> bound_;
   std::vector<std::pair<int, int>> undo_;
+  std::vector<int> held_;                     // cut()'s values to spill, in storage kept across launches
   std::vector<bool> spilled_;                 // node value saved in scratch by an earlier launch
   std::vector<std::pair<bool, int>> events_;  // (is a node, node or store index) in emission order
   std::vector<int> last_use_;                 // event position of the last read
@@ -218,7 +224,8 @@ class Emitter {
   std::bitset<TensorCoreConfig::kMaxVregs> leaf_regs_;  // busy vregs holding a leaf
   // VMEM slots; those past the configuration's depth stay kAbsent. A fixed array: a transaction saves it.
   enum SlotState : uint8_t { kFree, kFilled, kUsed, kOut, kAbsent };
-  std::array<SlotState, TensorCoreConfig::kMaxDepth> slot_{};
+  std::array<SlotState, TensorCoreConfig::kMaxDepth> slot_{};  // written through set_slot()
+  int out_slots_ = 0;  // slots kOut, counted as they change (room checks ask for every vreg and output)
   // What a consumed (kUsed) slot still holds: a constant, or a leaf node's lanes. A later read in the
   // launch LOADs it again instead of filling another slot, so a leaf's vreg can be given up under
   // pressure (evict_leaf) and the launch goes on.
@@ -236,6 +243,8 @@ class Emitter {
   std::map<std::pair<Op, DType>, std::vector<int64_t>> op_asks_;
   std::vector<int64_t> event_asks_;  // the current event's lowering's asks so far
   bool asking_for_leaf_ = false;
+  const char* full_ = nullptr;     // the limit the current event found full (no_room), or null
+  bool asking_when_full_ = false;  // asking_for_leaf_ then
   // The launch's constant palette: up to 16 constants in the lanes of one constant tile, each taken into a
   // vreg by BROADCAST_SCALAR (an XLU op: 2 cycles) from the vreg holding the palette, where a constant of
   // its own costs a fill record and a LOAD (3 cycles) in every launch. Lanes 0..15, because the broadcast's
@@ -251,10 +260,17 @@ class Emitter {
 
   void begin_launch() {
     cur_ = Launch{};
+    if (!launches_.empty()) {  // as large as the last: a batch's launches are mostly alike
+      const Launch& last = launches_.back();
+      cur_.program.reserve(last.program.size());
+      cur_.fills.reserve(last.fills.size());
+      cur_.drains.reserve(last.drains.size());
+    }
     busy_.reset();
     leaf_regs_.reset();
     slot_.fill(kAbsent);
     std::fill_n(slot_.begin(), lim_.slots, kFree);
+    out_slots_ = 0;
     slot_content_.fill(kNothing);
     reg_content_.fill(kNothing);
     palette_.clear();
@@ -272,8 +288,9 @@ class Emitter {
     vreg_[node] = r;
     if (r >= 0) bound_.push_back(node);
   }
-  // Vregs a cut would save: busy ones not holding a leaf (the loader refills leaves).
-  int spillable() const { return int(busy_.count() - leaf_regs_.count()); }
+  // Vregs a cut would save: busy ones not holding a leaf (the loader refills leaves). One count: every
+  // leaf's vreg is busy but in an event past no_room, whose room checks no longer change anything.
+  int spillable() const { return int((busy_ & ~leaf_regs_).count()); }
   void finish_launch() {
     if (cur_.program.empty() && cur_.drains.empty()) return;
     cur_.program.push_back(instr::halt());
@@ -284,14 +301,17 @@ class Emitter {
   // by emit(), take_out_slot() and alloc_vreg() (room for one STORE and one output per busy vreg)
   // guarantee this fits.
   void cut() {
-    std::vector<int> held(bound_);
-    std::sort(held.begin(), held.end());
-    held.erase(std::unique(held.begin(), held.end()), held.end());
-    for (int n : held) {
-      if (vreg_[n] < 0 || last_use_[n] < pos_ || is_leaf(n)) continue;  // the current event may still read it
+    // the values read later (or by the current event), each once and in node order: bound_ holds a node
+    // once per vreg it was given
+    held_.clear();
+    for (int n : bound_)
+      if (vreg_[n] >= 0 && last_use_[n] >= pos_ && !is_leaf(n)) held_.push_back(n);
+    std::sort(held_.begin(), held_.end());
+    held_.erase(std::unique(held_.begin(), held_.end()), held_.end());
+    for (int n : held_) {
       int s = 0;
       while (slot_[s] == kOut) ++s;
-      slot_[s] = kOut;
+      set_slot(s, kOut);
       cur_.program.push_back(instr::store(s, vreg_[n]));
       cur_.drains.push_back({s, -1, n});
       spilled_[n] = true;
@@ -307,18 +327,17 @@ class Emitter {
                  mxu_fills = l.mxu_fills.size(), consts = consts_.size();
     auto saved_busy = busy_, saved_leaf_regs = leaf_regs_;
     auto saved_slots = slot_;
+    const int saved_out_slots = out_slots_;
     auto saved_content = slot_content_;
     auto saved_reg_content = reg_content_;
     const size_t palette = palette_.size();
     const int palette_tile = palette_tile_;
     event_regs_.reset();
     undo_.clear();
-    try {
-      body();
-      return;
-    } catch (const NoRoom& full) {
-      cur_.cut = full.why;
-    }
+    full_ = nullptr;
+    body();
+    if (!full_) return;
+    cur_.cut = full_;
     cur_.program.resize(program);
     cur_.fills.resize(fills);
     cur_.drains.resize(drains);
@@ -327,6 +346,7 @@ class Emitter {
     busy_ = saved_busy;
     leaf_regs_ = saved_leaf_regs;
     slot_ = saved_slots;
+    out_slots_ = saved_out_slots;
     slot_content_ = saved_content;
     reg_content_ = saved_reg_content;
     palette_.resize(palette);  // the launch ends here: its palette keeps the lanes it had
@@ -335,39 +355,60 @@ class Emitter {
       std::fill(consts_[palette_tile_].begin() + palette, consts_[palette_tile_].end(), 0);
     event_regs_.reset();
     for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) vreg_[it->first] = it->second;
+    asking_for_leaf_ = asking_when_full_;
     cut();
-    try {
-      body();
-    } catch (const NoRoom& again) {
+    full_ = nullptr;
+    body();
+    if (full_) {
       auto [is_node, id] = events_[pos_];
-      throw Unsupported(std::string(is_node ? op_name(p_.nodes[id].op) : "a store") + " needs more " +
-                        again.why + " than an empty launch of a TensorCore with " + cfg_.describe() + " has");
+      throw Unsupported(std::string(is_node ? op_name(p_.nodes[id].op) : "a store") + " needs more " + full_ +
+                        " than an empty launch of a TensorCore with " + cfg_.describe() + " has");
     }
   }
-  int out_slots() const { return int(std::count(slot_.begin(), slot_.end(), kOut)); }
+  // The event being emitted does not fit the current launch: transact() rolls it back, ends the launch
+  // (spilling live values) and emits it again into a fresh one. Noted, not thrown (a throw per launch cost
+  // more than the rest of the event): the event goes on to its end with 0 as a stand-in for the register,
+  // slot or MXU address it did not get, and whatever it does after this is rolled back or, where not
+  // (asking_for_leaf_, read_by), left as at this point, as a throw would. The first limit found names the
+  // cut.
+  int no_room(const char* why) {
+    if (!full_) {
+      full_ = why;
+      asking_when_full_ = asking_for_leaf_;
+    }
+    return 0;
+  }
+  int out_slots() const { return out_slots_; }
+  void set_slot(int s, SlotState state) {
+    out_slots_ += int(state == kOut) - int(slot_[s] == kOut);
+    slot_[s] = state;
+  }
   // An output slot; `unfilled` when the loader fills it (a slot an earlier fill used would be refilled
   // before the program reads it).
   int take_out_slot(bool unfilled = false) {
-    if (out_slots() + 1 + spillable() > lim_.slots) throw NoRoom{kNoSlots};
-    if (int(cur_.drains.size()) + 1 + spillable() > lim_.drains) throw NoRoom{kNoOutputs};
+    if (out_slots() + 1 + spillable() > lim_.slots) return no_room(kNoSlots);
+    if (int(cur_.drains.size()) + 1 + spillable() > lim_.drains) return no_room(kNoOutputs);
     for (int s = 0; s < lim_.slots; ++s)
       if ((slot_[s] == kUsed && !unfilled) || slot_[s] == kFree) {
-        slot_[s] = kOut;
+        set_slot(s, kOut);
         slot_content_[s] = kNothing;
         return s;
       }
-    throw NoRoom{kNoSlots};
+    return no_room(kNoSlots);
   }
   // Every busy vreg but a leaf's may need a STORE and an output tile if the launch is cut: keep room.
-  void room_for_one_more_vreg() const {
+  bool room_for_one_more_vreg() {
     int busy = spillable() + 1;
-    if (int(cur_.program.size()) + busy > lim_.instrs) throw NoRoom{kNoInstrs};
-    if (out_slots() + busy > lim_.slots) throw NoRoom{kNoSlots};
-    if (int(cur_.drains.size()) + busy > lim_.drains) throw NoRoom{kNoOutputs};
+    const char* full = int(cur_.program.size()) + busy > lim_.instrs  ? kNoInstrs
+                       : out_slots() + busy > lim_.slots              ? kNoSlots
+                       : int(cur_.drains.size()) + busy > lim_.drains ? kNoOutputs
+                                                                      : nullptr;
+    if (full) no_room(full);
+    return !full;
   }
   // A free vreg: one holding no constant first, else the one whose constant is asked for again latest.
   int alloc_vreg() {
-    room_for_one_more_vreg();
+    if (!room_for_one_more_vreg()) return 0;  // no_room's stand-in
     int pick = -1;
     for (int r = 0; r < lim_.vregs && (pick < 0 || reg_content_[pick] != kNothing); ++r)
       if (!busy_[r]) pick = r;
@@ -377,7 +418,7 @@ class Emitter {
       return pick;
     }
     if (int r = evict_leaf(); r >= 0) return r;
-    throw NoRoom{kNoVregs};
+    return no_room(kNoVregs);
   }
   // Of the free vregs, all holding constants, the one whose constant the forecast asks for again latest.
   int latest_asked_free_vreg() const {
@@ -425,8 +466,9 @@ class Emitter {
     int victim = -1;
     for (int n : bound_) {
       int r = vreg_[n];
-      if (r < 0 || !is_leaf(n) || event_regs_[r] || slot_holding(n) < 0) continue;
-      if (victim < 0 || last_use_[n] > last_use_[victim]) victim = n;
+      // (the cheap tests first: most nodes bound in a launch would not be taken over the victim so far)
+      if (r < 0 || event_regs_[r] || (victim >= 0 && last_use_[n] <= last_use_[victim])) continue;
+      if (is_leaf(n) && slot_holding(n) >= 0) victim = n;
     }
     if (victim < 0) return -1;
     int r = vreg_[victim];
@@ -438,7 +480,10 @@ class Emitter {
     leaf_regs_.reset(r);
   }
   void emit(Instr in) {
-    if (int(cur_.program.size()) + 1 + spillable() > lim_.instrs) throw NoRoom{kNoInstrs};
+    if (int(cur_.program.size()) + 1 + spillable() > lim_.instrs) {
+      no_room(kNoInstrs);
+      return;
+    }
     cur_.program.push_back(in);
     // every instruction that writes a vreg names it in vregDst
     if (may_write_vreg_dst(in.op)) reg_content_[in.vregDst % lim_.vregs] = kNothing;
@@ -455,8 +500,8 @@ class Emitter {
   // A VMEM tile filled by the loader (a leaf, a constant, or a spilled value), loaded into a fresh vreg.
   int load_fill(int node, DType const_dtype = DType::kI32) {
     int s = int(std::find(slot_.begin(), slot_.end(), kFree) - slot_.begin());
-    if (s >= lim_.slots) throw NoRoom{kNoSlots};
-    slot_[s] = kUsed;  // consumed by the LOAD below, so the slot can take an output later
+    if (s >= lim_.slots) s = no_room(kNoSlots);  // the fill is still made: callers read it back
+    set_slot(s, kUsed);  // consumed by the LOAD below, so the slot can take an output later
     cur_.fills.push_back({s, node, node >= 0 ? p_.nodes[node].dtype : const_dtype});
     int r = alloc_vreg();
     emit(instr::load(r, s));
@@ -466,8 +511,7 @@ class Emitter {
   int take_back(int64_t content) {
     for (int r = 0; r < lim_.vregs; ++r)
       if (!busy_[r] && reg_content_[r] == content) {
-        room_for_one_more_vreg();
-        busy_.set(r);
+        if (room_for_one_more_vreg()) busy_.set(r);
         return r;
       }
     return -1;
@@ -547,7 +591,8 @@ class Emitter {
   int fill_leaf(int node) {
     const TileNode& n = p_.nodes[node];
     // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
-    if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a)) throw NoRoom{"gather indices computed in this launch"};
+    if (n.dynamic && !spilled_[n.a] && !is_leaf(n.a))
+      return no_room("gather indices computed in this launch");
     if (auto bits = uniform_[node]) {
       asking_for_leaf_ = true;
       int r = constant(int32_t(*bits), n.dtype);
@@ -745,13 +790,14 @@ class Emitter {
         }
         ++used;
       }
-    if (used == lim_.mxu_entries) throw NoRoom{"WMEM tiles"};
+    if (used == lim_.mxu_entries) return no_room("WMEM tiles");
     cur_.mxu_fills.push_back({true, used, data, {chain}});
     return used;
   }
   // (A rolled-back event may leave its chain on a fill of the launch it was cut from: harmless, the fill
   // holds the same lanes as the one the chain then reads.)
-  static void read_by(MxuFill& f, int chain) {
+  void read_by(MxuFill& f, int chain) {
+    if (full_) return;  // (the event is cut: see no_room)
     if (std::find(f.chains.begin(), f.chains.end(), chain) == f.chains.end()) f.chains.push_back(chain);
   }
   // k consecutive AMEM rows (row r in lanes 4r..4r+3 of block: one WS activation row, or an OS slice's
@@ -772,7 +818,7 @@ class Emitter {
       return addr;
     }
     int base = int(act.size());
-    if (base + k > lim_.mxu_entries) throw NoRoom{"AMEM rows"};
+    if (base + k > lim_.mxu_entries) return no_room("AMEM rows");
     for (int r = 0; r < k; ++r) cur_.mxu_fills.push_back({false, base + r, rows[r], {chain}});
     return base;
   }
@@ -1449,11 +1495,12 @@ int64_t estimated_cycles(const std::vector<Launch>& launches) {  // hardware.md 
 std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
                           bool fast_math, const Choices& choices) {
   // Both emission orders, and the one whose launches take fewer cycles.
-  Emitter by_store(prog, cfg, fast_math, choices, EmitOrder::kByStore);
+  const NodeFacts facts(prog);
+  Emitter by_store(prog, facts, cfg, fast_math, choices, EmitOrder::kByStore);
   auto launches = by_store.run();
   constants = by_store.consts_;
   if (prog.stores.size() < 2) return launches;
-  Emitter in_order(prog, cfg, fast_math, choices, EmitOrder::kProgram);
+  Emitter in_order(prog, facts, cfg, fast_math, choices, EmitOrder::kProgram);
   auto other = in_order.run();
   if (estimated_cycles(other) < estimated_cycles(launches)) {
     constants = in_order.consts_;
