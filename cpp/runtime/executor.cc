@@ -308,24 +308,27 @@ class DataPlan {
     return k.pinned ? int(scratch_.size()) + pinned(k.id, swap) : k.id;
   }
   int kept_place(const Keep& k) const { return kept_place(k, swap_); }
-  // f(place) for each kept tile a launch's fills read.
+  // f(source) for each source a launch's fills read.
   template <class F>
-  void for_each_kept_read(const PlanLaunch& l, F f) const {
+  void for_each_read(const PlanLaunch& l, F f) const {
     for (const PlanLaunch::Fill& fill : l.fills)
       for (int id = fill.source; id >= 0;) {  // a dynamic gather's indices come from another source
         const TileSource& s = p_.sources[id];
-        if (s.kind == TileSource::Kind::kScratch || s.kind == TileSource::Kind::kPinned) f(read_place(s));
+        f(s);
         id = s.kind == TileSource::Kind::kDynamic ? s.index : -1;
       }
   }
+  // f(place) for each kept tile a launch's fills read.
+  template <class F>
+  void for_each_kept_read(const PlanLaunch& l, F f) const {
+    for_each_read(l, [&](const TileSource& s) {
+      if (s.kind == TileSource::Kind::kScratch || s.kind == TileSource::Kind::kPinned) f(read_place(s));
+    });
+  }
   bool reads_memo(const PlanLaunch& l) const {
-    for (const PlanLaunch::Fill& fill : l.fills)
-      for (int id = fill.source; id >= 0;) {
-        const TileSource& s = p_.sources[id];
-        if (reads_memo(s)) return true;
-        id = s.kind == TileSource::Kind::kDynamic ? s.index : -1;
-      }
-    return false;
+    bool reads = false;
+    for_each_read(l, [&](const TileSource& s) { reads |= reads_memo(s); });
+    return reads;
   }
   // Kept tiles read from elsewhere than their places while set: launches of a batch run before earlier ones
   // are drained, their kept tiles given by the launch that kept them (Call's window).
@@ -684,7 +687,7 @@ class Call {
     int place, keeper, output;
   };
   int window_limit_ = kWindowLaunches;
-  size_t window_tiles_ = 0;                 // the window's launches' output tiles
+  size_t window_tiles_ = 0;                 // the window's launches' output tiles (outputs_ once run)
   const LaunchRun* current_run_ = nullptr;  // the data plan's run, set back after a window
   std::vector<Windowed> window_;
   std::vector<Rename> renames_;
@@ -771,8 +774,9 @@ class Call {
     w.renames_end = int(renames_.size());
     for (const Keep& k : l.keeps) keeper_[size_t(data.kept_place(k))] = {int(window_.size()), k.output};
     window_stores_memo_ |= data.stores_memo(l);
-    window_.push_back(w);
+    w.outputs = window_tiles_;
     window_tiles_ += w.key->runner->outputs().size();
+    window_.push_back(w);
     if (int(window_.size()) >= window_limit_ || window_tiles_ >= kWindowTiles) run_window(plan, data);
   }
 
@@ -789,12 +793,7 @@ class Call {
 
   void run_window(const Plan& plan, DataPlan& data) {
     if (window_.empty()) return;
-    size_t tiles = 0;
-    for (Windowed& w : window_) {
-      w.outputs = tiles;
-      tiles += w.key->runner->outputs().size();
-    }
-    outputs_.resize(tiles);
+    outputs_.resize(window_tiles_);
     std::vector<int> order(window_.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {

@@ -1,5 +1,4 @@
 #pragma once
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -7,9 +6,7 @@
 #include "base/config.h"
 #include "base/tile.h"
 #include "isa/vpu_ops.h"
-#include "sim/memories.h"
 #include "sim/trace.h"
-#include "sim/xlu.h"
 
 namespace tinytpu {
 
@@ -65,7 +62,6 @@ class BatchDatapath {
   int launches() const { return launches_; }
   void set_launches(int n) { launches_ = n; }  // 1..capacity
   // The places in order: vregs, VMEM entries, PSUM buckets, then the four result registers.
-  int places() const { return places_; }
   TileSpan place(int p) { return {&store_[size_t(p) * size_t(capacity_)], launches_}; }
 
   // Places addressed as the hardware's memories: the low bits of an address.
