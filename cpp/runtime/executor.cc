@@ -629,7 +629,11 @@ class Call {
     LaunchClock clock;
     // A window of one launch, run at once, when something looks at launches one by one: a trace, or listings
     window_limit_ = trace || keep_tasm ? 1 : kWindowLaunches;
-    batch_ = std::make_unique<BatchDatapath>(plan.config, std::min(kBatchLaunches, window_limit_));
+    // No larger than the call's launches: a call of a few launches does not allocate a batch of 64
+    int64_t launches = 0;
+    for (const LaunchRun& run : plan.runs) launches += run.count;
+    batch_ = std::make_unique<BatchDatapath>(
+        plan.config, int(std::max<int64_t>(1, std::min<int64_t>({kBatchLaunches, window_limit_, launches}))));
     keeper_.assign(size_t(data.places()), {-1, 0});
     for (const LaunchRun& run : plan.runs) {
       data.start(run);
