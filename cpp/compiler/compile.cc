@@ -75,6 +75,14 @@ class PlanBuilder {
   std::vector<int> spilled_;  // node of the batch -> scratch tile holding its value, or -1
   std::vector<std::pair<int64_t, int64_t>>* bounds_ = nullptr;  // the batch's, per buffer
   std::map<std::pair<bool, MxuTile>, int> operands_;            // (weight, lanes) -> Plan::mxu_operands
+  struct OffsetsHash {
+    size_t operator()(const std::array<int32_t, kLanes>& a) const {
+      uint64_t h = 1469598103934665603ull;
+      for (int32_t v : a) h = (h ^ uint32_t(v)) * 1099511628211ull;
+      return size_t(h);
+    }
+  };
+  std::unordered_map<std::array<int32_t, kLanes>, int, OffsetsHash> offsets_;  // interned Plan::lane_offsets
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<const Image>>> images_;  // by content hash
 
   int add(TileSource s) {
@@ -146,8 +154,28 @@ class PlanBuilder {
         return {TileSource::Kind::kStrided, int(plan_.strided.size()) - 1, -1, gated, negate};
       }
     }
+    if (std::optional<OffsetGather> g = offset_gather(lanes)) {
+      plan_.offset_gathers.push_back(*g);
+      return {TileSource::Kind::kOffsets, int(plan_.offset_gathers.size()) - 1, -1, gated, negate};
+    }
     plan_.lanes.push_back(lanes);
     return {TileSource::Kind::kLanes, int(plan_.lanes.size()) - 1, -1, gated, negate};
+  }
+  // Lanes that all read elements of one buffer, at offsets from the first lane's that fit 32 bits.
+  std::optional<OffsetGather> offset_gather(const LeafLanes& lanes) {
+    const int buf = lanes[0].buf;
+    if (buf < 0 || buf == counter_slot(plan_.written)) return std::nullopt;
+    LaneOffsets o{{}, 0, 0};
+    for (int l = 0; l < kLanes; ++l) {
+      const int64_t at = lanes[l].index - lanes[0].index;
+      if (lanes[l].buf != buf || at != int32_t(at)) return std::nullopt;
+      o.at[l] = int32_t(at);
+      o.lo = std::min(o.lo, o.at[l]);
+      o.hi = std::max(o.hi, o.at[l]);
+    }
+    auto [it, fresh] = offsets_.emplace(o.at, int(plan_.lane_offsets.size()));
+    if (fresh) plan_.lane_offsets.push_back(o);
+    return OffsetGather{buf, it->second, lanes[0].index};
   }
 
   // Drained tiles: spills to scratch, pinned values, and stores with their gate and index tiles.

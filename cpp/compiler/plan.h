@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -21,6 +22,19 @@ struct StridedGather {
   int64_t index(int l) const { return base + (l % kRows) * col + (l / kRows) * row; }  // lane l's element
 };
 
+// A tile whose lanes all read one buffer, lane l element base + offsets[l] (Plan::lane_offsets[offsets]): the
+// common gather that is not strided (a broadcast, an im2col window). The offset patterns are few and
+// interned, so that a gather reads a small table that stays in cache, not 16 indices of its own.
+struct OffsetGather {
+  int buf;
+  int offsets;
+  int64_t base;
+};
+struct LaneOffsets {
+  std::array<int32_t, kLanes> at;
+  int32_t lo, hi;  // the least and greatest offset: one bounds check for the tile
+};
+
 // A gather of an element that is not in its buffer: when the plan is compiled for a static index, when
 // a call runs for a computed one.
 inline SimError gather_outside(int64_t index, int buf, int64_t size) {
@@ -37,7 +51,8 @@ inline void check_gather(int64_t index, int buf, int64_t size) {
 struct TileSource {
   enum class Kind : uint8_t {
     kStrided,  // Plan::strided[id]
-    kLanes,    // Plan::lanes[id]: per lane an element or a constant
+    kOffsets,  // Plan::offset_gathers[id]
+    kLanes,    // Plan::lanes[id]: per lane an element (of any buffer) or a constant
     kDynamic,  // Plan::lanes[id] gives each lane's buffer (or constant); element indices are tile `index`
     kPinned,   // pinned tile #id (a uniform prefix's value)
     kScratch,  // scratch tile #id (a value an earlier launch spilled)
@@ -117,6 +132,8 @@ struct Plan {
   std::vector<std::vector<int64_t>> shifts;
   std::vector<TileSource> sources;
   std::vector<StridedGather> strided;
+  std::vector<OffsetGather> offset_gathers;
+  std::vector<LaneOffsets> lane_offsets;
   std::vector<std::array<LeafLane, kLanes>> lanes;
   std::vector<Lanes> store_lanes;
   std::vector<MxuOperand> mxu_operands;

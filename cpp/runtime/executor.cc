@@ -151,11 +151,34 @@ class DataPlan {
         }
         break;
       }
+      case TileSource::Kind::kOffsets: {
+        const OffsetGather& g = p_.offset_gathers[s.id];
+        const LaneOffsets& o = p_.lane_offsets[g.offsets];
+        const Slot& b = slots_[g.buf];
+        const int64_t at = g.base + shift(g.buf);
+        if (at + o.lo >= 0 && at + o.hi < b.size) {  // every lane in the buffer: one check
+          const uint8_t* base = b.read + at * b.bytes;
+          if (b.bytes == 4)
+            for (int l = 0; l < kLanes; ++l) std::memcpy(&out[l], base + int64_t(o.at[l]) * 4, 4);
+          else
+            for (int l = 0; l < kLanes; ++l) out[l] = read_lane(base + int64_t(o.at[l]) * b.bytes, b.dtype);
+          break;
+        }
+        for (int l = 0; l < kLanes; ++l) {
+          const int64_t lane = at + o.at[l];
+          if (lane < 0 || lane >= b.size) {
+            if (!s.gated) throw gather_outside(lane, g.buf, b.size);
+            out[l] = 0;  // a gated-off lane reads 0, as below
+            continue;
+          }
+          out[l] = read_lane(b.read + lane * b.bytes, b.dtype);
+        }
+        break;
+      }
       case TileSource::Kind::kLanes:
       case TileSource::Kind::kDynamic: {
         // per lane a constant or an element: at a static index, or at one computed by an earlier launch
         const bool dynamic = s.kind == TileSource::Kind::kDynamic;
-        if (!dynamic && one_buffer_lanes(s.id, out)) break;
         const Tile index = dynamic ? gather(s.index) : Tile{};
         out.fill(0);
         int buf = -1;  // the last lane's buffer, its slot and shift: lanes mostly read one buffer
@@ -198,31 +221,6 @@ class DataPlan {
     if (s.negate.any())
       for (int l = 0; l < kLanes; ++l)
         if (s.negate[l]) out[l] = wrap_neg(out[l]);
-  }
-
-  // A static lanes source's tile when all its lanes read 32-bit elements of one buffer (the most common case:
-  // a plain load each, one bounds check for all); false otherwise. Which sources are such is found at their
-  // first gather in a call.
-  bool one_buffer_lanes(int id, Tile& out) const {
-    if (lanes_read_.empty()) lanes_read_.resize(p_.lanes.size());
-    LanesRead& r = lanes_read_[size_t(id)];
-    const auto& lanes = p_.lanes[size_t(id)];
-    if (r.buf == LanesRead::kUnknown) {
-      r.buf = lanes[0].buf >= 0 && lanes[0].buf != counter_ ? lanes[0].buf : LanesRead::kMixed;
-      r.lo = r.hi = lanes[0].index;
-      for (const LeafLane& lane : lanes) {
-        if (lane.buf != r.buf) r.buf = LanesRead::kMixed;
-        r.lo = std::min(r.lo, lane.index);
-        r.hi = std::max(r.hi, lane.index);
-      }
-    }
-    if (r.buf < 0) return false;
-    const Slot& b = slots_[size_t(r.buf)];
-    const int64_t moved = shift(r.buf);
-    if (b.bytes != 4 || r.lo + moved < 0 || r.hi + moved >= b.size) return false;
-    const uint8_t* base = b.read + moved * 4;
-    for (int l = 0; l < kLanes; ++l) std::memcpy(&out[l], base + lanes[l].index * 4, 4);
-    return true;
   }
 
   // This call's choices (mxu_dot.h), from the plan compiled without any: the chains it puts an element
@@ -343,6 +341,7 @@ class DataPlan {
   }
   bool reads_memo(const TileSource& s) const {
     if (s.kind == TileSource::Kind::kStrided) return p_.strided[s.id].buf > counter_;
+    if (s.kind == TileSource::Kind::kOffsets) return p_.offset_gathers[s.id].buf > counter_;
     if (s.kind != TileSource::Kind::kLanes && s.kind != TileSource::Kind::kDynamic) return false;
     const auto& lanes = p_.lanes[s.id];
     return std::any_of(lanes.begin(), lanes.end(), [&](const LeafLane& l) { return l.buf > counter_; });
@@ -361,12 +360,6 @@ class DataPlan {
   const int counter_;
   std::vector<Tile> scratch_, pinned_;
   const std::vector<Renamed>* renamed_ = nullptr;
-  struct LanesRead {  // a lanes source's one buffer and its index range (one_buffer_lanes)
-    static constexpr int kUnknown = -2, kMixed = -1;
-    int buf = kUnknown;
-    int64_t lo = 0, hi = 0;
-  };
-  mutable std::vector<LanesRead> lanes_read_;  // per Plan::lanes, found as gathered
   const std::vector<int64_t>* shift_ = nullptr;
   bool swap_ = false;  // the run's banks exchanged
   static int pinned(int id, bool swap) { return swap ? other_bank(id) : id; }
