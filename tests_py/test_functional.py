@@ -77,3 +77,21 @@ def test_launches_run_in_batches_across_chains_of_partial_sums(monkeypatch):
   got, counts = run(monkeypatch, lambda x, w: x.conv2d(w), data, functional=True, verify=True)
   assert got.tobytes() == ticked.tobytes() and counts["cycles"] == tick_counts["cycles"]
   assert tick_counts["batches"] == 0 and counts["in_order"] >= 8 * counts["batches"] > 0
+
+@pytest.mark.parametrize("functional", [False, True])
+def test_independent_runs_run_on_threads(monkeypatch, functional):
+  """A convolution's weight gradient: each output tile's chain of partial sums is a run of launches of its own
+  (compiler/independent.h), so a call shares its runs among threads. Bit for bit and counter for counter what one
+  thread gives, ticked or run in order."""
+  data = arrays([(4, 8, 16, 16), (4, 8, 12, 12)], integer=False)  # activations, output gradients
+  wgrad = lambda x, g: x.permute(1, 0, 2, 3).conv2d(g.permute(1, 0, 2, 3))  # (8, 8, 5, 5): sums of 4*12*12 products
+  got = {}
+  for threads in (1, 1, 2):  # the first call ticks the first launch of each key: the others take its counters
+    monkeypatch.setenv("TINYTPU_THREADS", str(threads))
+    got[threads] = run(monkeypatch, wgrad, data, functional)
+  (one, one_counts), (two, two_counts) = got[1], got[2]
+  assert two.tobytes() == one.tobytes()
+  same = ("kernels", "launches", "cycles", "sxu_cycles", "in_order")  # (which launches are sampled may differ)
+  assert {k: two_counts[k] for k in same} == {k: one_counts[k] for k in same}
+  assert one_counts["threaded"] == 0 and 0 < two_counts["threaded"] < two_counts["launches"]
+  assert (two_counts["checked"] > 0) == functional

@@ -164,15 +164,17 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def_readonly("in_order", &KernelStats::in_order)
       .def_readonly("checked", &KernelStats::checked)
       .def_readonly("batches", &KernelStats::batches)
+      .def_readonly("threaded", &KernelStats::threaded)
       .def_readonly("tasm", &KernelStats::tasm);
 
   py::class_<RunMode>(m, "RunMode")
-      .def(py::init([](bool functional, bool verify) {
-             return RunMode{functional, verify};
+      .def(py::init([](bool functional, bool verify, int threads) {
+             return RunMode{functional, verify, threads};
            }),
-           py::arg("functional") = true, py::arg("verify") = false)
+           py::arg("functional") = true, py::arg("verify") = false, py::arg("threads") = 1)
       .def_readwrite("functional", &RunMode::functional)
-      .def_readwrite("verify", &RunMode::verify);
+      .def_readwrite("verify", &RunMode::verify)
+      .def_readwrite("threads", &RunMode::threads);
   m.attr("SAMPLE_EVERY") = kSampleEvery;
 
   py::class_<KernelProgress>(m, "KernelProgress")

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -535,123 +536,57 @@ void check_same(const RunResult& in_order, const RunResult& ticked, uint64_t lau
                    " (TINYTPU_FUNCTIONAL=0 ticks every launch)");
 }
 
-// One call of a kernel: its buffers bound to slots, its progress reports, and the run of a plan's launches.
-class Call {
+// Raised in the other threads of a call that stops: an error, or Ctrl-C, in one of its threads.
+struct Cancelled {};
+
+// A sequence of a call's runs, run by one thread: its kept tiles (a data plan), its window and its batches. A
+// call runs its plan in one segment, or its independent runs (Plan::independent_from) in several at once.
+class Segment {
  public:
-  // tinygrad passes the buffers of the PARAMs the kernel still has, in slot order; a slot whose uses were
-  // folded away has no PARAM and no buffer. Everything below is indexed by slot.
-  Call(const std::string& kernel, const std::map<int, DType>& params, std::vector<DeviceBuffer>& bufs,
-       const Progress& progress, CompiledKernel::TimingCache& timings, const RunMode& mode)
-      : kernel_(kernel), progress_(progress), timings_(timings), mode_(mode) {
-    if (params.size() != bufs.size())
-      throw SimError("kernel " + kernel + " takes " + std::to_string(params.size()) + " buffers, got " +
-                     std::to_string(bufs.size()));
-    nslots_ = params.empty() ? 0 : params.rbegin()->first + 1;
-    if (nslots_ > kMaxParamSlots)
-      throw SimError("kernel " + kernel + ": buffer slot " + std::to_string(nslots_ - 1) +
-                     " over the limit of " + std::to_string(kMaxParamSlots));
-    slots_.resize(nslots_);
-    sizes.resize(nslots_, 0);
-    size_t i = 0;
-    for (auto& [slot, dtype] : params) {
-      DeviceBuffer& b = bufs[i++];
-      slots_[slot] = {b.data(), b.data(), dtype, dtype_bytes(dtype), int64_t(b.size() / dtype_bytes(dtype))};
-      sizes[slot] = slots_[slot].size;
-    }
-  }
+  // `data`: the kept tiles as the runs before it leave them. `first_number`: the call's launches before it.
+  // `launches`: about as many as it runs (its batch is no larger). `one_by_one`: something looks at launches
+  // one by one (a trace, listings): a window of one launch, run at once.
+  Segment(const Plan& plan, const DataPlan& data, const std::string& kernel,
+          CompiledKernel::TimingCache& timings, const RunMode& mode, Poll poll, uint64_t first_number,
+          int64_t launches, bool one_by_one)
+      : data(data),
+        plan_(plan),
+        kernel_(kernel),
+        timings_(timings),
+        mode_(mode),
+        poll_(std::move(poll)),
+        first_number_(first_number),
+        window_limit_(one_by_one ? 1 : kWindowLaunches),
+        batch_(std::make_unique<BatchDatapath>(
+            plan.config,
+            int(std::max<int64_t>(1, std::min<int64_t>({kBatchLaunches, window_limit_, launches}))))),
+        keeper_(size_t(this->data.places()), {-1, 0}) {}
 
-  std::vector<int64_t> sizes;  // elements per slot
-  const std::vector<Slot>& slots() const { return slots_; }
-
-  // Reports progress at most every kProgressInterval; what the callback throws (KeyboardInterrupt) stops
-  // the call.
-  void poll() {
-    if (!progress_) return;
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_report_ < kProgressInterval) return;
-    last_report_ = now;
-    done_.launches = stats_.launches;
-    done_.cycles = stats_.cycles;
-    try {
-      progress_(done_);
-    } catch (...) {
-      throw Stopped{std::current_exception()};
-    }
-  }
-  std::function<void(int64_t, int64_t)> tracing() {  // compiling: chunks traced so far
-    return [this](int64_t chunks_done, int64_t chunks) {
-      done_.chunks_done = chunks_done;
-      done_.chunks = chunks;
-      poll();
-    };
-  }
-
-  // Loads see the buffers as they were when the kernel started, like one pass of tinygrad's loops: a
-  // buffer the kernel writes, or one sharing memory with such a buffer, is read from a copy.
-  void snapshot_written(const Plan& plan) {
-    snapshots_.reserve(nslots_);  // slots read through pointers into them
-    auto overlaps = [](const Slot& a, const Slot& b) {
-      return a.write < b.write + b.size * b.bytes && b.write < a.write + a.size * a.bytes;
-    };
-    for (int s = 0; s < nslots_; ++s) {
-      if (!slots_[s].write) continue;
-      bool copy = false;
-      for (int w = 0; w < nslots_ && !copy; ++w)
-        copy = slots_[w].write && plan.written[w] && overlaps(slots_[s], slots_[w]);
-      if (!copy) continue;
-      snapshots_.emplace_back(slots_[s].write, slots_[s].write + slots_[s].size * slots_[s].bytes);
-      slots_[s].read = snapshots_.back().data();
-    }
-  }
-  // The memo buffers (compiler/tracer.h), after the counter slot: 32-bit lanes as they were drained.
-  void add_memos(const Plan& plan) {
-    slots_.resize(nslots_ + 1);
-    memos_.clear();
-    for (int64_t elements : plan.memo_sizes) {
-      memos_.emplace_back(size_t(elements));
-      auto* data = reinterpret_cast<uint8_t*>(memos_.back().data());
-      slots_.push_back({data, data, DType::kI32, 4, elements});
-    }
-  }
-
-  // Every launch of the plan: gather, run on the model, scatter.
-  KernelStats run(const Plan& plan, bool keep_tasm, TraceLog* trace, CoreState* core) {
-    done_.chunks_done = done_.chunks;  // compiled
-    DataPlan data(plan, slots_);
-    const uint64_t kernel_begin = trace ? trace->base : 0;
-    LaunchClock clock;
-    // A window of one launch, run at once, when something looks at launches one by one: a trace, or listings
-    window_limit_ = trace || keep_tasm ? 1 : kWindowLaunches;
-    // No larger than the call's launches: a call of a few launches does not allocate a batch of 64
-    int64_t launches = 0;
-    for (const LaunchRun& run : plan.runs) launches += run.count;
-    batch_ = std::make_unique<BatchDatapath>(
-        plan.config, int(std::max<int64_t>(1, std::min<int64_t>({kBatchLaunches, window_limit_, launches}))));
-    keeper_.assign(size_t(data.places()), {-1, 0});
-    for (const LaunchRun& run : plan.runs) {
+  // Runs [first, end) of the plan's runs; the window is drained at the end.
+  void run(size_t first, size_t end, bool keep_tasm, TraceLog* trace, CoreState* core) {
+    for (size_t r = first; r < end; ++r) {
+      const LaunchRun& run = plan_.runs[r];
       data.start(run);
       current_run_ = &run;
       for (int64_t at = run.first; at < run.first + run.count; ++at)
-        run_launch(plan, run, plan.launches[at], data, clock, keep_tasm, trace, core);
+        run_launch(plan_, run, plan_.launches[at], data, clock_, keep_tasm, trace, core);
     }
-    run_window(plan, data);
-    if (trace) trace->span(Track::kKernel, 0, kernel_begin, trace->base, trace->intern(kernel_));
-    return stats_;
+    run_window(plan_, data);
   }
+  KernelStats& stats() { return stats_; }
+
+  DataPlan data;
+  std::atomic<uint64_t> launches_done{0}, cycles_done{0};  // its stats so far, for the main thread's progress
 
  private:
+  const Plan& plan_;
   const std::string& kernel_;
-  const Progress& progress_;
-  int nslots_ = 0;
-  std::vector<Slot> slots_;
-  std::vector<std::vector<uint8_t>> snapshots_;
-  std::vector<std::vector<int32_t>> memos_;
-  KernelStats stats_;
-  KernelProgress done_{0, 1};
-  std::chrono::steady_clock::time_point last_report_ = std::chrono::steady_clock::now();
-  const Poll poller_ = [this] { poll(); };  // for the model's run loop
   CompiledKernel::TimingCache& timings_;
   const RunMode mode_;
+  const Poll poll_;  // after every launch, and in the model's run loop
+  const uint64_t first_number_;
+  KernelStats stats_;
+  LaunchClock clock_;
   // This call's view of the timing cache: per key, its entry (none: not ticked yet) and the batch runner of
   // its program, made at its first run in order.
   struct KeyRuns {
@@ -669,6 +604,10 @@ class Call {
   static constexpr int kBatchLaunches = 64;
   static constexpr int kWindowLaunches = 1 << 14;
   static constexpr size_t kWindowTiles = size_t(1) << 18;  // their output tiles: 16 MB
+  const int window_limit_;
+  const std::unique_ptr<BatchDatapath> batch_;
+  std::vector<std::pair<int, int>> keeper_;  // per kept-tile place: the window's launch that kept it last
+                                             // (-1: none) and its output
   struct Windowed {
     const PlanLaunch* launch;
     const LaunchRun* run;
@@ -683,15 +622,11 @@ class Call {
   struct Rename {  // a kept tile a launch reads, from the window's launch that kept it last before it
     int place, keeper, output;
   };
-  int window_limit_ = kWindowLaunches;
   size_t window_tiles_ = 0;                 // the window's launches' output tiles (outputs_ once run)
   const LaunchRun* current_run_ = nullptr;  // the data plan's run, set back after a window
   std::vector<Windowed> window_;
   std::vector<Rename> renames_;
-  std::vector<std::pair<int, int>> keeper_;  // per kept-tile place: the window's launch that kept it last
-                                             // (-1: none) and its output
   bool window_stores_memo_ = false;
-  std::unique_ptr<BatchDatapath> batch_;
   std::vector<Tile> outputs_;  // the window's launches' output tiles, once run
   std::vector<DataPlan::Renamed> renamed_;
   std::vector<int> filled_;
@@ -721,18 +656,18 @@ class Call {
     KeyRuns& key = keys_[timing_key];
     if (!key.timing && !ticks_only) key.timing = timings_.find(timing_key);
     RunResult res;
+    const uint64_t number = first_number_ + stats_.launches;
     if (!ticks_only && key.timing && key.timing->in_order) {
       if (!key.runner) key.runner = std::make_unique<BatchRunner>(l.image->bundle, plan.config);
       const uint64_t runs = ++key.timing->runs;
-      add_to_window(plan, data,
-                    {&l, &run, &key, load, stats_.launches, mode_.verify || runs % kSampleEvery == 1});
+      add_to_window(plan, data, {&l, &run, &key, load, number, mode_.verify || runs % kSampleEvery == 1});
       res = key.timing->counters;
       if (trace) trace->skip(res.cycles);
       ++stats_.in_order;
     } else {
       run_window(plan, data);  // the launches before it first
       try {  // a compiled launch that fails is the compiler's or the model's error, shown with its program
-        res = run_validated(l.image->bundle, fill(data, l), plan.config, trace, poller_, load);
+        res = run_validated(l.image->bundle, fill(data, l), plan.config, trace, poll_, load);
       } catch (const std::exception& e) {
         throw launch_error(data, l, e);
       }
@@ -742,11 +677,13 @@ class Call {
     clock.ran(l, data.swap(), res);
     if (trace)
       trace->span(Track::kKernel, 1, launch_begin, trace->base,
-                  trace->intern("launch " + std::to_string(stats_.launches)));
+                  trace->intern("launch " + std::to_string(number)));
     ++stats_.launches;
     stats_.cycles += res.cycles;
     stats_.sxu_cycles += res.sxu_cycles;
-    poll();
+    launches_done.store(stats_.launches, std::memory_order_relaxed);
+    cycles_done.store(stats_.cycles, std::memory_order_relaxed);
+    poll_();
   }
 
   static Fill fill(const DataPlan& data, const PlanLaunch& l) {
@@ -847,7 +784,7 @@ class Call {
         gathering(data, w);
         data.fill_vmem(*w.launch, [&](int addr) -> Tile& { return b.vmem.mem[addr][i]; });
       }
-      key.runner->run(b, poller_);
+      key.runner->run(b, poll_);
       ++stats_.batches;
       const std::vector<int>& outputs = key.runner->outputs();
       for (int i = 0; i < n; ++i) {
@@ -859,13 +796,218 @@ class Call {
                                      outputs_.begin() + ptrdiff_t(w.outputs + outputs.size()));
         gathering(data, w);
         check_same(in_order,
-                   run_validated(w.launch->image->bundle, fill(data, *w.launch), plan.config, nullptr,
-                                 poller_, w.load),
+                   run_validated(w.launch->image->bundle, fill(data, *w.launch), plan.config, nullptr, poll_,
+                                 w.load),
                    w.number);
         ++stats_.checked;
       }
     } catch (const std::exception& e) {
       throw launch_error(data, *window_[size_t(launches[0])].launch, e);
+    }
+  }
+};
+
+// One call of a kernel: its buffers bound to slots, its progress reports, and the run of a plan's launches.
+class Call {
+ public:
+  // tinygrad passes the buffers of the PARAMs the kernel still has, in slot order; a slot whose uses were
+  // folded away has no PARAM and no buffer. Everything below is indexed by slot.
+  Call(const std::string& kernel, const std::map<int, DType>& params, std::vector<DeviceBuffer>& bufs,
+       const Progress& progress, CompiledKernel::TimingCache& timings, const RunMode& mode)
+      : kernel_(kernel), progress_(progress), timings_(timings), mode_(mode) {
+    if (params.size() != bufs.size())
+      throw SimError("kernel " + kernel + " takes " + std::to_string(params.size()) + " buffers, got " +
+                     std::to_string(bufs.size()));
+    nslots_ = params.empty() ? 0 : params.rbegin()->first + 1;
+    if (nslots_ > kMaxParamSlots)
+      throw SimError("kernel " + kernel + ": buffer slot " + std::to_string(nslots_ - 1) +
+                     " over the limit of " + std::to_string(kMaxParamSlots));
+    slots_.resize(nslots_);
+    sizes.resize(nslots_, 0);
+    size_t i = 0;
+    for (auto& [slot, dtype] : params) {
+      DeviceBuffer& b = bufs[i++];
+      slots_[slot] = {b.data(), b.data(), dtype, dtype_bytes(dtype), int64_t(b.size() / dtype_bytes(dtype))};
+      sizes[slot] = slots_[slot].size;
+    }
+  }
+
+  std::vector<int64_t> sizes;  // elements per slot
+  const std::vector<Slot>& slots() const { return slots_; }
+
+  // Reports progress at most every kProgressInterval; what the callback throws (KeyboardInterrupt) stops
+  // the call.
+  void poll() {
+    if (stop_.load(std::memory_order_relaxed)) throw Cancelled{};
+    if (!progress_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_report_ < kProgressInterval) return;
+    last_report_ = now;
+    done_.launches = done_.cycles = 0;
+    for (const Segment* s : segments_) {
+      done_.launches += s->launches_done.load(std::memory_order_relaxed);
+      done_.cycles += s->cycles_done.load(std::memory_order_relaxed);
+    }
+    try {
+      progress_(done_);
+    } catch (...) {
+      throw Stopped{std::current_exception()};
+    }
+  }
+  std::function<void(int64_t, int64_t)> tracing() {  // compiling: chunks traced so far
+    return [this](int64_t chunks_done, int64_t chunks) {
+      done_.chunks_done = chunks_done;
+      done_.chunks = chunks;
+      poll();
+    };
+  }
+
+  // Loads see the buffers as they were when the kernel started, like one pass of tinygrad's loops: a
+  // buffer the kernel writes, or one sharing memory with such a buffer, is read from a copy.
+  void snapshot_written(const Plan& plan) {
+    snapshots_.reserve(nslots_);  // slots read through pointers into them
+    auto overlaps = [](const Slot& a, const Slot& b) {
+      return a.write < b.write + b.size * b.bytes && b.write < a.write + a.size * a.bytes;
+    };
+    for (int s = 0; s < nslots_; ++s) {
+      if (!slots_[s].write) continue;
+      bool copy = false;
+      for (int w = 0; w < nslots_ && !copy; ++w)
+        copy = slots_[w].write && plan.written[w] && overlaps(slots_[s], slots_[w]);
+      if (!copy) continue;
+      snapshots_.emplace_back(slots_[s].write, slots_[s].write + slots_[s].size * slots_[s].bytes);
+      slots_[s].read = snapshots_.back().data();
+    }
+  }
+  // The memo buffers (compiler/tracer.h), after the counter slot: 32-bit lanes as they were drained.
+  void add_memos(const Plan& plan) {
+    slots_.resize(nslots_ + 1);
+    memos_.clear();
+    for (int64_t elements : plan.memo_sizes) {
+      memos_.emplace_back(size_t(elements));
+      auto* data = reinterpret_cast<uint8_t*>(memos_.back().data());
+      slots_.push_back({data, data, DType::kI32, 4, elements});
+    }
+  }
+
+  // Every launch of the plan: gather, run on the model, scatter. Independent runs are shared among threads
+  // (parts): the main thread runs the runs before them, then its part while the others run theirs, each from
+  // the kept tiles it left.
+  KernelStats run(const Plan& plan, bool keep_tasm, TraceLog* trace, CoreState* core) {
+    done_.chunks_done = done_.chunks;  // compiled
+    const uint64_t kernel_begin = trace ? trace->base : 0;
+    const std::vector<size_t> bounds = parts(plan, trace || keep_tasm);
+    std::vector<int64_t> before(bounds.size(), 0);  // launches before each bound
+    for (size_t k = 0, r = 0; k < bounds.size(); ++k) {
+      before[k] = k ? before[k - 1] : 0;
+      for (; r < bounds[k]; ++r) before[k] += plan.runs[r].count;
+    }
+    Segment main(plan, DataPlan(plan, slots_), kernel_, timings_, mode_, poller_, 0, before[1],
+                 trace || keep_tasm);
+    segments_ = {&main};
+    main.run(0, bounds[0], keep_tasm, trace, core);
+    std::vector<std::unique_ptr<Segment>> others;
+    std::vector<std::future<void>> running;
+    try {
+      for (size_t k = 1; k + 1 < bounds.size(); ++k) {
+        others.push_back(std::make_unique<Segment>(plan, main.data, kernel_, timings_, mode_, cancel_,
+                                                   before[k], before[k + 1] - before[k], false));
+        segments_.push_back(others.back().get());
+        running.push_back(std::async(std::launch::async, [this, &s = *others.back(), &bounds, k] {
+          try {
+            s.run(bounds[k], bounds[k + 1], false, nullptr, nullptr);
+          } catch (...) {
+            stop_ = true;
+            throw;
+          }
+        }));
+      }
+      main.run(bounds[0], bounds[1], keep_tasm, trace, core);
+      for (std::future<void>& f : running)
+        while (f.wait_for(kProgressInterval) != std::future_status::ready) poll();
+      for (std::future<void>& f : running) f.get();
+    } catch (...) {
+      stop_ = true;
+      std::exception_ptr error = std::current_exception();  // the first that is not a Cancelled
+      for (std::future<void>& f : running) {
+        if (!f.valid()) continue;
+        try {
+          f.get();
+        } catch (...) {
+          if (cancelled(error)) error = std::current_exception();
+        }
+      }
+      segments_.clear();
+      std::rethrow_exception(error);
+    }
+    KernelStats stats = std::move(main.stats());
+    for (const auto& s : others) {
+      stats.launches += s->stats().launches;
+      stats.cycles += s->stats().cycles;
+      stats.sxu_cycles += s->stats().sxu_cycles;
+      stats.in_order += s->stats().in_order;
+      stats.checked += s->stats().checked;
+      stats.batches += s->stats().batches;
+      stats.threaded += s->stats().launches;
+    }
+    segments_.clear();
+    if (trace) trace->span(Track::kKernel, 0, kernel_begin, trace->base, trace->intern(kernel_));
+    return stats;
+  }
+
+ private:
+  const std::string& kernel_;
+  const Progress& progress_;
+  int nslots_ = 0;
+  std::vector<Slot> slots_;
+  std::vector<std::vector<uint8_t>> snapshots_;
+  std::vector<std::vector<int32_t>> memos_;
+  KernelProgress done_{0, 1};
+  std::chrono::steady_clock::time_point last_report_ = std::chrono::steady_clock::now();
+  CompiledKernel::TimingCache& timings_;
+  const RunMode mode_;
+  std::vector<Segment*> segments_;          // running
+  std::atomic<bool> stop_{false};           // an error or Ctrl-C in one thread stops the others
+  const Poll poller_ = [this] { poll(); };  // the main thread's
+  const Poll cancel_ = [this] {             // the others'
+    if (stop_.load(std::memory_order_relaxed)) throw Cancelled{};
+  };
+
+  // Run boundaries: the main thread runs [0, b[0]), then thread k its part [b[k], b[k+1]), all of about equal
+  // launches: the independent runs shared among up to RunMode::threads threads of at least kThreadLaunches
+  // launches each. One part when launches are looked at one by one (a trace, listings), or when a launch's
+  // timing key depends on the launch before it (resident programs, launch prefetch).
+  static constexpr int64_t kThreadLaunches = 512;
+  std::vector<size_t> parts(const Plan& plan, bool one_by_one) const {
+    const size_t runs = plan.runs.size(), from = std::min(plan.independent_from, runs);
+    int64_t total = 0, independent = 0;
+    for (size_t r = 0; r < runs; ++r) {
+      total += plan.runs[r].count;
+      if (r >= from) independent += plan.runs[r].count;
+    }
+    const int64_t threads =
+        std::min<int64_t>({int64_t(mode_.threads), int64_t(runs - from), independent / kThreadLaunches});
+    if (threads < 2 || one_by_one || plan.config.prefetch_launches || plan.config.resident_program)
+      return {0, runs};
+    std::vector<size_t> bounds{from};
+    int64_t done = total - independent;
+    size_t r = from;
+    for (int64_t k = 1; k < threads; ++k) {
+      while (r < runs && done + plan.runs[r].count <= total * k / threads) done += plan.runs[r++].count;
+      bounds.push_back(r);
+    }
+    bounds.push_back(runs);
+    bounds.erase(std::unique(bounds.begin() + 1, bounds.end()),
+                 bounds.end());  // no empty part but the main's
+    return bounds;
+  }
+  static bool cancelled(const std::exception_ptr& e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const Cancelled&) {
+      return true;
+    } catch (...) {
+      return false;
     }
   }
 };

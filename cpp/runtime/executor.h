@@ -27,6 +27,7 @@ struct KernelStats {
   uint64_t in_order = 0;          // launches run in order, their counters the timing cache's (RunMode)
   uint64_t checked = 0;           // of those, the launches ticked as well and compared
   uint64_t batches = 0;           // the batches they ran in (sim/runner.h BatchRunner)
+  uint64_t threaded = 0;          // launches run by the call's other threads (RunMode::threads)
   std::vector<std::string> tasm;  // each launch's program, when asked for
 };
 
@@ -37,10 +38,13 @@ struct KernelStats {
 // kept; a later one whose program computes in order takes them and runs its instructions in order, without
 // the cycles between them. Ticked still: traced launches and programs that do not compute in order. The first
 // launch of a key run in order and every kSampleEvery-th after it are ticked as well and compared (`verify`,
-// TINYTPU_VERIFY=1: every one): a difference in results or counters is a SimError.
+// TINYTPU_VERIFY=1: every one): a difference in results or counters is a SimError. A call runs its
+// independent runs (compiler/independent.h) on up to `threads` threads (TINYTPU_THREADS), with the same
+// results and counters as on one (but batches, which each thread counts for its own).
 struct RunMode {
   bool functional = true;
   bool verify = false;
+  int threads = 1;
 };
 constexpr uint64_t kSampleEvery = 64;
 
