@@ -618,9 +618,10 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
         "  {} reduction loops skipped: each term's guard, computed before the loop, false in "
         "every lane",
         tracer_.loops_skipped());
-  if (plan_.independent_from + 1 < plan_.runs.size())
-    decision_log().info("  the last {} of {} runs independent: a call may run them at once, on threads",
-                        plan_.runs.size() - plan_.independent_from, plan_.runs.size());
+  if (!plan_.independent_groups.empty())
+    decision_log().info(
+        "  the last {} of {} runs in {} independent groups: a call may run the groups at once, on threads",
+        plan_.runs.size() - plan_.independent_groups[0], plan_.runs.size(), plan_.independent_groups.size());
   if (!why_.cuts.empty()) decision_log().info("  launches ended by a full limit: {}", why_.cut_summary());
   if (chains_ > 0)
     decision_log().info(
@@ -667,7 +668,7 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
   }
   batches.compile(chunks - 1, true);
   plan.memo_sizes = tracer.memo_sizes();
-  plan.independent_from = independent_from(plan, tracer.slot_sizes());
+  plan.independent_groups = independent_groups(plan, tracer.slot_sizes());
   batches.log(chunks, start);
   return plan;
 }

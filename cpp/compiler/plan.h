@@ -141,8 +141,9 @@ struct Plan {
   std::vector<bool> written;  // per buffer slot: the kernel stores to it
   // Elements of each memo buffer (memo_slot): scratch a call stores values into and later reads back.
   std::vector<int64_t> memo_sizes;
-  // The first of the runs that can run in any order, or at once (compiler/independent.h); runs.size(): none.
-  size_t independent_from = 0;
+  // The first runs of its independent groups of runs, which can run in any order, or at once
+  // (compiler/independent.h).
+  std::vector<size_t> independent_groups;
 };
 
 }  // namespace tinytpu::compiler

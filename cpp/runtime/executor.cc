@@ -540,7 +540,8 @@ void check_same(const RunResult& in_order, const RunResult& ticked, uint64_t lau
 struct Cancelled {};
 
 // A sequence of a call's runs, run by one thread: its kept tiles (a data plan), its window and its batches. A
-// call runs its plan in one segment, or its independent runs (Plan::independent_from) in several at once.
+// call runs its plan in one segment, or its independent groups of runs (Plan::independent_groups) in several
+// at once.
 class Segment {
  public:
   // `data`: the kept tiles as the runs before it leave them. `first_number`: the call's launches before it.
@@ -974,31 +975,32 @@ class Call {
   };
 
   // Run boundaries: the main thread runs [0, b[0]), then thread k its part [b[k], b[k+1]), all of about equal
-  // launches: the independent runs shared among up to RunMode::threads threads of at least kThreadLaunches
-  // launches each. One part when launches are looked at one by one (a trace, listings), or when a launch's
-  // timing key depends on the launch before it (resident programs, launch prefetch).
+  // launches: the independent groups of runs shared among up to RunMode::threads threads of at least
+  // kThreadLaunches launches each. One part when launches are looked at one by one (a trace, listings), or
+  // when a launch's timing key depends on the launch before it (resident programs, launch prefetch).
   static constexpr int64_t kThreadLaunches = 512;
   std::vector<size_t> parts(const Plan& plan, bool one_by_one) const {
-    const size_t runs = plan.runs.size(), from = std::min(plan.independent_from, runs);
+    const std::vector<size_t>& groups = plan.independent_groups;
+    const size_t runs = plan.runs.size(), from = groups.empty() ? runs : groups[0];
     int64_t total = 0, independent = 0;
     for (size_t r = 0; r < runs; ++r) {
       total += plan.runs[r].count;
       if (r >= from) independent += plan.runs[r].count;
     }
     const int64_t threads =
-        std::min<int64_t>({int64_t(mode_.threads), int64_t(runs - from), independent / kThreadLaunches});
+        std::min<int64_t>({int64_t(mode_.threads), int64_t(groups.size()), independent / kThreadLaunches});
     if (threads < 2 || one_by_one || plan.config.prefetch_launches || plan.config.resident_program)
       return {0, runs};
     std::vector<size_t> bounds{from};
     int64_t done = total - independent;
-    size_t r = from;
-    for (int64_t k = 1; k < threads; ++k) {
-      while (r < runs && done + plan.runs[r].count <= total * k / threads) done += plan.runs[r++].count;
-      bounds.push_back(r);
+    for (size_t g = 0, r = from; g < groups.size();
+         ++g) {  // a part ends at the group that takes it past its share
+      const size_t end = g + 1 < groups.size() ? groups[g + 1] : runs;
+      for (; r < end; ++r) done += plan.runs[r].count;
+      if (int64_t(bounds.size()) < threads && done >= total * int64_t(bounds.size()) / threads)
+        bounds.push_back(end);
     }
-    bounds.push_back(runs);
-    bounds.erase(std::unique(bounds.begin() + 1, bounds.end()),
-                 bounds.end());  // no empty part but the main's
+    if (bounds.back() != runs) bounds.push_back(runs);
     return bounds;
   }
   static bool cancelled(const std::exception_ptr& e) {
