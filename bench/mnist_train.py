@@ -48,9 +48,9 @@ def _train(bs: int, steps: int, seed: int) -> tuple[list[float], list[float]]:
   return losses, walls
 
 def kernel_times():
-  """Wall time, calls, launches, launches run in order and their batches per TINYTPU kernel, gathered while it is in
-  effect."""
-  times = collections.defaultdict(lambda: [0.0, 0, 0, 0, 0])
+  """Wall time, calls, launches, launches run in order, their batches and the launches other threads ran per TINYTPU
+  kernel, gathered while it is in effect."""
+  times = collections.defaultdict(lambda: [0.0, 0, 0, 0, 0, 0])
   call = TinyTPUProgram.__call__
   def timed(self, *args, **kw):
     before, t = tinytpu.counters(), time.perf_counter()
@@ -62,6 +62,7 @@ def kernel_times():
       row[2] += after["launches"] - before["launches"]
       row[3] += after["in_order"] - before["in_order"]
       row[4] += after["batches"] - before["batches"]
+      row[5] += after["threaded"] - before["threaded"]
   TinyTPUProgram.__call__ = timed
   return times
 
@@ -93,10 +94,10 @@ def main():
   tpu = [losses for label, losses in runs.items() if label.startswith("TINYTPU")]
   if len(tpu) > 1: print("TINYTPU losses equal across modes:", all(l == tpu[0] for l in tpu))
   if times:
-    print(f"{'kernel':40s} {'wall s':>8s} {'calls':>6s} {'launches':>10s} {'in order':>9s} {'per batch':>9s}")
-    for name, (t, calls, launches, in_order, batches) in sorted(times.items(), key=lambda kv: -kv[1][0])[:args.kernels]:
+    print(f"{'kernel':40s} {'wall s':>8s} {'calls':>6s} {'launches':>10s} {'in order':>9s} {'per batch':>9s} {'threaded':>9s}")
+    for name, (t, calls, launches, in_order, batches, threaded) in sorted(times.items(), key=lambda kv: -kv[1][0])[:args.kernels]:
       print(f"{name:40s} {t:8.2f} {calls:6d} {launches:10d} {in_order / max(launches, 1):9.1%} "
-            f"{in_order / max(batches, 1):9.1f}")
+            f"{in_order / max(batches, 1):9.1f} {threaded / max(launches, 1):9.1%}")
 
 if __name__ == "__main__":
   main()
