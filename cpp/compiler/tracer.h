@@ -201,18 +201,14 @@ struct TraceValue {
 // are unrolled while tracing. Index arithmetic is evaluated per lane here, so loads and stores carry
 // concrete element indices: the data plan gathers and scatters them.
 //
-// A long chunk (a reduction of many terms per output) is traced in parts, so that its tile nodes fit in
-// host memory and its parts, which repeat, are replayed rather than lowered each: past `cut_nodes` nodes, at
-// the end of an iteration of the outermost loop whose iterations fit in a part (and before 2 * cut_nodes),
-// trace_chunk keeps every live value as a pinned tile (a store with `pin`) and returns false; the caller
-// compiles the batch, and the next call resumes the chunk with those values as pinned leaves.
-// `max_chunk_nodes` bounds a part that has no loop iteration to stop at: past it, tracing stops with
-// Unsupported.
+// A long chunk (a reduction of millions of terms per output) is traced in parts, so that its tile
+// nodes fit in host memory: past `cut_nodes` nodes, at the end of an iteration of the outermost loop whose
+// iterations fit in a part (and before 2 * cut_nodes), trace_chunk keeps every live value as a pinned tile
+// (a store with `pin`) and returns false; the caller compiles the batch, and the next call resumes the
+// chunk with those values as pinned leaves. `max_chunk_nodes` bounds a part that has no loop iteration to
+// stop at: past it, tracing stops with Unsupported.
 struct TraceLimits {
-  // About 10 MB of tile nodes (a part: up to twice that). Smaller, a chunk's parts repeat sooner: a
-  // convolution's weight gradient (beautiful_mnist's, BS=64, chunks of 27,000 launches) compiles in 2.9 s
-  // instead of 16.1 s at 2^20, with the same launches and 0.003% fewer cycles (pinned, not spilled).
-  size_t cut_nodes = size_t(1) << 15;
+  size_t cut_nodes = size_t(1) << 20;        // about 300 MB of tile nodes (a part: up to twice that)
   size_t max_chunk_nodes = size_t(1) << 23;  // about 2.5 GB
   bool trace_every_chunk = false;            // tests: no batch replayed untraced (ChunkPeriod)
 };
