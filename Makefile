@@ -9,7 +9,7 @@ WHEEL_BUILD := build/wheel
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
 TINYGRAD_SDIST := $(UPSTREAM_CACHE)/tinygrad-0.14.0.tar.gz
 
-.PHONY: deps install check-layers test test-cpp test-py test-upstream test-sanitize fuzz test-upstream-full random-programs demo bench explore clean format
+.PHONY: deps install check-layers test test-cpp test-py test-upstream test-sanitize test-tsan fuzz test-upstream-full random-programs demo bench explore clean format
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -106,7 +106,25 @@ fuzz: deps
 check-layers:
 	$(PYTHON) tools/check_layers.py
 
-test: check-layers test-cpp test-py test-upstream test-sanitize fuzz docs
+test: check-layers test-cpp test-py test-upstream test-sanitize test-tsan fuzz docs
+
+# ThreadSanitizer on a call's threads (executor.h RunMode::threads): a thread-sanitized extension of the reference
+# geometry, imported in place of the installed one, running the tests whose calls share their launches among two
+# threads; any race found fails it. The real interpreter, not a wrapper script, takes the preloaded runtime.
+TSAN_BUILD := build/tsan
+TSAN_PY_TESTS ?= tests_py/test_functional.py
+test-tsan: install
+	cmake -S . -B $(TSAN_BUILD) -DTINYTPU_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
+	  -DTINYTPU_BUILD_WIDE=OFF -DPython_EXECUTABLE=$$(command -v $(PYTHON)) \
+	  -Dpybind11_DIR=$$($(PYTHON) -m pybind11 --cmakedir) >/dev/null
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target _core
+	rm -rf $(TSAN_BUILD)/pkg && mkdir -p $(TSAN_BUILD)/pkg && cp -r python/tinytpu $(TSAN_BUILD)/pkg/
+	cp $(TSAN_BUILD)/_core.*.so $(TSAN_BUILD)/pkg/tinytpu/
+	cp $$($(PYTHON) -c "import importlib.util as u; print(u.find_spec('tinytpu').submodule_search_locations[0])")/_core[0-9]*.so \
+	  $(TSAN_BUILD)/pkg/tinytpu/
+	LD_PRELOAD="$$(gcc -print-file-name=libtsan.so)" TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" \
+	  TINYTPU_THREADS=2 PYTHONPATH=$(CURDIR)/$(TSAN_BUILD)/pkg \
+	  $$($(PYTHON) -c "import sys; print(sys.executable)") -m pytest -q -p no:cacheprovider $(TSAN_PY_TESTS)
 
 # The docs site (mkdocs.yml, docs/, API pages from python/tinytpu's docstrings) into build/site. --strict: a broken
 # link, a missing image or a docstring that does not render fails it.
