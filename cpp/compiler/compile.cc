@@ -24,6 +24,10 @@ namespace {
 
 constexpr size_t kBatchNodes = 96;  // tile nodes traced before a batch of chunks is compiled
 
+// FNV-1a, a word at a time: the plan builder's hashes.
+constexpr uint64_t kFnvOffset = 1469598103934665603ull;
+void fnv_mix(uint64_t& h, uint64_t v) { h = (h ^ v) * 1099511628211ull; }
+
 // Whether the batch is compiled after tracing chunk `chunk` into it: it holds kBatchNodes nodes, or the chunk
 // pinned the prefix, whose program runs before any chunk reads the pinned tiles.
 bool batch_ends(const TileProgram& prog, int64_t chunk, const Tracer& tracer) {
@@ -78,8 +82,8 @@ class PlanBuilder {
   std::map<std::pair<bool, MxuTile>, int> operands_;            // (weight, lanes) -> Plan::mxu_operands
   struct OffsetsHash {
     size_t operator()(const std::array<int32_t, kLanes>& a) const {
-      uint64_t h = 1469598103934665603ull;
-      for (int32_t v : a) h = (h ^ uint32_t(v)) * 1099511628211ull;
+      uint64_t h = kFnvOffset;
+      for (int32_t v : a) fnv_mix(h, uint32_t(v));
       return size_t(h);
     }
   };
@@ -232,22 +236,20 @@ class PlanBuilder {
   std::shared_ptr<const Image> intern(const Launch& l, const std::vector<Tile>& consts) {
     // Each record hashed on its own, then combined: the mixes of different records do not wait on each
     // other (a large batch hashes every launch it lowers). Whole words: the fields packed, two values a word.
-    constexpr uint64_t kOffset = 1469598103934665603ull;
-    auto mix = [](uint64_t& h, uint64_t v) { h = (h ^ v) * 1099511628211ull; };
     static_assert(kTileElems % 2 == 0);
-    uint64_t h = kOffset;
+    uint64_t h = kFnvOffset;
     for_each_record(l, consts, [&](RecordType type, int addr, const Tile* data, const Instr& in) {
-      uint64_t record = kOffset;
-      mix(record, uint64_t(type) << 40 | uint64_t(uint32_t(addr)) << 8 | in.op);
-      mix(record, uint64_t(in.vmemAddr) << 56 | uint64_t(in.vregDst) << 48 | uint64_t(in.vregSrc) << 40 |
-                      uint64_t(in.vpuOp) << 32 | uint64_t(in.vregSrc2) << 24 | uint64_t(in.mxuWBase) << 16 |
-                      uint64_t(in.mxuABase) << 8 | in.mxuTLen);
+      uint64_t record = kFnvOffset;
+      fnv_mix(record, uint64_t(type) << 40 | uint64_t(uint32_t(addr)) << 8 | in.op);
+      fnv_mix(record, uint64_t(in.vmemAddr) << 56 | uint64_t(in.vregDst) << 48 | uint64_t(in.vregSrc) << 40 |
+                          uint64_t(in.vpuOp) << 32 | uint64_t(in.vregSrc2) << 24 |
+                          uint64_t(in.mxuWBase) << 16 | uint64_t(in.mxuABase) << 8 | in.mxuTLen);
       if (data)
         for (size_t i = 0; i < data->size(); i += 2)
-          mix(record, uint64_t(uint32_t((*data)[i])) | uint64_t(uint32_t((*data)[i + 1])) << 32);
-      mix(h, record);
+          fnv_mix(record, uint64_t(uint32_t((*data)[i])) | uint64_t(uint32_t((*data)[i + 1])) << 32);
+      fnv_mix(h, record);
     });
-    for (const SlotFill& f : l.fills) mix(h, uint64_t(f.dtype));
+    for (const SlotFill& f : l.fills) fnv_mix(h, uint64_t(f.dtype));
     auto& same_hash = images_[h];
     for (const auto& known : same_hash)
       if (same(*known, l, consts)) return known;

@@ -35,34 +35,13 @@ class Effects {
   uint32_t range_ = 0;
   std::map<std::tuple<int64_t, int64_t, bool>, RangeEffects> ranges_;
 
-  int place(const TileSource& s, bool swap) const {
-    return s.kind == TileSource::Kind::kPinned ? p_.scratch_tiles + (swap ? other_bank(s.id) : s.id) : s.id;
-  }
-  bool reads_memo(const TileSource& s) const {
-    switch (s.kind) {
-      case TileSource::Kind::kStrided:
-        return p_.strided[s.id].buf > counter_;
-      case TileSource::Kind::kOffsets:
-        return p_.offset_gathers[s.id].buf > counter_;
-      case TileSource::Kind::kLanes:
-      case TileSource::Kind::kDynamic:
-        for (const LeafLane& l : p_.lanes[s.id])
-          if (l.buf > counter_) return true;
-        return false;
-      default:
-        return false;
-    }
-  }
   void read(int id, bool swap, RangeEffects& e) {
-    for (; id >= 0;) {  // a dynamic gather's indices come from another source
-      const TileSource& s = p_.sources[id];
-      if (reads_memo(s)) e.opaque = true;
-      if (s.kind == TileSource::Kind::kScratch || s.kind == TileSource::Kind::kPinned) {
-        const int at = place(s, swap);
-        if (stamp_[at] != range_) e.exposed.push_back(at);
-      }
-      id = s.kind == TileSource::Kind::kDynamic ? s.index : -1;
-    }
+    for_each_source(p_, id, [&](const TileSource& s) {
+      e.opaque |= reads_memo(p_, s);
+      if (!is_kept(s)) return;
+      const int at = kept_place(p_, s, swap);
+      if (stamp_[size_t(at)] != range_) e.exposed.push_back(at);
+    });
   }
   RangeEffects compute(const LaunchRun& r) {
     RangeEffects e;
@@ -74,7 +53,7 @@ class Effects {
         read(p_.mxu_operands[f.operand].source, r.swap_banks, e);
       for (const Scatter& s : l.scatters) e.opaque |= s.buf > counter_ || s.index_tile >= 0;
       for (const Keep& k : l.keeps) {
-        const int at = k.pinned ? p_.scratch_tiles + (r.swap_banks ? other_bank(k.id) : k.id) : k.id;
+        const int at = kept_place(p_, k.pinned, k.id, r.swap_banks);
         if (stamp_[at] != range_) e.kept.push_back(at);
         stamp_[at] = range_;
       }
@@ -89,9 +68,9 @@ std::vector<size_t> independent_groups(const Plan& plan, const std::vector<int64
   const size_t runs = plan.runs.size();
   Effects effects(plan);
   const size_t places = size_t(effects.places());
-  // Groups, first to last: a run joins the group before it when it reads a kept tile a run of that group kept (the
-  // parts of a long chunk), but for the uniform prefix's pinned tiles (bank 0), which every chunk reads. A group's
-  // exposed reads are those of tiles it did not keep itself first.
+  // Groups, first to last: a run joins the group before it when it reads a kept tile a run of that group kept
+  // (the parts of a long chunk), but for the uniform prefix's pinned tiles (bank 0), which every chunk reads.
+  // A group's exposed reads are those of tiles it did not keep itself first.
   auto continues = [&](int at) { return at < plan.scratch_tiles || pin_bank(at - plan.scratch_tiles) != 0; };
   struct Group {
     size_t first;

@@ -146,4 +146,44 @@ struct Plan {
   std::vector<size_t> independent_groups;
 };
 
+// Where the executor keeps a kept tile (scratch tile or pinned tile #id): the scratch tiles, then the pinned
+// tiles, whose banks a run with swap_banks reads and fills exchanged.
+inline int kept_place(const Plan& p, bool pinned, int id, bool swap) {
+  return pinned ? p.scratch_tiles + (swap ? other_bank(id) : id) : id;
+}
+inline int kept_place(const Plan& p, const TileSource& s, bool swap) {
+  return kept_place(p, s.kind == TileSource::Kind::kPinned, s.id, swap);
+}
+inline bool is_kept(const TileSource& s) {
+  return s.kind == TileSource::Kind::kScratch || s.kind == TileSource::Kind::kPinned;
+}
+
+// f(source) for source `id` and, for a dynamic gather, the sources its element indices come from.
+template <class F>
+void for_each_source(const Plan& p, int id, F f) {
+  for (; id >= 0;) {
+    const TileSource& s = p.sources[size_t(id)];
+    f(s);
+    id = s.kind == TileSource::Kind::kDynamic ? s.index : -1;
+  }
+}
+
+// Whether a source reads a memo buffer (the slots after the counter slot).
+inline bool reads_memo(const Plan& p, const TileSource& s) {
+  const int counter = counter_slot(p.written);
+  switch (s.kind) {
+    case TileSource::Kind::kStrided:
+      return p.strided[size_t(s.id)].buf > counter;
+    case TileSource::Kind::kOffsets:
+      return p.offset_gathers[size_t(s.id)].buf > counter;
+    case TileSource::Kind::kLanes:
+    case TileSource::Kind::kDynamic:
+      for (const LeafLane& l : p.lanes[size_t(s.id)])
+        if (l.buf > counter) return true;
+      return false;
+    default:
+      return false;
+  }
+}
+
 }  // namespace tinytpu::compiler

@@ -211,11 +211,11 @@ class DataPlan {
       }
       case TileSource::Kind::kPinned:
       case TileSource::Kind::kScratch: {
-        const int place = read_place(s);
+        const int place = compiler::kept_place(p_, s, swap_);
         if (renamed_)
           for (const Renamed& r : *renamed_)
             if (r.place == place) return void(out = *r.value);
-        out = place < int(scratch_.size()) ? scratch_[place] : pinned_[place - scratch_.size()];
+        out = kept(place);
         return;
       }
     }
@@ -273,7 +273,7 @@ class DataPlan {
   // k-th output tile.
   template <class Outputs>
   void drain(const PlanLaunch& l, const Outputs& out) {
-    for (const Keep& k : l.keeps) (k.pinned ? pinned_[pinned(k.id, swap_)] : scratch_[k.id]) = out[k.output];
+    for (const Keep& k : l.keeps) kept(kept_place(k)) = out[k.output];
     for (const Scatter& s : l.scatters) {
       const Slot& b = slots_[s.buf];
       const Tile& value = out[s.value];
@@ -303,30 +303,23 @@ class DataPlan {
   // The places of kept tiles: scratch tiles, then pinned tiles in their banks (as the current run reads
   // them).
   int places() const { return int(scratch_.size() + pinned_.size()); }
-  int kept_place(const Keep& k, bool swap) const {
-    return k.pinned ? int(scratch_.size()) + pinned(k.id, swap) : k.id;
-  }
+  int kept_place(const Keep& k, bool swap) const { return compiler::kept_place(p_, k.pinned, k.id, swap); }
   int kept_place(const Keep& k) const { return kept_place(k, swap_); }
   // f(source) for each source a launch's fills read.
   template <class F>
   void for_each_read(const PlanLaunch& l, F f) const {
-    for (const PlanLaunch::Fill& fill : l.fills)
-      for (int id = fill.source; id >= 0;) {  // a dynamic gather's indices come from another source
-        const TileSource& s = p_.sources[id];
-        f(s);
-        id = s.kind == TileSource::Kind::kDynamic ? s.index : -1;
-      }
+    for (const PlanLaunch::Fill& fill : l.fills) for_each_source(p_, fill.source, f);
   }
   // f(place) for each kept tile a launch's fills read.
   template <class F>
   void for_each_kept_read(const PlanLaunch& l, F f) const {
     for_each_read(l, [&](const TileSource& s) {
-      if (s.kind == TileSource::Kind::kScratch || s.kind == TileSource::Kind::kPinned) f(read_place(s));
+      if (is_kept(s)) f(compiler::kept_place(p_, s, swap_));
     });
   }
   bool reads_memo(const PlanLaunch& l) const {
     bool reads = false;
-    for_each_read(l, [&](const TileSource& s) { reads |= reads_memo(s); });
+    for_each_read(l, [&](const TileSource& s) { reads |= compiler::reads_memo(p_, s); });
     return reads;
   }
   // Kept tiles read from elsewhere than their places while set: launches of a batch run before earlier ones
@@ -339,13 +332,6 @@ class DataPlan {
   bool stores_memo(const PlanLaunch& l) const {
     return std::any_of(l.scatters.begin(), l.scatters.end(),
                        [&](const Scatter& s) { return s.buf > counter_; });
-  }
-  bool reads_memo(const TileSource& s) const {
-    if (s.kind == TileSource::Kind::kStrided) return p_.strided[s.id].buf > counter_;
-    if (s.kind == TileSource::Kind::kOffsets) return p_.offset_gathers[s.id].buf > counter_;
-    if (s.kind != TileSource::Kind::kLanes && s.kind != TileSource::Kind::kDynamic) return false;
-    const auto& lanes = p_.lanes[s.id];
-    return std::any_of(lanes.begin(), lanes.end(), [&](const LeafLane& l) { return l.buf > counter_; });
   }
 
   // The run about to execute: its element indices are moved by the run's shift.
@@ -363,9 +349,12 @@ class DataPlan {
   const std::vector<Renamed>* renamed_ = nullptr;
   const std::vector<int64_t>* shift_ = nullptr;
   bool swap_ = false;  // the run's banks exchanged
-  static int pinned(int id, bool swap) { return swap ? other_bank(id) : id; }
-  int read_place(const TileSource& s) const {
-    return s.kind == TileSource::Kind::kPinned ? int(scratch_.size()) + pinned(s.id, swap_) : s.id;
+  // A kept tile by its place (kept_place).
+  Tile& kept(int place) {
+    return place < int(scratch_.size()) ? scratch_[place] : pinned_[place - scratch_.size()];
+  }
+  const Tile& kept(int place) const {
+    return place < int(scratch_.size()) ? scratch_[place] : pinned_[place - scratch_.size()];
   }
   static int32_t counter(int64_t value) { return int32_t(uint32_t(value)); }
   int64_t shift(int buf) const { return shift_ && size_t(buf) < shift_->size() ? (*shift_)[buf] : 0; }
