@@ -110,6 +110,31 @@ TEST_CASE("executor: a kernel runs on the TensorCore and writes device memory") 
   CHECK(s.cycles > s.sxu_cycles);
 }
 
+TEST_CASE("executor: a kernel that reads the buffer it writes reads it as it was when the call began") {
+  // buf[i] = buf[n - 1 - i] + 1 over many launches: later launches read elements earlier ones stored
+  const int n = 16 * 64;
+  const std::string ir = "KERNEL flip\nCONST idx 0 " + std::to_string(n) +
+                         "\n"                                             // 0
+                         "PARAM i32 1 0 0 GLOBAL 0 0\n"                   // 1 buf
+                         "RANGE i32 1 0 0 WEAK\n"                         // 2 i
+                         "CONST i32 0 -1\nMUL i32 2 2 3\nCONST i32 0 " +  // 3, 4, 5
+                         std::to_string(n - 1) +
+                         "\nADD i32 2 4 5\n"                                              // 6 n - 1 - i
+                         "INDEX i32 2 1 6\nLOAD i32 1 7\nCONST i32 0 1\nADD i32 2 8 9\n"  // 7..10
+                         "INDEX i32 2 1 2\nSTORE void 2 11 10\n"                          // 11, 12
+                         "END void 2 12 2\nSINK void 1 13\n";
+  CompiledKernel k(ir);
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(n * 4)};
+  for (int i = 0; i < n; ++i) std::memcpy(bufs[0].data() + 4 * i, &i, 4);
+  KernelStats s = k.run(bufs, {}, false);
+  REQUIRE(s.launches > 1);
+  for (int i = 0; i < n; ++i) {
+    int32_t out;
+    std::memcpy(&out, bufs[0].data() + 4 * i, 4);
+    CHECK(out == n - 1 - i + 1);
+  }
+}
+
 TEST_CASE("replay: batches equal up to a shift of their indices run the first one's launches") {
   const int n = 16 * 200;
   Kernel ir = parse_kernel(muladd_ir(n));

@@ -10,8 +10,8 @@ using namespace tinytpu;
 using namespace tinytpu::compiler;
 
 namespace {
-// A plan over two buffers: slot 0 stored to (128 elements), slot 1 loaded from (64); the counter slot is 2 and memo
-// buffer 0 is slot 3.
+// A plan over two buffers: slot 0 stored to (128 elements), slot 1 loaded from (64); the counter slot is 2
+// and memo buffer 0 is slot 3.
 struct PlanMaker {
   Plan plan;
   PlanMaker() {
@@ -32,11 +32,14 @@ struct PlanMaker {
     l.fills.push_back({0, source});
     if (keep) l.keeps.push_back(*keep);
     if (store_buf >= 0) {
-      Lanes at;
-      for (int k = 0; k < kLanes; ++k) at[k] = store_at + k;
-      plan.store_lanes.push_back(at);
+      if (plan.lane_offsets.empty()) {  // consecutive lanes
+        LaneOffsets o{{}, 0, kLanes - 1};
+        for (int k = 0; k < kLanes; ++k) o.at[k] = k;
+        plan.lane_offsets.push_back(o);
+      }
       Scatter s{store_buf, 0};
-      s.index = int(plan.store_lanes.size()) - 1;
+      s.offsets = 0;
+      s.base = store_at;
       s.active.set();
       l.scatters.push_back(s);
     }

@@ -170,17 +170,28 @@ class PlanBuilder {
   std::optional<OffsetGather> offset_gather(const LeafLanes& lanes) {
     const int buf = lanes[0].buf;
     if (buf < 0 || buf == counter_slot(plan_.written)) return std::nullopt;
+    Lanes at;
+    for (int l = 0; l < kLanes; ++l) {
+      if (lanes[l].buf != buf) return std::nullopt;
+      at[l] = lanes[l].index;
+    }
+    std::optional<int> o = offsets(at);
+    if (!o) return std::nullopt;
+    return OffsetGather{buf, *o, lanes[0].index};
+  }
+  // Plan::lane_offsets for elements at[l] - at[0], interned; none when one does not fit 32 bits.
+  std::optional<int> offsets(const Lanes& at) {
     LaneOffsets o{{}, 0, 0};
     for (int l = 0; l < kLanes; ++l) {
-      const int64_t at = lanes[l].index - lanes[0].index;
-      if (lanes[l].buf != buf || at != int32_t(at)) return std::nullopt;
-      o.at[l] = int32_t(at);
+      const int64_t off = at[l] - at[0];
+      if (off != int32_t(off)) return std::nullopt;
+      o.at[l] = int32_t(off);
       o.lo = std::min(o.lo, o.at[l]);
       o.hi = std::max(o.hi, o.at[l]);
     }
     auto [it, fresh] = offsets_.emplace(o.at, int(plan_.lane_offsets.size()));
     if (fresh) plan_.lane_offsets.push_back(o);
-    return OffsetGather{buf, it->second, lanes[0].index};
+    return it->second;
   }
 
   // Drained tiles: spills to scratch, pinned values, and stores with their gate and index tiles.
@@ -209,8 +220,18 @@ class PlanBuilder {
       if (st.index_node >= 0) {
         s.index_tile = parts.at({d.store, SlotDrain::kIndex});
       } else {
-        plan_.store_lanes.push_back(st.index);
-        s.index = int(plan_.store_lanes.size()) - 1;
+        // an inactive lane stores nothing: its offset is 0, so that the active lanes bound the tile's
+        int first = 0;
+        while (first < kLanes && !st.active[first]) ++first;
+        Lanes at;
+        for (int lane = 0; lane < kLanes; ++lane)
+          at[lane] = st.index[st.active[lane] ? lane : first % kLanes];
+        std::optional<int> o = offsets(at);
+        if (!o)
+          throw Unsupported("a store to buffer " + std::to_string(st.buf) +
+                            " whose lanes are more than 2^31 elements apart");
+        s.offsets = *o;
+        s.base = at[0];
       }
       for (int lane = 0; lane < kLanes; ++lane) s.active[lane] = st.active[lane];
       if (size_t(st.buf) < plan_.written.size()) plan_.written[st.buf] = true;  // not a memo buffer

@@ -122,7 +122,7 @@ std::vector<size_t> independent_groups(const Plan& plan, const std::vector<int64
           const int64_t moved = shift && size_t(s.buf) < shift->size() ? (*shift)[size_t(s.buf)] : 0;
           for (int lane = 0; lane < kLanes; ++lane) {
             if (!s.active[lane]) continue;
-            const int64_t at = plan.store_lanes[size_t(s.index)][lane] + moved;
+            const int64_t at = s.base + plan.lane_offsets[size_t(s.offsets)].at[lane] + moved;
             if (at < 0 || at >= int64_t(by.size())) return true;  // an error when it runs: in order
             int32_t& who = by[size_t(at)];
             if (who >= 0 && who != int32_t(gi)) return true;

@@ -64,14 +64,15 @@ struct TileSource {
   LaneMask negate;     // MXU operands: lanes of subtracted terms, whose elements the loader negates
 };
 
-// One drained value stored to a buffer: its lanes go to element `index` (or the drained index tile's),
-// where active and (with a gate) the drained gate tile is non-zero. Outputs are positions in the
-// launch's OUTPUT_VMEM order.
+// One drained value stored to a buffer: lane l goes to element base + offsets[l] (Plan::lane_offsets, as a
+// gather's) or to the drained index tile's, where active and (with a gate) the drained gate tile is non-zero.
+// Outputs are positions in the launch's OUTPUT_VMEM order.
 struct Scatter {
   int buf;
   int value;
   int gate = -1, index_tile = -1;
-  int index = -1;  // Plan::store_lanes, when not index_tile
+  int offsets = -1;  // when not index_tile; an inactive lane's offset is 0
+  int64_t base = 0;
   LaneMask active;
 };
 // A drained value kept for later launches: scratch tile #id (a spill) or pinned tile #id.
@@ -135,7 +136,6 @@ struct Plan {
   std::vector<OffsetGather> offset_gathers;
   std::vector<LaneOffsets> lane_offsets;
   std::vector<std::array<LeafLane, kLanes>> lanes;
-  std::vector<Lanes> store_lanes;
   std::vector<MxuOperand> mxu_operands;
   int scratch_tiles = 0, pinned_tiles = 0;
   std::vector<bool> written;  // per buffer slot: the kernel stores to it

@@ -212,10 +212,8 @@ class DataPlan {
       case TileSource::Kind::kPinned:
       case TileSource::Kind::kScratch: {
         const int place = compiler::kept_place(p_, s, swap_);
-        if (renamed_)
-          for (const Renamed& r : *renamed_)
-            if (r.place == place) return void(out = *r.value);
-        out = kept(place);
+        const Tile* renamed = renamed_[size_t(place)];
+        out = renamed ? *renamed : kept(place);
         return;
       }
     }
@@ -277,18 +275,35 @@ class DataPlan {
     for (const Scatter& s : l.scatters) {
       const Slot& b = slots_[s.buf];
       const Tile& value = out[s.value];
-      const Tile* index_tile = s.index_tile >= 0 ? &out[s.index_tile] : nullptr;
-      const Lanes* lanes = index_tile ? nullptr : &p_.store_lanes[s.index];
-      const int64_t moved = index_tile ? 0 : shift(s.buf);
-      for (int lane = 0; lane < kLanes; ++lane) {
-        if (!s.active[lane] || (s.gate >= 0 && !out[s.gate][lane])) continue;
-        const int64_t at = index_tile ? (*index_tile)[lane] : (*lanes)[lane] + moved;
-        if (at < 0 || at >= b.size)
-          throw SimError("scatter index " + std::to_string(at) + " outside buffer " + std::to_string(s.buf) +
-                         " of " + std::to_string(b.size) + " elements");
-        write_lane(b.write + at * b.bytes, b.dtype, b.bytes, value[lane]);
+      if (s.index_tile >= 0) {
+        const Tile& index = out[s.index_tile];
+        for (int lane = 0; lane < kLanes; ++lane)
+          if (s.active[lane] && (s.gate < 0 || out[s.gate][lane])) store(b, s.buf, index[lane], value[lane]);
+        continue;
       }
+      const LaneOffsets& o = p_.lane_offsets[size_t(s.offsets)];
+      const int64_t at = s.base + shift(s.buf);
+      if (s.gate < 0 && s.active.all() && at + o.lo >= 0 && at + o.hi < b.size) {
+        // the common case: every lane stored, the tile's elements in the buffer (one check)
+        uint8_t* base = b.write + at * b.bytes;
+        if (b.bytes == 4)
+          for (int lane = 0; lane < kLanes; ++lane)
+            std::memcpy(base + int64_t(o.at[lane]) * 4, &value[lane], 4);
+        else
+          for (int lane = 0; lane < kLanes; ++lane)
+            write_lane(base + int64_t(o.at[lane]) * b.bytes, b.dtype, b.bytes, value[lane]);
+        continue;
+      }
+      for (int lane = 0; lane < kLanes; ++lane)
+        if (s.active[lane] && (s.gate < 0 || out[s.gate][lane]))
+          store(b, s.buf, at + o.at[lane], value[lane]);
     }
+  }
+  static void store(const Slot& b, int buf, int64_t at, int32_t value) {
+    if (at < 0 || at >= b.size)
+      throw SimError("scatter index " + std::to_string(at) + " outside buffer " + std::to_string(buf) +
+                     " of " + std::to_string(b.size) + " elements");
+    write_lane(b.write + at * b.bytes, b.dtype, b.bytes, value);
   }
 
   // Whether a launch's fills read a value `before` output (a spill or a pinned tile it kept; `before_swap`:
@@ -322,13 +337,9 @@ class DataPlan {
     for_each_read(l, [&](const TileSource& s) { reads |= compiler::reads_memo(p_, s); });
     return reads;
   }
-  // Kept tiles read from elsewhere than their places while set: launches of a batch run before earlier ones
-  // are drained, their kept tiles given by the launch that kept them (Call's window).
-  struct Renamed {
-    int place;
-    const Tile* value;
-  };
-  void set_renamed(const std::vector<Renamed>* renamed) { renamed_ = renamed; }
+  // A kept tile read from elsewhere than its place while set (null: its place): launches of a batch run
+  // before earlier ones are drained, their kept tiles given by the launch that kept them (Segment's window).
+  void rename(int place, const Tile* value) { renamed_[size_t(place)] = value; }
   bool stores_memo(const PlanLaunch& l) const {
     return std::any_of(l.scatters.begin(), l.scatters.end(),
                        [&](const Scatter& s) { return s.buf > counter_; });
@@ -346,7 +357,7 @@ class DataPlan {
   const std::vector<Slot>& slots_;
   const int counter_;
   std::vector<Tile> scratch_, pinned_;
-  const std::vector<Renamed>* renamed_ = nullptr;
+  std::vector<const Tile*> renamed_ = std::vector<const Tile*>(size_t(places()), nullptr);
   const std::vector<int64_t>* shift_ = nullptr;
   bool swap_ = false;  // the run's banks exchanged
   // A kept tile by its place (kept_place).
@@ -528,6 +539,23 @@ void check_same(const RunResult& in_order, const RunResult& ticked, uint64_t lau
 // Raised in the other threads of a call that stops: an error, or Ctrl-C, in one of its threads.
 struct Cancelled {};
 
+// A thread's batch and window outputs, kept from one call to the next, so that their pages are not faulted in
+// and zeroed anew at every call: a segment takes them on the thread that makes it, and gives them back there.
+struct SegmentStorage {
+  std::unique_ptr<BatchDatapath> batch;
+  std::vector<Tile> outputs;
+};
+thread_local SegmentStorage spare_storage;
+
+std::unique_ptr<BatchDatapath> take_batch(const TensorCoreConfig& cfg, int capacity) {
+  std::unique_ptr<BatchDatapath>& b = spare_storage.batch;
+  if (!b || b->capacity() < capacity || b->cfg.vregs != cfg.vregs || b->cfg.depth != cfg.depth ||
+      b->cfg.psum_buckets != cfg.psum_buckets)
+    return std::make_unique<BatchDatapath>(cfg, capacity);
+  b->cfg = cfg;
+  return std::move(b);
+}
+
 // A sequence of a call's runs, run by one thread: its kept tiles (a data plan), its window and its batches. A
 // call runs its plan in one segment, or its independent groups of runs (Plan::independent_groups) in several
 // at once.
@@ -547,10 +575,14 @@ class Segment {
         poll_(std::move(poll)),
         first_number_(first_number),
         window_limit_(one_by_one ? 1 : kWindowLaunches),
-        batch_(std::make_unique<BatchDatapath>(
+        batch_(take_batch(
             plan.config,
             int(std::max<int64_t>(1, std::min<int64_t>({kBatchLaunches, window_limit_, launches}))))),
-        keeper_(size_t(this->data.places()), {-1, 0}) {}
+        keeper_(size_t(this->data.places()), {-1, 0}),
+        outputs_(std::move(spare_storage.outputs)) {}
+  ~Segment() { spare_storage = {std::move(batch_), std::move(outputs_)}; }
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
 
   // Runs [first, end) of the plan's runs; the window is drained at the end.
   void run(size_t first, size_t end, bool keep_tasm, TraceLog* trace, CoreState* core) {
@@ -595,7 +627,7 @@ class Segment {
   static constexpr int kWindowLaunches = 1 << 14;
   static constexpr size_t kWindowTiles = size_t(1) << 18;  // their output tiles: 16 MB
   const int window_limit_;
-  const std::unique_ptr<BatchDatapath> batch_;
+  std::unique_ptr<BatchDatapath> batch_;
   std::vector<std::pair<int, int>> keeper_;  // per kept-tile place: the window's launch that kept it last
                                              // (-1: none) and its output
   struct Windowed {
@@ -618,7 +650,7 @@ class Segment {
   std::vector<Rename> renames_;
   bool window_stores_memo_ = false;
   std::vector<Tile> outputs_;  // the window's launches' output tiles, once run
-  std::vector<DataPlan::Renamed> renamed_;
+  std::vector<int> renamed_;   // the places the data plan reads renamed
   std::vector<int> filled_;
 
   // The launch's load: resident program (a ring of both banks' entries with prefetch), and prefetched while
@@ -707,12 +739,16 @@ class Segment {
   // Sets up the data plan to gather a windowed launch's data: its run, and the kept tiles it reads.
   void gathering(DataPlan& data, const Windowed& w) {
     data.start(*w.run);
-    renamed_.clear();
+    unrename(data);
     for (int r = w.renames_first; r < w.renames_end; ++r) {
       const Rename& x = renames_[size_t(r)];
-      renamed_.push_back({x.place, &outputs_[window_[size_t(x.keeper)].outputs + size_t(x.output)]});
+      data.rename(x.place, &outputs_[window_[size_t(x.keeper)].outputs + size_t(x.output)]);
+      renamed_.push_back(x.place);
     }
-    data.set_renamed(&renamed_);
+  }
+  void unrename(DataPlan& data) {
+    for (int place : renamed_) data.rename(place, nullptr);
+    renamed_.clear();
   }
 
   void run_window(const Plan& plan, DataPlan& data) {
@@ -733,7 +769,7 @@ class Segment {
       run_batch(plan, data, &order[first], int(end - first));
       first = end;
     }
-    data.set_renamed(nullptr);
+    unrename(data);
     for (const Windowed& w : window_) {
       data.start(*w.run);
       data.drain(*w.launch, &outputs_[w.outputs]);
@@ -816,6 +852,7 @@ class Call {
     sizes.resize(nslots_, 0);
     size_t i = 0;
     for (auto& [slot, dtype] : params) {
+      slot_of_place_.push_back(slot);
       DeviceBuffer& b = bufs[i++];
       slots_[slot] = {b.data(), b.data(), dtype, dtype_bytes(dtype), int64_t(b.size() / dtype_bytes(dtype))};
       sizes[slot] = slots_[slot].size;
@@ -853,14 +890,17 @@ class Call {
   }
 
   // Loads see the buffers as they were when the kernel started, like one pass of tinygrad's loops: a
-  // buffer the kernel writes, or one sharing memory with such a buffer, is read from a copy.
-  void snapshot_written(const Plan& plan) {
+  // buffer the kernel reads (`loads`: places in the call) and writes, or one sharing memory with a buffer it
+  // writes, is read from a copy.
+  void snapshot_written(const Plan& plan, const std::vector<int>& loads) {
+    std::vector<bool> read(size_t(nslots_), false);
+    for (int place : loads) read[size_t(slot_of_place_[size_t(place)])] = true;
     snapshots_.reserve(nslots_);  // slots read through pointers into them
     auto overlaps = [](const Slot& a, const Slot& b) {
       return a.write < b.write + b.size * b.bytes && b.write < a.write + a.size * a.bytes;
     };
     for (int s = 0; s < nslots_; ++s) {
-      if (!slots_[s].write) continue;
+      if (!slots_[s].write || !read[size_t(s)]) continue;
       bool copy = false;
       for (int w = 0; w < nslots_ && !copy; ++w)
         copy = slots_[w].write && plan.written[w] && overlaps(slots_[s], slots_[w]);
@@ -950,6 +990,7 @@ class Call {
   const Progress& progress_;
   int nslots_ = 0;
   std::vector<Slot> slots_;
+  std::vector<int> slot_of_place_;  // a buffer's slot by its place in the call
   std::vector<std::vector<uint8_t>> snapshots_;
   std::vector<std::vector<int32_t>> memos_;
   KernelProgress done_{0, 1};
@@ -1012,7 +1053,7 @@ KernelStats CompiledKernel::run_plan(std::vector<DeviceBuffer>& bufs, const std:
                                      CoreState* core, const RunMode& mode) const {
   Call call(kernel_.name, params_, bufs, progress, timings_, mode);
   std::shared_ptr<const Plan> plan = this->plan({vals, call.sizes, {}, {}}, {}, call.tracing());
-  call.snapshot_written(*plan);
+  call.snapshot_written(*plan, loads_);
   call.add_memos(*plan);
   // Choices that depend on the data select another plan: MXU data out of int8 range keeps its chains on
   // the VPU, an operand with the values of another is loaded once.
