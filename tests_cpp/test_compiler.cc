@@ -337,6 +337,24 @@ TEST_CASE(
   CHECK(p.stores.back().pin < 0);
 }
 
+TEST_CASE("tracing in parts: a long loop ends parts early where few values are live, a short one does not") {
+  Kernel k = parse_kernel(test::kSum16Ir);  // one accumulator live across a loop of 16 iterations
+  auto parts = [&](size_t early_cut_loop, int early_cut_live) {
+    TraceLimits limits;  // far from the hard limit: only early cuts
+    limits.early_cut_nodes = 5;
+    limits.early_cut_loop = early_cut_loop;
+    limits.early_cut_live = early_cut_live;
+    Tracer t(k, {}, {1, 16}, limits);
+    TileProgram p;
+    int n = 1;
+    for (; !t.trace_chunk(0, p); ++n) REQUIRE(n < 16);
+    return n;
+  };
+  CHECK(parts(16, 16) > 2);        // the loop's 16 iterations make it long enough
+  CHECK(parts(1 << 20, 16) == 1);  // a short loop lowers whole
+  CHECK(parts(16, 0) == 1);        // more values live than an early cut keeps
+}
+
 namespace {
 // out[i] = sum over r < terms of WHERE(test, a[16r + i], 0) in a register accumulator: `test` is r < k (known
 // per chunk, the same in every lane) or i < k (known per lane).

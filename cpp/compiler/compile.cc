@@ -393,7 +393,7 @@ struct FirstChunk {
 };
 
 // A float reduction's chunk layout, by compiling its first chunk both ways: the one whose estimated
-// cycles over all its chunks are fewer. A first chunk too long to trace whole keeps the default. When
+// cycles over all its chunks are fewer (a first chunk traced in parts, by its first part's). When
 // compile() will compile the first chunk as a batch of its own, the chosen layout's packing and lowering of
 // it are kept: tracing is deterministic, so compile() traces the same program again (cheaply) and, when the
 // MXU pass fused nothing in it, takes these instead of packing and lowering it a second time.
@@ -406,11 +406,13 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
     Tracer t(k, vals, sizes, limits, f.layout);
     if (!t.layout_open()) return {};  // the same answer for either layout
     TileProgram prog;
-    if (!t.trace_chunk(0, prog)) return {};
-    f.compiled = !prog.stores.empty() && batch_ends(prog, 0, t);
+    const bool whole = t.trace_chunk(0, prog);
+    f.compiled = whole && !prog.stores.empty() && batch_ends(prog, 0, t);
     pack_lanes(prog);
     f.launches = lower(prog, cfg, f.consts, k.fast_math, choices);
-    cost[&f - tried.data()] = estimated_cycles(f.launches) * t.num_chunks();
+    // a chunk traced in parts: its cycles estimated from its first part's, by the share of it traced
+    const double share = whole ? 1.0 : std::max(t.cut_share(), 1e-6);
+    cost[&f - tried.data()] = int64_t(double(estimated_cycles(f.launches)) / share) * t.num_chunks();
     f.packed = std::move(prog);
   }
   decision_log().debug("kernel {}: chunks of 16 consecutive points (~{} cycles) or 4x4 blocks (~{})", k.name,

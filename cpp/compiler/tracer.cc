@@ -546,6 +546,16 @@ void Tracer::for_live_tiles(Fn fn) {
     if (tile_lane.first >= 0) fn(tile_lane.first);
 }
 
+int Tracer::live_tiles_at(int range) {
+  const int was = st_.cut;
+  st_.cut = range;
+  std::vector<int> tiles;
+  for_live_tiles([&](int& tile) { tiles.push_back(tile); });
+  st_.cut = was;
+  std::sort(tiles.begin(), tiles.end());
+  return int(std::unique(tiles.begin(), tiles.end()) - tiles.begin());
+}
+
 void Tracer::cut(TileProgram& out) {
   std::map<int, int> pin_of;  // tile -> its pinned tile
   for_live_tiles([&](int& tile) {
@@ -885,12 +895,25 @@ bool Tracer::trace_end(size_t& ip) {
   const int64_t iteration = traced_ - st_.iteration_start[r];
   st_.iteration_start[r] = traced_;
   const size_t part = out_->nodes.size() - first_node_;
-  if (part < limits_.cut_nodes) return true;
+  const size_t early = std::min(limits_.early_cut_nodes, limits_.cut_nodes);
+  if (part < early) return true;
   // Parts end at iteration ends of the outermost loop whose iterations (estimated by this loop's last one)
   // fit in a part: then most parts trace the same iterations moved by a shift, and are replayed. A part so
   // grows to at most twice the limit.
-  const bool fits = enclosing_loop_[r] >= 0 && iteration * st_.bound[r] <= int64_t(limits_.cut_nodes);
-  if (fits && part < 2 * limits_.cut_nodes) return true;
+  auto ends_part = [&](size_t limit) {
+    const bool fits = enclosing_loop_[r] >= 0 && iteration * st_.bound[r] <= int64_t(limit);
+    return part >= limit && (!fits || part >= 2 * limit);
+  };
+  // Early cuts only in a long loop, whose parts then mostly repeat: a shorter one lowers better whole (some
+  // of EfficientNet's reductions took twice the launches in parts).
+  const bool long_loop = iteration * st_.bound[r] >= int64_t(limits_.early_cut_loop);
+  bool ends = ends_part(limits_.cut_nodes);
+  if (!ends && long_loop && ends_part(early) && part >= next_live_count_) {
+    ends = live_tiles_at(r) <= limits_.early_cut_live;
+    if (!ends) next_live_count_ = part + early;  // many live here: counted again a part's length on
+  }
+  if (!ends) return true;
+  cut_share_ = double(st_.iter[r]) / double(st_.bound[r]);
   st_.ip = size_t(r) + 1;
   st_.cut = r;
   cut(*out_);
@@ -1119,6 +1142,7 @@ bool Tracer::simplify(const Node& n, TraceValue& res) {
 bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
   out_ = &out;
   first_node_ = out.nodes.size();
+  next_live_count_ = 0;
   size_t start = 0;
   if (st_.chunk == chunk && st_.cut >= 0) {  // the rest of a chunk cut at a loop iteration's end
     resume(out);

@@ -206,11 +206,18 @@ struct TraceValue {
 // iterations fit in a part (and before 2 * cut_nodes), trace_chunk keeps every live value as a pinned tile
 // (a store with `pin`) and returns false; the caller compiles the batch, and the next call resumes the
 // chunk with those values as pinned leaves. `max_chunk_nodes` bounds a part that has no loop iteration to
-// stop at: past it, tracing stops with Unsupported.
+// stop at: past it, tracing stops with Unsupported. In a loop of at least `early_cut_loop` nodes, a part ends
+// sooner, past `early_cut_nodes`, where at most `early_cut_live` tiles are live: such a cut costs a few
+// spills, and short parts repeat, so that a long chunk compiles as a few parts replayed (compile.cc) rather
+// than lowered whole (beautiful_mnist's weight gradient: 64 iterations of 16,000 nodes, compiled in 16 s
+// whole).
 struct TraceLimits {
   size_t cut_nodes = size_t(1) << 20;        // about 300 MB of tile nodes (a part: up to twice that)
   size_t max_chunk_nodes = size_t(1) << 23;  // about 2.5 GB
   bool trace_every_chunk = false;            // tests: no batch replayed untraced (ChunkPeriod)
+  size_t early_cut_nodes = size_t(1) << 15;  // (up to cut_nodes)
+  size_t early_cut_loop = size_t(1) << 18;
+  int early_cut_live = 16;
 };
 // Chunks that trace alike. When the kernel reads its outer lane-parallel ranges only as element indices,
 // through additions and multiplications by constants, chunk c traces to the program of chunk c % chunks with
@@ -259,6 +266,8 @@ class Tracer {
   bool layout_open() const { return layout_open_; }
   bool blocked() const { return blocked_; }
   int64_t parts_cut() const { return parts_cut_; }  // times a chunk stopped at a cut: its parity is a bank's
+  // At the last cut, about how much of its chunk was traced: the share of the loop it was cut in.
+  double cut_share() const { return cut_share_; }
   int64_t loops_skipped() const { return loops_skipped_; }  // guarded loops that would add nothing
   // True once a chunk has pinned the uniform prefix: its program must run before the next chunk's.
   bool pinned_prefix() const { return prefix_ready_ && !prefix_constant_; }
@@ -291,6 +300,7 @@ class Tracer {
   // chunk are numbered as the same parts of a chunk two before: equal shapes, so replayed (compile.cc).
   int prefix_pins_ = 0;
   int64_t parts_cut_ = 0;
+  double cut_share_ = 1;
   int64_t loops_skipped_ = 0;
   int64_t traced_ = 0;               // tile nodes made so far, over all chunks and parts
   std::vector<int> enclosing_loop_;  // per RANGE node: the loop around it (-1: none, or a lane-parallel one)
@@ -317,6 +327,7 @@ class Tracer {
   ChunkState st_;
   TileProgram* out_ = nullptr;  // what trace_chunk appends to
   size_t first_node_ = 0;       // its size when this part of the chunk began
+  size_t next_live_count_ = 0;  // the part's size past which an early cut counts its live tiles again
   void start_chunk(int64_t chunk);
   // Tracing one IR node, by kind; each writes the node's value in st_.val.
   TraceValue& src(const Node& n, int i) {
@@ -358,6 +369,7 @@ class Tracer {
   // read, after a cut at the end of an iteration of RANGE `cut`.
   template <class Fn>
   void for_live_tiles(Fn fn);
+  int live_tiles_at(int range);   // how many distinct tiles a cut at the end of an iteration of `range` keeps
   void cut(TileProgram& out);     // keeps the live tiles as pinned tiles; references become pin numbers
   void resume(TileProgram& out);  // pin numbers become pinned leaves of `out`
   std::vector<int> parallel_;     // lane-parallel RANGE nodes, outermost first
