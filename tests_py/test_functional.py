@@ -79,19 +79,26 @@ def test_launches_run_in_batches_across_chains_of_partial_sums(monkeypatch):
   assert tick_counts["batches"] == 0 and counts["in_order"] >= 8 * counts["batches"] > 0
 
 @pytest.mark.parametrize("functional", [False, True])
-def test_independent_runs_run_on_threads(monkeypatch, functional):
+def test_independent_runs_run_on_threads_and_as_streams(monkeypatch, functional):
   """A convolution's weight gradient: each output tile's chain of partial sums is a run of launches of its own
-  (compiler/independent.h), so a call shares its runs among threads. Bit for bit and counter for counter what one
-  thread gives, ticked or run in order."""
+  (compiler/independent.h), so a call shares its runs among threads, and each thread interleaves its runs as streams
+  whose launches batch together. Bit for bit and counter for counter what one thread running them one after another
+  gives, ticked or run in order."""
   data = arrays([(4, 8, 16, 16), (4, 8, 12, 12)], integer=False)  # activations, output gradients
   wgrad = lambda x, g: x.permute(1, 0, 2, 3).conv2d(g.permute(1, 0, 2, 3))  # (8, 8, 5, 5): sums of 4*12*12 products
   got = {}
-  for threads in (1, 1, 2):  # the first call ticks the first launch of each key: the others take its counters
+  # the first call ticks the first launch of each key: the others take its counters
+  for threads, streams in ((1, 0), (1, 0), (1, 1), (2, 0), (2, 1)):
     monkeypatch.setenv("TINYTPU_THREADS", str(threads))
-    got[threads] = run(monkeypatch, wgrad, data, functional)
-  (one, one_counts), (two, two_counts) = got[1], got[2]
-  assert two.tobytes() == one.tobytes()
+    monkeypatch.setenv("TINYTPU_STREAMS", str(streams))
+    got[threads, streams] = run(monkeypatch, wgrad, data, functional)
+  one, one_counts = got[1, 0]
   same = ("kernels", "launches", "cycles", "sxu_cycles", "in_order")  # (which launches are sampled may differ)
-  assert {k: two_counts[k] for k in same} == {k: one_counts[k] for k in same}
-  assert one_counts["threaded"] == 0 and 0 < two_counts["threaded"] < two_counts["launches"]
-  assert (two_counts["checked"] > 0) == functional
+  for mode in ((1, 1), (2, 0), (2, 1)):
+    out, counts = got[mode]
+    assert out.tobytes() == one.tobytes(), mode
+    assert {k: counts[k] for k in same} == {k: one_counts[k] for k in same}, mode
+  assert one_counts["threaded"] == 0 and 0 < got[2, 1][1]["threaded"] < got[2, 1][1]["launches"]
+  assert (got[2, 1][1]["checked"] > 0) == functional
+  assert one_counts["streamed"] == got[2, 0][1]["streamed"] == 0
+  assert 0 < got[1, 1][1]["streamed"] <= got[1, 1][1]["launches"] and got[2, 1][1]["streamed"] > 0

@@ -165,16 +165,19 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def_readonly("checked", &KernelStats::checked)
       .def_readonly("batches", &KernelStats::batches)
       .def_readonly("threaded", &KernelStats::threaded)
+      .def_readonly("streamed", &KernelStats::streamed)
       .def_readonly("tasm", &KernelStats::tasm);
 
   py::class_<RunMode>(m, "RunMode")
-      .def(py::init([](bool functional, bool verify, int threads) {
-             return RunMode{functional, verify, threads};
+      .def(py::init([](bool functional, bool verify, int threads, bool streams) {
+             return RunMode{functional, verify, threads, streams};
            }),
-           py::arg("functional") = true, py::arg("verify") = false, py::arg("threads") = 1)
+           py::arg("functional") = true, py::arg("verify") = false, py::arg("threads") = 1,
+           py::arg("streams") = true)
       .def_readwrite("functional", &RunMode::functional)
       .def_readwrite("verify", &RunMode::verify)
-      .def_readwrite("threads", &RunMode::threads);
+      .def_readwrite("threads", &RunMode::threads)
+      .def_readwrite("streams", &RunMode::streams);
   m.attr("SAMPLE_EVERY") = kSampleEvery;
 
   py::class_<KernelProgress>(m, "KernelProgress")

@@ -105,6 +105,40 @@ struct Stopped {
   std::exception_ptr cause;
 };
 
+// Values by kept-tile place, for the few places a stream (Segment) touches of a plan's many: pages of places,
+// each allocated at its first write; `fill` elsewhere.
+template <class T>
+class PagedPlaces {
+ public:
+  explicit PagedPlaces(T fill) : fill_(fill) {}
+  const T& operator[](int place) const {
+    const size_t page = size_t(place) >> kPageBits;
+    return page < pages_.size() && pages_[page] ? (*pages_[page])[size_t(place) & (kPage - 1)] : fill_;
+  }
+  T& at(int place) {
+    const size_t page = size_t(place) >> kPageBits;
+    if (page >= pages_.size()) pages_.resize(page + 1);
+    if (!pages_[page]) {
+      pages_[page] = std::make_unique<std::array<T, kPage>>();
+      pages_[page]->fill(fill_);
+    }
+    return (*pages_[page])[size_t(place) & (kPage - 1)];
+  }
+
+ private:
+  static constexpr int kPageBits = 8;
+  static constexpr size_t kPage = size_t(1) << kPageBits;
+  T fill_;
+  std::vector<std::unique_ptr<std::array<T, kPage>>> pages_;
+};
+
+// The tiles a stream of independent groups kept (Segment::run_streams), apart from the segment's.
+struct StreamTile {
+  Tile tile;
+  bool kept = false;
+};
+using StreamKept = PagedPlaces<StreamTile>;
+
 // The tiles a call moves: gathered from the buffers, pinned and scratch tiles; drained ones stored back.
 class DataPlan {
  public:
@@ -213,6 +247,7 @@ class DataPlan {
       case TileSource::Kind::kScratch: {
         const int place = compiler::kept_place(p_, s, swap_);
         const Tile* renamed = renamed_[size_t(place)];
+        if (!renamed && stream_ && (*stream_)[place].kept) renamed = &(*stream_)[place].tile;
         out = renamed ? *renamed : kept(place);
         return;
       }
@@ -271,7 +306,12 @@ class DataPlan {
   // k-th output tile.
   template <class Outputs>
   void drain(const PlanLaunch& l, const Outputs& out) {
-    for (const Keep& k : l.keeps) kept(kept_place(k)) = out[k.output];
+    for (const Keep& k : l.keeps) {
+      if (stream_)
+        stream_->at(kept_place(k)) = {out[k.output], true};
+      else
+        kept(kept_place(k)) = out[k.output];
+    }
     for (const Scatter& s : l.scatters) {
       const Slot& b = slots_[s.buf];
       const Tile& value = out[s.value];
@@ -340,6 +380,9 @@ class DataPlan {
   // A kept tile read from elsewhere than its place while set (null: its place): launches of a batch run
   // before earlier ones are drained, their kept tiles given by the launch that kept them (Segment's window).
   void rename(int place, const Tile* value) { renamed_[size_t(place)] = value; }
+  // The stream whose launch is gathered or drained next (null: none): it keeps its tiles apart, and reads the
+  // data plan's where it kept none (Segment::run_streams).
+  void use_stream(StreamKept* stream) { stream_ = stream; }
   bool stores_memo(const PlanLaunch& l) const {
     return std::any_of(l.scatters.begin(), l.scatters.end(),
                        [&](const Scatter& s) { return s.buf > counter_; });
@@ -358,6 +401,7 @@ class DataPlan {
   const int counter_;
   std::vector<Tile> scratch_, pinned_;
   std::vector<const Tile*> renamed_ = std::vector<const Tile*>(size_t(places()), nullptr);
+  StreamKept* stream_ = nullptr;
   const std::vector<int64_t>* shift_ = nullptr;
   bool swap_ = false;  // the run's banks exchanged
   // A kept tile by its place (kept_place).
@@ -563,7 +607,7 @@ class Segment {
  public:
   // `data`: the kept tiles as the runs before it leave them. `first_number`: the call's launches before it.
   // `launches`: about as many as it runs (its batch is no larger). `one_by_one`: something looks at launches
-  // one by one (a trace, listings): a window of one launch, run at once.
+  // one by one (a trace, listings): a window of one launch, run at once, and no streams.
   Segment(const Plan& plan, const DataPlan& data, const std::string& kernel,
           CompiledKernel::TimingCache& timings, const RunMode& mode, Poll poll, uint64_t first_number,
           int64_t launches, bool one_by_one)
@@ -578,21 +622,29 @@ class Segment {
         batch_(take_batch(
             plan.config,
             int(std::max<int64_t>(1, std::min<int64_t>({kBatchLaunches, window_limit_, launches}))))),
-        keeper_(size_t(this->data.places()), {-1, 0}),
+        // streams reorder launches: not when a launch's timing key depends on the launch before it
+        streams_(mode.streams && !one_by_one && !plan.config.prefetch_launches &&
+                 !plan.config.resident_program),
         outputs_(std::move(spare_storage.outputs)) {}
   ~Segment() { spare_storage = {std::move(batch_), std::move(outputs_)}; }
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
 
-  // Runs [first, end) of the plan's runs; the window is drained at the end.
+  // Runs [first, end) of the plan's runs, the independent groups among them as streams; the window is drained
+  // at the end.
   void run(size_t first, size_t end, bool keep_tasm, TraceLog* trace, CoreState* core) {
-    for (size_t r = first; r < end; ++r) {
+    const std::vector<size_t>& groups = plan_.independent_groups;
+    auto from = std::lower_bound(groups.begin(), groups.end(), first);
+    auto to = std::lower_bound(from, groups.end(), end);
+    const size_t streamed = streams_ && to - from >= 2 ? *from : end;
+    for (size_t r = first; r < streamed; ++r) {
       const LaunchRun& run = plan_.runs[r];
       data.start(run);
       current_run_ = &run;
       for (int64_t at = run.first; at < run.first + run.count; ++at)
         run_launch(plan_, run, plan_.launches[at], data, clock_, keep_tasm, trace, core);
     }
+    if (streamed < end) run_streams(from, to, end, core);
     run_window(plan_, data);
   }
   KernelStats& stats() { return stats_; }
@@ -617,6 +669,77 @@ class Segment {
   };
   std::unordered_map<CompiledKernel::TimingCache::Key, KeyRuns, CompiledKernel::TimingCache::KeyHash> keys_;
 
+  // A sequence of launches whose kept tiles the window follows apart: the segment's runs in order, or a
+  // stream of independent groups, which also keeps its tiles apart from the data plan's (`apart`).
+  struct Stream {
+    bool apart;
+    // per kept-tile place: the window's launch that kept it last (-1: none) and its output
+    PagedPlaces<std::pair<int, int>> keeper{{-1, 0}};
+    StreamKept kept{{}};
+    StreamKept* kept_apart() { return apart ? &kept : nullptr; }
+  };
+  Stream in_order_{false};
+  Stream* stream_ = &in_order_;  // the stream of the launch being run
+  const bool streams_;           // independent groups may run as streams
+
+  // Independent groups of runs, from `first` (a group start) up to `last` and then `end`, up to kStreams at
+  // once: a launch of each in turn, so that the window's levels hold launches of many groups, which batch
+  // together where their programs agree (a group is often one long chain of launches). Each stream keeps
+  // its tiles apart: by independence (compiler/independent.h), what a group reads before keeping it no
+  // other group keeps, and so it reads the data plan's. Loads see the buffers as the call began, and the
+  // groups store disjoint elements: the results are those of running the groups one after another.
+  static constexpr int kStreams = 64;
+  void run_streams(std::vector<size_t>::const_iterator first, std::vector<size_t>::const_iterator last,
+                   size_t end, CoreState* core) {
+    struct Cursor {
+      size_t run = 0, runs_end = 0;
+      int64_t at = 0;
+      Stream stream{true};
+    };
+    run_window(plan_, data);  // a stream reads the data plan's kept tiles as the runs before leave them
+    const uint64_t before = stats_.launches;
+    std::vector<Cursor> cursors(size_t(std::min<ptrdiff_t>(kStreams, last - first)));
+    auto next_group = first;
+    auto launch_of = [&](Cursor& c) {  // the group's next launch, false when it has none left
+      for (; c.run < c.runs_end; ++c.run)
+        if (c.at < plan_.runs[c.run].first + plan_.runs[c.run].count)
+          return true;
+        else if (c.run + 1 < c.runs_end)
+          c.at = plan_.runs[c.run + 1].first;
+      return false;
+    };
+    auto take_group = [&](Cursor& c) {  // false when no group is left
+      for (; next_group != last;) {
+        c.run = *next_group++;
+        c.runs_end = next_group != last ? *next_group : end;
+        c.at = plan_.runs[c.run].first;
+        if (launch_of(c)) return true;
+      }
+      return false;
+    };
+    std::vector<Cursor*> active;
+    for (Cursor& c : cursors)
+      if (take_group(c)) active.push_back(&c);
+    while (!active.empty()) {
+      size_t kept = 0;
+      for (Cursor* c : active) {
+        const LaunchRun& run = plan_.runs[c->run];
+        data.start(run);
+        current_run_ = &run;
+        stream_ = &c->stream;
+        data.use_stream(stream_->kept_apart());
+        run_launch(plan_, run, plan_.launches[size_t(c->at)], data, clock_, false, nullptr, core);
+        ++c->at;
+        if (launch_of(*c) || take_group(*c)) active[kept++] = c;
+      }
+      active.resize(kept);
+    }
+    run_window(plan_, data);  // before the streams go
+    stats_.streamed += stats_.launches - before;
+    stream_ = &in_order_;
+    data.use_stream(nullptr);
+  }
+
   // Launches run in order wait in a window, then run out of their order, in batches. A launch's level is one
   // more than the highest of the window's launches whose kept tiles it reads (0: none); level by level, the
   // launches of one key run together, each reading the kept tiles it needs from the launch that kept them
@@ -628,8 +751,6 @@ class Segment {
   static constexpr size_t kWindowTiles = size_t(1) << 18;  // their output tiles: 16 MB
   const int window_limit_;
   std::unique_ptr<BatchDatapath> batch_;
-  std::vector<std::pair<int, int>> keeper_;  // per kept-tile place: the window's launch that kept it last
-                                             // (-1: none) and its output
   struct Windowed {
     const PlanLaunch* launch;
     const LaunchRun* run;
@@ -640,6 +761,7 @@ class Segment {
     int level;
     int renames_first, renames_end;  // in renames_
     size_t outputs;                  // its first output tile in outputs_
+    Stream* stream;
   };
   struct Rename {  // a kept tile a launch reads, from the window's launch that kept it last before it
     int place, keeper, output;
@@ -720,15 +842,16 @@ class Segment {
     const PlanLaunch& l = *w.launch;
     if (window_stores_memo_ && data.reads_memo(l)) run_window(plan, data);
     w.level = 0;
+    w.stream = stream_;
     w.renames_first = int(renames_.size());
     data.for_each_kept_read(l, [&](int place) {
-      const auto [keeper, output] = keeper_[size_t(place)];
+      const auto [keeper, output] = stream_->keeper[place];
       if (keeper < 0) return;
       renames_.push_back({place, keeper, output});
       w.level = std::max(w.level, window_[size_t(keeper)].level + 1);
     });
     w.renames_end = int(renames_.size());
-    for (const Keep& k : l.keeps) keeper_[size_t(data.kept_place(k))] = {int(window_.size()), k.output};
+    for (const Keep& k : l.keeps) stream_->keeper.at(data.kept_place(k)) = {int(window_.size()), k.output};
     window_stores_memo_ |= data.stores_memo(l);
     w.outputs = window_tiles_;
     window_tiles_ += w.key->runner->outputs().size();
@@ -739,6 +862,7 @@ class Segment {
   // Sets up the data plan to gather a windowed launch's data: its run, and the kept tiles it reads.
   void gathering(DataPlan& data, const Windowed& w) {
     data.start(*w.run);
+    data.use_stream(w.stream->kept_apart());
     unrename(data);
     for (int r = w.renames_first; r < w.renames_end; ++r) {
       const Rename& x = renames_[size_t(r)];
@@ -772,10 +896,12 @@ class Segment {
     unrename(data);
     for (const Windowed& w : window_) {
       data.start(*w.run);
+      data.use_stream(w.stream->kept_apart());
       data.drain(*w.launch, &outputs_[w.outputs]);
-      for (const Keep& k : w.launch->keeps) keeper_[size_t(data.kept_place(k))] = {-1, 0};
+      for (const Keep& k : w.launch->keeps) w.stream->keeper.at(data.kept_place(k)) = {-1, 0};
     }
     data.start(*current_run_);
+    data.use_stream(stream_->kept_apart());
     window_.clear();
     window_tiles_ = 0;
     renames_.clear();
@@ -979,6 +1105,7 @@ class Call {
       stats.checked += s->stats().checked;
       stats.batches += s->stats().batches;
       stats.threaded += s->stats().launches;
+      stats.streamed += s->stats().streamed;
     }
     segments_.clear();
     if (trace) trace->span(Track::kKernel, 0, kernel_begin, trace->base, trace->intern(kernel_));

@@ -28,6 +28,7 @@ struct KernelStats {
   uint64_t checked = 0;           // of those, the launches ticked as well and compared
   uint64_t batches = 0;           // the batches they ran in (sim/runner.h BatchRunner)
   uint64_t threaded = 0;          // launches run by the call's other threads (RunMode::threads)
+  uint64_t streamed = 0;          // launches run as streams of independent groups (RunMode::streams)
   std::vector<std::string> tasm;  // each launch's program, when asked for
 };
 
@@ -40,11 +41,14 @@ struct KernelStats {
 // launch of a key run in order and every kSampleEvery-th after it are ticked as well and compared (`verify`,
 // TINYTPU_VERIFY=1: every one): a difference in results or counters is a SimError. A call runs its
 // independent runs (compiler/independent.h) on up to `threads` threads (TINYTPU_THREADS), with the same
-// results and counters as on one (but batches, which each thread counts for its own).
+// results and counters as on one (but batches, which each thread counts for its own); and with `streams`
+// (TINYTPU_STREAMS, on unless 0), each thread interleaves its independent groups so that their launches batch
+// together, with the same results and counters again (but batches).
 struct RunMode {
   bool functional = true;
   bool verify = false;
   int threads = 1;
+  bool streams = true;
 };
 constexpr uint64_t kSampleEvery = 64;
 

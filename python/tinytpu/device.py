@@ -82,15 +82,17 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
     for i, tasm in enumerate(stats.tasm): print(f"# {self.name} launch {i}\n{tasm}", end="")
     _counters.setdefault((self.dev.device, _beam_trials > 0), Counter()).update(
       kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles, in_order=stats.in_order,
-      checked=stats.checked, batches=stats.batches, threaded=stats.threaded)
+      checked=stats.checked, batches=stats.batches, threaded=stats.threaded, streamed=stats.streamed)
     return stats.cycles * 1e-9 if wait else None  # simulated seconds at a nominal 1 GHz
 
 def run_mode(core):
   """How kernels run their launches (executor.h RunMode), read at every call: TINYTPU_FUNCTIONAL=0 ticks every
   launch; TINYTPU_VERIFY=1 ticks every launch run in order as well and raises on any difference; TINYTPU_THREADS
-  (default: the cores this process may use, at most 8) threads share a call's independent launches."""
+  (default: the cores this process may use, at most 8) threads share a call's independent launches, each thread
+  interleaving its groups of them so that they batch together unless TINYTPU_STREAMS=0."""
   return core.RunMode(functional=os.getenv("TINYTPU_FUNCTIONAL", "1") != "0", verify=os.getenv("TINYTPU_VERIFY", "0") != "0",
-                      threads=int(os.getenv("TINYTPU_THREADS", DEFAULT_THREADS)))
+                      threads=int(os.getenv("TINYTPU_THREADS", DEFAULT_THREADS)),
+                      streams=os.getenv("TINYTPU_STREAMS", "1") != "0")
 DEFAULT_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
 
 PROGRESS_AFTER = 2.0  # seconds of host time before a kernel call shows its progress
@@ -121,14 +123,14 @@ class TinyTPUDevice(Compiled):
     self._config, self.core_state = config, configs.core_of(config).CoreState()
 
 trace._from_env()
-COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles", "in_order", "checked", "batches", "threaded")
+COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles", "in_order", "checked", "batches", "threaded", "streamed")
 _counters: dict[tuple[str, bool], Counter] = {}  # (device, a BEAM trial run) -> totals
 
 def counters(device: str | None = None, beam: bool = False) -> dict[str, int]:
   """Kernel calls, launches, cycles and SXU cycles since reset_counters(); of the launches, those run in order (their
   counters the first ticked launch's of their program, run_mode), of these those also ticked to check them, and the
   batches they ran in (launches of one program run together: in_order / batches is their mean size), and the
-  launches run by a call's other threads (run_mode: TINYTPU_THREADS). Of one
+  launches run by a call's other threads (run_mode: TINYTPU_THREADS) and those run as streams (TINYTPU_STREAMS). Of one
   device ("TINYTPU", "TINYTPU:1") or, by default, all of them; beam=True gives BEAM's trial runs instead, which the
   user's totals leave out."""
   total = Counter({k: 0 for k in COUNTERS})
