@@ -699,7 +699,15 @@ class Segment {
     run_window(plan_, data);  // a stream reads the data plan's kept tiles as the runs before leave them
     const uint64_t before = stats_.launches;
     std::vector<Cursor> cursors(size_t(std::min<ptrdiff_t>(kStreams, last - first)));
-    auto next_group = first;
+    // Groups that run the same launches (their indices shifted: replays) go together, so that streams run
+    // them side by side: groups in the order of their first launch, as they were (any order gives the same
+    // results).
+    std::vector<std::pair<size_t, size_t>> groups;  // first run, end of runs
+    for (auto g = first; g != last; ++g) groups.push_back({*g, g + 1 != last ? *(g + 1) : end});
+    std::stable_sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) {
+      return plan_.runs[a.first].first < plan_.runs[b.first].first;
+    });
+    auto next_group = groups.begin();
     auto launch_of = [&](Cursor& c) {  // the group's next launch, false when it has none left
       for (; c.run < c.runs_end; ++c.run)
         if (c.at < plan_.runs[c.run].first + plan_.runs[c.run].count)
@@ -709,9 +717,8 @@ class Segment {
       return false;
     };
     auto take_group = [&](Cursor& c) {  // false when no group is left
-      for (; next_group != last;) {
-        c.run = *next_group++;
-        c.runs_end = next_group != last ? *next_group : end;
+      while (next_group != groups.end()) {
+        std::tie(c.run, c.runs_end) = *next_group++;
         c.at = plan_.runs[c.run].first;
         if (launch_of(c)) return true;
       }
