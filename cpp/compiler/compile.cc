@@ -55,8 +55,19 @@ class PlanBuilder {
     spilled_.assign(prog.nodes.size(), -1);  // node numbers are the batch's
     CompiledBatch batch{int64_t(plan_.launches.size()), int64_t(launches.size())};
     bounds_ = &batch.bounds;
-    const int scratch = plan_.scratch_tiles;
-    for (const Launch& l : launches) {
+    // Scratch tiles are reused: a spilled value's is free after the last launch that reads it (its fills, or
+    // the index tiles of their gathers), so that a call's kept tiles stay few and in cache. A batch spills
+    // nothing an earlier one reads.
+    last_read_.assign(prog.nodes.size(), -1);
+    for (int i = 0; i < int(launches.size()); ++i)
+      for (const SlotFill& f : launches[size_t(i)].fills)
+        for (int n = f.node; n >= 0; n = prog.nodes[size_t(n)].dynamic ? prog.nodes[size_t(n)].a : -1)
+          last_read_[size_t(n)] = i;
+    free_scratch_.clear();
+    next_scratch_ = 0;
+    spills_ = 0;
+    for (int i = 0; i < int(launches.size()); ++i) {
+      const Launch& l = launches[size_t(i)];
       PlanLaunch out;
       // records: VMEM fills, then MXU fills, then the program and the output records
       int record = 0;
@@ -65,11 +76,14 @@ class PlanBuilder {
         ++record;
       }
       for (const MxuFill& f : l.mxu_fills) out.mxu_fills.push_back({record++, operand(f)});
-      drains(prog, l, out);
+      for (const SlotFill& f : l.fills)  // read for the last time: free for this launch's spills on
+        for (int n = f.node; n >= 0; n = prog.nodes[size_t(n)].dynamic ? prog.nodes[size_t(n)].a : -1)
+          if (last_read_[size_t(n)] == i && spilled_[size_t(n)] >= 0) free_scratch(n);
+      drains(prog, l, out, i);
       out.image = intern(l, consts);
       plan_.launches.push_back(std::move(out));
     }
-    batch.spills = plan_.scratch_tiles - scratch;
+    batch.spills = spills_;
     plan_.runs.push_back({batch.first, batch.count});
     return batch;
   }
@@ -77,7 +91,24 @@ class PlanBuilder {
  private:
   Plan& plan_;
   const std::vector<int64_t>& sizes_;
-  std::vector<int> spilled_;  // node of the batch -> scratch tile holding its value, or -1
+  std::vector<int> spilled_;    // node of the batch -> scratch tile holding its value, or -1
+  std::vector<int> last_read_;  // node of the batch -> the last of its launches that reads it, or -1
+  std::vector<int> free_scratch_;
+  int next_scratch_ = 0;
+  int64_t spills_ = 0;
+  int take_scratch() {
+    if (!free_scratch_.empty()) {
+      const int id = free_scratch_.back();
+      free_scratch_.pop_back();
+      return id;
+    }
+    plan_.scratch_tiles = std::max(plan_.scratch_tiles, next_scratch_ + 1);
+    return next_scratch_++;
+  }
+  void free_scratch(int node) {
+    free_scratch_.push_back(spilled_[size_t(node)]);
+    spilled_[size_t(node)] = -1;  // (read no more)
+  }
   std::vector<std::pair<int64_t, int64_t>>* bounds_ = nullptr;  // the batch's, per buffer
   std::map<std::pair<bool, MxuTile>, int> operands_;            // (weight, lanes) -> Plan::mxu_operands
   struct OffsetsHash {
@@ -195,13 +226,15 @@ class PlanBuilder {
   }
 
   // Drained tiles: spills to scratch, pinned values, and stores with their gate and index tiles.
-  void drains(const TileProgram& prog, const Launch& l, PlanLaunch& out) {
+  void drains(const TileProgram& prog, const Launch& l, PlanLaunch& out, int launch) {
     std::map<std::pair<int, int>, int> parts;  // (store, role) -> output position
     for (int k = 0; k < int(l.drains.size()); ++k) {
       const SlotDrain& d = l.drains[k];
       if (d.spill >= 0) {
-        spilled_[d.spill] = plan_.scratch_tiles;
-        out.keeps.push_back({k, false, plan_.scratch_tiles++});
+        spilled_[d.spill] = take_scratch();
+        out.keeps.push_back({k, false, spilled_[d.spill]});
+        ++spills_;
+        if (last_read_[size_t(d.spill)] <= launch) free_scratch(d.spill);  // read by no later launch
       } else {
         parts[{d.store, d.role}] = k;
       }
