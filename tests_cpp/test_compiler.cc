@@ -135,6 +135,33 @@ TEST_CASE("executor: a kernel that reads the buffer it writes reads it as it was
   }
 }
 
+TEST_CASE("executor: a gather of one buffer with constant lanes (padding) reads through interned offsets") {
+  // out[i] = i < 5 ? a[i] : 7, a load gated per lane: lanes 5.. read the constant
+  const std::string ir =
+      "KERNEL pad\nCONST idx 0 16\nPARAM i32 1 0 0 GLOBAL 0 0\nPARAM i32 1 0 1 GLOBAL 0 0\n"     // 0-2
+      "RANGE i32 1 0 0 WEAK\nCONST i32 0 5\nCMPLT bool 2 3 4\nINDEX i32 2 2 3\nCONST i32 0 7\n"  // 3-7
+      "LOAD i32 3 6 7 5\nINDEX i32 2 1 3\nSTORE void 2 9 8\nEND void 2 10 3\nSINK void 1 11\n";  // 8-12
+  Plan plan = compile(parse_kernel(ir), {}, {}, {16, 16});
+  REQUIRE(plan.offset_gathers.size() == 1);
+  const LaneOffsets& o = plan.lane_offsets[size_t(plan.offset_gathers[0].offsets)];
+  for (int l = 0; l < kLanes; ++l) {
+    CHECK(o.constant[size_t(l)] == (l >= 5));
+    if (l >= 5) CHECK(o.constants[l] == 7);
+  }
+  CompiledKernel k(ir);
+  std::vector<DeviceBuffer> bufs{DeviceBuffer(16 * 4), DeviceBuffer(16 * 4)};
+  for (int i = 0; i < 16; ++i) {
+    const int32_t a = 100 + i;
+    std::memcpy(bufs[1].data() + 4 * i, &a, 4);
+  }
+  k.run(bufs, {}, false);
+  for (int i = 0; i < 16; ++i) {
+    int32_t out;
+    std::memcpy(&out, bufs[0].data() + 4 * i, 4);
+    CHECK(out == (i < 5 ? 100 + i : 7));
+  }
+}
+
 TEST_CASE("replay: batches equal up to a shift of their indices run the first one's launches") {
   const int n = 16 * 200;
   Kernel ir = parse_kernel(muladd_ir(n));

@@ -112,13 +112,14 @@ class PlanBuilder {
   std::vector<std::pair<int64_t, int64_t>>* bounds_ = nullptr;  // the batch's, per buffer
   std::map<std::pair<bool, MxuTile>, int> operands_;            // (weight, lanes) -> Plan::mxu_operands
   struct OffsetsHash {
-    size_t operator()(const std::array<int32_t, kLanes>& a) const {
+    size_t operator()(const LaneOffsets& o) const {
       uint64_t h = kFnvOffset;
-      for (int32_t v : a) fnv_mix(h, uint32_t(v));
+      for (int l = 0; l < kLanes; ++l) fnv_mix(h, uint32_t(o.constant[size_t(l)] ? o.constants[l] : o.at[l]));
+      fnv_mix(h, uint32_t(o.constant.to_ulong()));
       return size_t(h);
     }
   };
-  std::unordered_map<std::array<int32_t, kLanes>, int, OffsetsHash> offsets_;  // interned Plan::lane_offsets
+  std::unordered_map<LaneOffsets, int, OffsetsHash> offsets_;  // interned Plan::lane_offsets
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<const Image>>> images_;  // by content hash
 
   int add(TileSource s) {
@@ -197,22 +198,33 @@ class PlanBuilder {
     plan_.lanes.push_back(lanes);
     return {TileSource::Kind::kLanes, int(plan_.lanes.size()) - 1, -1, gated, negate};
   }
-  // Lanes that all read elements of one buffer, at offsets from the first lane's that fit 32 bits.
+  // Lanes that read elements of one buffer (or constants), at offsets from the first element lane's that fit
+  // 32 bits.
   std::optional<OffsetGather> offset_gather(const LeafLanes& lanes) {
-    const int buf = lanes[0].buf;
-    if (buf < 0 || buf == counter_slot(plan_.written)) return std::nullopt;
+    int first = 0;
+    while (first < kLanes && lanes[first].buf < 0) ++first;
+    if (first == kLanes) return std::nullopt;
+    const int buf = lanes[first].buf;
+    if (buf == counter_slot(plan_.written)) return std::nullopt;
     Lanes at;
+    LaneMask constant;
+    Tile constants{};
     for (int l = 0; l < kLanes; ++l) {
-      if (lanes[l].buf != buf) return std::nullopt;
-      at[l] = lanes[l].index;
+      constant[size_t(l)] = lanes[l].buf < 0;
+      if (constant[size_t(l)])
+        constants[l] = int32_t(lanes[l].bits);
+      else if (lanes[l].buf != buf)
+        return std::nullopt;
+      at[l] = constant[size_t(l)] ? lanes[first].index : lanes[l].index;
     }
-    std::optional<int> o = offsets(at);
+    std::optional<int> o = offsets(at, constant, constants);
     if (!o) return std::nullopt;
-    return OffsetGather{buf, *o, lanes[0].index};
+    return OffsetGather{buf, *o, lanes[first].index};
   }
-  // Plan::lane_offsets for elements at[l] - at[0], interned; none when one does not fit 32 bits.
-  std::optional<int> offsets(const Lanes& at) {
-    LaneOffsets o{{}, 0, 0};
+  // Plan::lane_offsets for elements at[l] - at[0] (and constant lanes), interned; none when an offset does
+  // not fit 32 bits.
+  std::optional<int> offsets(const Lanes& at, LaneMask constant = {}, const Tile& constants = {}) {
+    LaneOffsets o{{}, 0, 0, constant, constants};
     for (int l = 0; l < kLanes; ++l) {
       const int64_t off = at[l] - at[0];
       if (off != int32_t(off)) return std::nullopt;
@@ -220,7 +232,7 @@ class PlanBuilder {
       o.lo = std::min(o.lo, o.at[l]);
       o.hi = std::max(o.hi, o.at[l]);
     }
-    auto [it, fresh] = offsets_.emplace(o.at, int(plan_.lane_offsets.size()));
+    auto [it, fresh] = offsets_.emplace(o, int(plan_.lane_offsets.size()));
     if (fresh) plan_.lane_offsets.push_back(o);
     return it->second;
   }

@@ -22,17 +22,23 @@ struct StridedGather {
   int64_t index(int l) const { return base + (l % kRows) * col + (l / kRows) * row; }  // lane l's element
 };
 
-// A tile whose lanes all read one buffer, lane l element base + offsets[l] (Plan::lane_offsets[offsets]): the
-// common gather that is not strided (a broadcast, an im2col window). The offset patterns are few and
-// interned, so that a gather reads a small table that stays in cache, not 16 indices of its own.
+// A tile whose lanes read one buffer, lane l element base + offsets[l] (Plan::lane_offsets[offsets]), but its
+// constant lanes: the common gather that is not strided (a broadcast, an im2col window, one with padding).
+// The offset patterns are few and interned, so that a gather reads a small table that stays in cache, not 16
+// indices of its own.
 struct OffsetGather {
   int buf;
   int offsets;
   int64_t base;
 };
 struct LaneOffsets {
-  std::array<int32_t, kLanes> at;
-  int32_t lo, hi;  // the least and greatest offset: one bounds check for the tile
+  std::array<int32_t, kLanes> at;  // a constant lane's is 0
+  int32_t lo, hi;                  // the least and greatest offset: one bounds check for the tile
+  LaneMask constant;               // lanes that read a constant: its bits in `constants`
+  Tile constants;
+  bool operator==(const LaneOffsets& o) const {
+    return at == o.at && constant == o.constant && constants == o.constants;
+  }
 };
 
 // A gather of an element that is not in its buffer: when the plan is compiled for a static index, when

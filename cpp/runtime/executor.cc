@@ -197,9 +197,16 @@ class DataPlan {
             for (int l = 0; l < kLanes; ++l) std::memcpy(&out[l], base + int64_t(o.at[l]) * 4, 4);
           else
             for (int l = 0; l < kLanes; ++l) out[l] = read_lane(base + int64_t(o.at[l]) * b.bytes, b.dtype);
+          if (o.constant.any())  // (which read the base element above)
+            for (int l = 0; l < kLanes; ++l)
+              if (o.constant[size_t(l)]) out[l] = o.constants[l];
           break;
         }
         for (int l = 0; l < kLanes; ++l) {
+          if (o.constant[size_t(l)]) {
+            out[l] = o.constants[l];
+            continue;
+          }
           const int64_t lane = at + o.at[l];
           if (lane < 0 || lane >= b.size) {
             if (!s.gated) throw gather_outside(lane, g.buf, b.size);
