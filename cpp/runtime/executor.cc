@@ -163,16 +163,21 @@ class DataPlan {
         const StridedGather& g = p_.strided[s.id];
         const int64_t moved = shift(g.buf);
         const Slot& b = slots_[g.buf];
-        if (g.lanes == kLanes && !s.gated && b.bytes == 4 && g.buf != counter_) {
-          // the common case: whole rows of 32-bit lanes, every index checked when compiled
+        if (!s.gated && b.bytes == 4 && g.buf != counter_) {
+          // the common case: 32-bit lanes, every index checked when compiled
           const uint8_t* row = b.read + (g.base + moved) * 4;
-          for (int r = 0; r < kRows; ++r, row += g.row * 4) {
-            if (g.col == 1) {
-              std::memcpy(&out[r * kRows], row, 4 * kRows);
-              continue;
+          if (g.lanes == kLanes) {
+            for (int r = 0; r < kRows; ++r, row += g.row * 4) {
+              if (g.col == 1) {
+                std::memcpy(&out[r * kRows], row, 4 * kRows);
+                continue;
+              }
+              for (int c = 0; c < kRows; ++c) std::memcpy(&out[r * kRows + c], row + c * g.col * 4, 4);
             }
-            for (int c = 0; c < kRows; ++c) std::memcpy(&out[r * kRows + c], row + c * g.col * 4, 4);
+            break;
           }
+          out.fill(0);
+          for (int l = 0; l < g.lanes; ++l) std::memcpy(&out[l], row + (g.index(l) - g.base) * 4, 4);
           break;
         }
         out.fill(0);
