@@ -115,7 +115,8 @@ class PlanBuilder {
     size_t operator()(const LaneOffsets& o) const {
       uint64_t h = kFnvOffset;
       for (int l = 0; l < kLanes; ++l) fnv_mix(h, uint32_t(o.constant[size_t(l)] ? o.constants[l] : o.at[l]));
-      fnv_mix(h, uint32_t(o.constant.to_ulong()));
+      fnv_mix(h,
+              uint32_t(std::hash<LaneMask>()(o.constant)));  // (a wide core's mask has more bits than a long)
       return size_t(h);
     }
   };
