@@ -61,8 +61,7 @@ class PlanBuilder {
     last_read_.assign(prog.nodes.size(), -1);
     for (int i = 0; i < int(launches.size()); ++i)
       for (const SlotFill& f : launches[size_t(i)].fills)
-        for (int n = f.node; n >= 0; n = prog.nodes[size_t(n)].dynamic ? prog.nodes[size_t(n)].a : -1)
-          last_read_[size_t(n)] = i;
+        for_each_read(prog, f.node, [&](int n) { last_read_[size_t(n)] = i; });
     free_scratch_.clear();
     next_scratch_ = 0;
     spills_ = 0;
@@ -77,8 +76,9 @@ class PlanBuilder {
       }
       for (const MxuFill& f : l.mxu_fills) out.mxu_fills.push_back({record++, operand(f)});
       for (const SlotFill& f : l.fills)  // read for the last time: free for this launch's spills on
-        for (int n = f.node; n >= 0; n = prog.nodes[size_t(n)].dynamic ? prog.nodes[size_t(n)].a : -1)
+        for_each_read(prog, f.node, [&](int n) {
           if (last_read_[size_t(n)] == i && spilled_[size_t(n)] >= 0) free_scratch(n);
+        });
       drains(prog, l, out, i);
       out.image = intern(l, consts);
       plan_.launches.push_back(std::move(out));
@@ -96,6 +96,12 @@ class PlanBuilder {
   std::vector<int> free_scratch_;
   int next_scratch_ = 0;
   int64_t spills_ = 0;
+  // f(node) for a fill's node and the nodes of its gather's element indices (a dynamic gather's), which the
+  // fill may read spilled (source()).
+  template <class F>
+  static void for_each_read(const TileProgram& prog, int node, F f) {
+    for (int n = node; n >= 0; n = prog.nodes[size_t(n)].dynamic ? prog.nodes[size_t(n)].a : -1) f(n);
+  }
   int take_scratch() {
     if (!free_scratch_.empty()) {
       const int id = free_scratch_.back();
@@ -115,8 +121,8 @@ class PlanBuilder {
     size_t operator()(const LaneOffsets& o) const {
       uint64_t h = kFnvOffset;
       for (int l = 0; l < kLanes; ++l) fnv_mix(h, uint32_t(o.constant[size_t(l)] ? o.constants[l] : o.at[l]));
-      fnv_mix(h,
-              uint32_t(std::hash<LaneMask>()(o.constant)));  // (a wide core's mask has more bits than a long)
+      // std::hash, not to_ulong: a wide core's mask has more bits than a long
+      fnv_mix(h, uint32_t(std::hash<LaneMask>()(o.constant)));
       return size_t(h);
     }
   };

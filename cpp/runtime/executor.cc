@@ -605,9 +605,7 @@ thread_local SegmentStorage spare_storage;
 
 std::unique_ptr<BatchDatapath> take_batch(const TensorCoreConfig& cfg, int capacity) {
   std::unique_ptr<BatchDatapath>& b = spare_storage.batch;
-  if (!b || b->capacity() < capacity || b->cfg.vregs != cfg.vregs || b->cfg.depth != cfg.depth ||
-      b->cfg.psum_buckets != cfg.psum_buckets)
-    return std::make_unique<BatchDatapath>(cfg, capacity);
+  if (!b || !b->holds(cfg, capacity)) return std::make_unique<BatchDatapath>(cfg, capacity);
   b->cfg = cfg;
   return std::move(b);
 }

@@ -13,4 +13,9 @@ BatchDatapath::BatchDatapath(const TensorCoreConfig& cfg, int capacity)
       vpu{place(places_ - 2)},
       xlu{place(places_ - 1)} {}
 
+bool BatchDatapath::holds(const TensorCoreConfig& c, int capacity) const {
+  return capacity <= capacity_ && c.vregs == cfg.vregs && c.depth == cfg.depth &&
+         c.psum_buckets == cfg.psum_buckets;
+}
+
 }  // namespace tinytpu

@@ -59,6 +59,8 @@ class BatchDatapath {
   BatchDatapath& operator=(const BatchDatapath&) = delete;
 
   int capacity() const { return capacity_; }
+  // Whether it has the places of a batch of `capacity` launches on a core of `cfg` (and can serve as one).
+  bool holds(const TensorCoreConfig& cfg, int capacity) const;
   int launches() const { return launches_; }
   void set_launches(int n) { launches_ = n; }  // 1..capacity
   // The places in order: vregs, VMEM entries, PSUM buckets, then the four result registers.
