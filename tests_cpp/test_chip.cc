@@ -1,0 +1,295 @@
+// The chip's reference units (hardware.md §6): SparseCore, HBMModel, ChipNoC and the TinyTPUChip top, each
+// driven as the reference's own testbench drives it (test/Tb*.bsv at hanw/tinytpu 1142ef2), rule for rule,
+// printing what the testbench prints; the expected cycles are derived from the units' definitions.
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "base/errors.h"
+#include "helpers.h"
+#include "isa/sxu_ops.h"
+#include "sim/chip.h"
+#include "sim/hbm_model.h"
+#include "sim/sparse_core.h"
+
+using namespace tinytpu;
+
+namespace {
+
+using Emb = SparseCore::Embedding;
+
+// Each cycle, the testbench's rules read the state at the cycle's start (the guards below), call their
+// methods, print; then the units tick. Rules print in the order the testbench declares them.
+std::string tb_sparse_core() {
+  SparseCore sc(8, 4, 3);
+  std::ostringstream out;
+  int passed = 0, failed = 0;
+  bool checked1 = false, phase2 = false, submitted2 = false, checked2 = false;
+  for (int cycle = 0; cycle <= 100; ++cycle) {
+    const bool done = sc.is_done();
+    if (cycle == 0) sc.load_embedding(0, {1, 0, 0, 0});
+    if (cycle == 1) sc.load_embedding(2, {0, 5, 0, 0});
+    if (cycle == 2) {
+      sc.load_embedding(5, {0, 0, 3, 7});
+      out << "Cycle " << cycle << ": embedding table loaded\n";
+    }
+    if (cycle == 3) {
+      sc.submit_bag({2, 0, 0}, 1);
+      out << "Cycle " << cycle << ": submitted bag [2] count=1\n";
+    }
+    if (cycle > 3 && !done) out << "Cycle " << cycle << ": SC computing...\n";
+    if (cycle > 3 && done && !checked1) {
+      checked1 = true;
+      const bool ok = sc.result() == Emb{0, 5, 0, 0};
+      out << "Cycle " << cycle << (ok ? ": PASS single lookup [0,5,0,0]\n" : ": FAIL single lookup\n");
+      (ok ? passed : failed)++;
+    }
+    if (done && !phase2) {
+      sc.reset();
+      phase2 = true;
+      out << "Cycle " << cycle << ": SC reset\n";
+    }
+    if (phase2 && !submitted2 && !done) {
+      sc.submit_bag({0, 2, 5}, 3);
+      submitted2 = true;
+      out << "Cycle " << cycle << ": submitted bag [0,2,5] count=3\n";
+    }
+    if (submitted2 && done && !checked2) {
+      checked2 = true;
+      const bool ok = sc.result() == Emb{1, 5, 3, 7};
+      out << "Cycle " << cycle
+          << (ok ? ": PASS multi-index sum-pooling [1,5,3,7]\n" : ": FAIL multi-index\n");
+      (ok ? passed : failed)++;
+      out << "Results: " << passed << " passed, " << failed << " failed\n";
+      return out.str();
+    }
+    sc.tick();
+  }
+  return out.str() + "FAIL: timeout\n";
+}
+
+std::string tb_hbm_model() {
+  HbmModel hbm(64, 3);
+  std::ostringstream out;
+  int passed = 0, failed = 0;
+  for (int cycle = 0; cycle <= 50; ++cycle) {
+    if (cycle == 0) {
+      Tile t{};
+      t[0] = 42;
+      t[2 * kRows + 3] = 77;
+      hbm.write(10, t);
+      out << "Cycle " << cycle << ": wrote addr 10 (42, 77)\n";
+    }
+    if (cycle == 1) {
+      hbm.read_req(10);
+      out << "Cycle " << cycle << ": issued readReq addr 10\n";
+    }
+    if (cycle == 4) {
+      const Tile& t = hbm.read_resp();
+      const bool ok = t[0] == 42 && t[2 * kRows + 3] == 77;
+      out << "Cycle " << cycle << (ok ? ": PASS HBM read with latency-3\n" : ": FAIL HBM\n");
+      (ok ? passed : failed)++;
+    }
+    if (cycle == 5) {
+      out << "Results: " << passed << " passed, " << failed << " failed\n";
+      return out.str();
+    }
+    hbm.tick();
+  }
+  return out.str() + "FAIL: timeout\n";
+}
+
+Instr instr(SxuOpcode op, int w_base = 0, int a_base = 0, int t_len = 0) {
+  Instr i;
+  i.op = uint8_t(op);
+  i.mxuWBase = uint8_t(w_base);
+  i.mxuABase = uint8_t(a_base);
+  i.mxuTLen = uint8_t(t_len);
+  return i;
+}
+
+std::string tb_tinytpu_chip() {
+  TinyTpuChip chip;
+  std::ostringstream out;
+  bool forwarded = false;
+  for (int cycle = 0; cycle <= 300; ++cycle) {
+    const bool tc0_done = chip.tc0_done(), sc_done = chip.sc_done();
+    if (cycle == 0) {
+      I8Tile w{};
+      for (int k = 0; k < kRows; ++k) w[size_t(k * kRows + k)] = 1;
+      chip.load_tc0_weights(0, w);
+      out << "Cycle " << cycle << ": TC0 identity weights loaded\n";
+    }
+    if (cycle == 1) {
+      chip.load_tc0_activations(1, {1, 2, 3, 4});
+      out << "Cycle " << cycle << ": TC0 activations [1,2,3,4] loaded\n";
+    }
+    if (cycle == 2) {
+      chip.load_sc_embedding(1, {10, 20, 30, 40});
+      out << "Cycle " << cycle << ": SC embedding[1]=[10,20,30,40]\n";
+    }
+    if (cycle == 3) chip.load_tc0_program(0, instr(SxuOpcode::kDispatchMxu, 0, 1, 1));
+    if (cycle == 4) chip.load_tc0_program(1, instr(SxuOpcode::kWaitMxu));
+    if (cycle == 5) {
+      chip.load_tc0_program(2, instr(SxuOpcode::kHalt));
+      out << "Cycle " << cycle << ": TC0 program loaded\n";
+    }
+    if (cycle == 6) {
+      chip.start_tc0(3);
+      out << "Cycle " << cycle << ": TC0 started\n";
+    }
+    if (cycle > 6 && !tc0_done) out << "Cycle " << cycle << ": TC0 computing...\n";
+    const bool forwarding = tc0_done && !forwarded && chip.can_forward();
+    if (forwarding) {
+      chip.forward_tc0_result_to_sc(0);
+      out << "Cycle " << cycle << ": TC0 done, forwarding result[0] as SC index\n";
+    }
+    if (forwarded && !sc_done) out << "Cycle " << cycle << ": SC computing...\n";
+    if (forwarded && sc_done) {
+      const bool ok = chip.sc_result() == Emb{10, 20, 30, 40};
+      out << "Cycle " << cycle << (ok ? ": PASS chip pipeline [10,20,30,40]\n" : ": FAIL chip result\n");
+      out << "Results: " << (ok ? 1 : 0) << " passed, " << (ok ? 0 : 1) << " failed\n";
+      return out.str();
+    }
+    forwarded |= forwarding;
+    chip.tick();
+  }
+  return out.str() + "FAIL: timeout\n";
+}
+
+std::string lines(const std::string& prefix, int from, int to) {
+  std::string s;
+  for (int c = from; c <= to; ++c) s += "Cycle " + std::to_string(c) + prefix;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("SparseCore: the reference testbench, isDone count + 2 cycles after submitBag") {
+  // submitBag at 3 with count 1: DONE at 3 + 1 + 2 = 6; reset at 6, idle at 7, submitted at 7 with count 3:
+  // DONE at 7 + 3 + 2 = 12
+  CHECK(tb_sparse_core() ==
+        "Cycle 2: embedding table loaded\nCycle 3: submitted bag [2] count=1\n" +
+            lines(": SC computing...\n", 4, 5) +
+            "Cycle 6: PASS single lookup [0,5,0,0]\nCycle 6: SC reset\nCycle 7: SC computing...\n"
+            "Cycle 7: submitted bag [0,2,5] count=3\n" +
+            lines(": SC computing...\n", 8, 11) +
+            "Cycle 12: PASS multi-index sum-pooling [1,5,3,7]\nResults: 2 passed, 0 failed\n");
+}
+
+TEST_CASE("SparseCore: lookups one row a cycle, wrapping sums, a table write after the read") {
+  SparseCore sc(32, 2, 4);
+  CHECK(sc.table_entries() == 32);
+  sc.load_embedding(3, {0x7FFFFFFF, -1});
+  sc.tick();
+  sc.submit_bag({3, 3, 0, 0}, 2);
+  sc.tick();  // T: submitted
+  CHECK(sc.state() == SparseCore::State::kLookup);
+  sc.load_embedding(3, {5, 5});  // lands after this cycle's lookup, which still reads the old row
+  sc.tick();                     // T+1: row 3 (old)
+  sc.tick();                     // T+2: row 3 (new)
+  CHECK_FALSE(sc.is_done());
+  sc.tick();              // T+3: cursor == count
+  REQUIRE(sc.is_done());  // T + count + 2 after the submit
+  CHECK(sc.result() == Emb{int32_t(0x80000004u), 4});
+  SECTION("a bag of none is done two cycles after it is submitted") {
+    sc.reset();
+    sc.tick();
+    sc.submit_bag({1, 2, 3, 4}, 0);
+    sc.tick();
+    sc.tick();
+    REQUIRE(sc.is_done());
+    CHECK(sc.result() == Emb{0, 0});
+  }
+  SECTION("a row never written reads Bluesim's 0xAA fill") {
+    sc.reset();
+    sc.tick();
+    sc.submit_bag({7, 0, 0, 0}, 1);
+    for (int i = 0; i < 3; ++i) sc.tick();
+    REQUIRE(sc.is_done());
+    CHECK(sc.result() == Emb{int32_t(0xAAAAAAAAu), int32_t(0xAAAAAAAAu)});
+  }
+}
+
+TEST_CASE("SparseCore: calls its guards or ports refuse are errors") {
+  SparseCore sc(8, 4, 2);
+  CHECK(sc.table_entries() == 8);
+  CHECK_THROWS_AS(sc.result(), SimError);  // guarded by SC_DONE
+  CHECK_THROWS_AS(sc.reset(), SimError);
+  CHECK_THROWS_WITH(sc.submit_bag({1, 2}, 3), Catch::Contains("count 3 over the bag's 2 entries"));
+  CHECK_THROWS_WITH(sc.submit_bag({1, 8}, 2), Catch::Contains("index 8 outside its 8-entry table"));
+  CHECK_THROWS_AS(sc.load_embedding(0, {1, 2}), SimError);  // 2 lanes, rows of 4
+  sc.submit_bag({1, 2}, 2);
+  CHECK_THROWS_AS(sc.submit_bag({1, 2}, 2), SimError);  // twice in a cycle
+  sc.tick();
+  CHECK_THROWS_AS(sc.submit_bag({1, 2}, 2), SimError);  // not idle
+  CHECK_THROWS_AS(SparseCore(8, 0, 1), SimError);
+}
+
+TEST_CASE("HBMModel: the reference testbench, a read's tile latency cycles after its request") {
+  CHECK(tb_hbm_model() ==
+        "Cycle 0: wrote addr 10 (42, 77)\nCycle 1: issued readReq addr 10\nCycle 4: PASS HBM read with "
+        "latency-3\nResults: 1 passed, 0 failed\n");
+}
+
+TEST_CASE("HBMModel: fully pipelined reads, the response register without a valid flag") {
+  for (int latency : {1, 2, 5}) {
+    INFO("latency " << latency);
+    HbmModel hbm(16, latency);
+    CHECK(hbm.entries() == 16);
+    Tile uninit;
+    uninit.fill(int32_t(0xAAAAAAAAu));
+    for (int a = 0; a < 4; ++a) {
+      Tile t{};
+      t.fill(a + 1);
+      hbm.write(a, t);
+      hbm.tick();
+    }
+    CHECK(hbm.read_resp() == Tile{});  // the pipeline's reset value
+    CHECK_FALSE(hbm.resp_valid());
+    // one request a cycle at cycles 0..4; the last writes address 3 in the cycle it reads it
+    for (int c = 0; c < 5 + latency; ++c) {
+      if (c < 5) hbm.read_req(c == 4 ? 3 : c == 3 ? 15 : c);
+      if (c == 4) hbm.write(3, Tile{});
+      hbm.tick();
+      const int req = c + 1 - latency;  // the request whose tile is now at the output
+      if (req >= 0 && req < 5) {
+        CHECK(hbm.resp_valid());
+        Tile want;
+        want.fill(req == 4 ? 4 : req + 1);
+        CHECK(hbm.read_resp() == (req == 3 ? uninit : want));
+      }
+    }
+    CHECK_FALSE(hbm.resp_valid());
+    Tile last;
+    last.fill(4);
+    CHECK(hbm.read_resp() == last);  // the last response stays: nothing marks it stale
+  }
+  HbmModel hbm(64, 3);
+  CHECK_THROWS_WITH(hbm.read_req(64), Catch::Contains("address 64 outside its 64 entries"));
+  hbm.read_req(1);
+  CHECK_THROWS_AS(hbm.read_req(2), SimError);  // one request a cycle
+  CHECK_THROWS_AS(HbmModel(8, 0), SimError);
+}
+
+TEST_CASE("TinyTPUChip: the reference testbench, TC0's MXU result as the SparseCore's index") {
+  // DISPATCH_MXU (tLen 1), WAIT_MXU, HALT: P = tLen + rows + 6 + 1 = 12 SXU cycles (test_mxu.cc). Started at
+  // cycle 6, its first FETCH is at 7 and HALT's at 18: done from 19, when the forward submits a bag of one,
+  // done 1 + 2 cycles later.
+  REQUIRE(test::sxu_cycles("WMEM[0] = 1 0 0 0 0 1 0 0 0 0 1 0 0 0 0 1\nAMEM[1] = 1 2 3 4\n"
+                           "MXU WMEM[0], AMEM[1], tiles=1\nWAIT_MXU",
+                           TinyTpuChip::tc0_config()) == 12);
+  CHECK(tb_tinytpu_chip() ==
+        "Cycle 0: TC0 identity weights loaded\nCycle 1: TC0 activations [1,2,3,4] loaded\n"
+        "Cycle 2: SC embedding[1]=[10,20,30,40]\nCycle 5: TC0 program loaded\nCycle 6: TC0 started\n" +
+            lines(": TC0 computing...\n", 7, 18) + "Cycle 19: TC0 done, forwarding result[0] as SC index\n" +
+            lines(": SC computing...\n", 20, 21) +
+            "Cycle 22: PASS chip pipeline [10,20,30,40]\nResults: 1 passed, 0 failed\n");
+}
+
+TEST_CASE("TinyTPUChip: the forward is one-shot and waits for the MXU") {
+  TinyTpuChip chip;
+  CHECK_FALSE(chip.can_forward());  // the MXU never ran
+  CHECK_THROWS_AS(chip.forward_tc0_result_to_sc(0), SimError);
+  CHECK_THROWS_AS(chip.tc0_result(), SimError);
+  CHECK_THROWS_WITH(chip.load_tc0_program(16, Instr{}), Catch::Contains("pc 16 outside its 4 bits"));
+}
