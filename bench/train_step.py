@@ -1,13 +1,15 @@
 """One training step of a model from tinygrad's test/models/test_train.py (EfficientNet(0) by default, BS=2, SGD, the
 test's own extra.training.train) on TINYTPU, with TINYTPU_FUNCTIONAL modes alternated in one process: wall time, cycles
-(which must not depend on the mode), launches, those run in order and their batches. The first run compiles; compare the
-later ones. Needs a tinygrad source checkout for extra/ (TINYGRAD_TESTS or --tinygrad).
+(which must not depend on the mode), launches, those run in order and their batches, and the host time inside kernel
+calls (the rest is tinygrad scheduling the step, which every mode pays). The first run compiles; compare the later ones.
+Needs a tinygrad source checkout for extra/ (TINYGRAD_TESTS or --tinygrad).
 
   python -m bench.train_step --tinygrad ~/tinygrad [--model efficientnet] [--modes 0,1,0,1]
 """
 import argparse, os, sys, time
 import numpy as np
 import tinytpu
+from bench.mnist_train import kernel_times
 
 MODELS = {  # as test_train.py builds them, and their input's shape
   "efficientnet": (lambda m: m.EfficientNet(0), "extra.models.efficientnet", (3, 224, 224)),
@@ -30,10 +32,11 @@ def main():
   from extra.training import train
   make, module, shape = MODELS[args.model]
   x, y = np.zeros((args.bs, *shape), dtype=np.float32), np.zeros((args.bs,), dtype=np.int32)
-  cycles = set()
+  cycles, times = set(), kernel_times()
   for mode in args.modes.split(","):
     os.environ["TINYTPU_FUNCTIONAL"] = mode
     tinytpu.reset_counters()
+    times.clear()
     with Context(DEV="TINYTPU"):
       model = make(importlib.import_module(module))
       t = time.perf_counter()
@@ -42,7 +45,7 @@ def main():
     assert c["launches"] > 0, "the step ran no kernel on TINYTPU"
     cycles.add(c["cycles"])
     print(f"FUNCTIONAL={mode}  {wall:7.1f} s  {c['cycles']:,} cycles  {c['launches']:,} launches  "
-          f"{c['in_order']:,} in order  {c['batches']:,} batches", flush=True)
+          f"{c['in_order']:,} in order  {c['batches']:,} batches  {sum(t[0] for t in times.values()):.1f} s in kernel calls", flush=True)
   assert len(cycles) == 1, f"cycles differ between modes: {cycles}"
 
 if __name__ == "__main__":
