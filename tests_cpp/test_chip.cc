@@ -7,9 +7,9 @@
 #include "base/errors.h"
 #include "helpers.h"
 #include "isa/sxu_ops.h"
-#include "sim/chip.h"
-#include "sim/hbm_model.h"
-#include "sim/sparse_core.h"
+#include "chip/tinytpu_chip.h"
+#include "chip/hbm_model.h"
+#include "chip/sparse_core.h"
 
 using namespace tinytpu;
 

@@ -1,4 +1,4 @@
-#include "sim/hbm_model.h"
+#include "chip/hbm_model.h"
 
 #include <string>
 

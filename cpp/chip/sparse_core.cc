@@ -1,4 +1,4 @@
-#include "sim/sparse_core.h"
+#include "chip/sparse_core.h"
 
 #include <string>
 

@@ -4,8 +4,8 @@
 
 #include "base/tile.h"
 #include "isa/instr.h"
-#include "sim/chip_noc.h"
-#include "sim/sparse_core.h"
+#include "chip/chip_noc.h"
+#include "chip/sparse_core.h"
 #include "sim/tensorcore.h"
 
 namespace tinytpu {

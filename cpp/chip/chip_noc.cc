@@ -1,4 +1,4 @@
-#include "sim/chip_noc.h"
+#include "chip/chip_noc.h"
 
 #include <algorithm>
 #include <string>

@@ -1,4 +1,4 @@
-#include "sim/chip.h"
+#include "chip/tinytpu_chip.h"
 
 #include <string>
 
