@@ -5,11 +5,11 @@
 #include <sstream>
 
 #include "base/errors.h"
-#include "helpers.h"
-#include "isa/sxu_ops.h"
-#include "chip/tinytpu_chip.h"
 #include "chip/hbm_model.h"
 #include "chip/sparse_core.h"
+#include "chip/tinytpu_chip.h"
+#include "helpers.h"
+#include "isa/sxu_ops.h"
 
 using namespace tinytpu;
 

@@ -3,9 +3,9 @@
 #include <optional>
 
 #include "base/tile.h"
-#include "isa/instr.h"
 #include "chip/chip_noc.h"
 #include "chip/sparse_core.h"
+#include "isa/instr.h"
 #include "sim/tensorcore.h"
 
 namespace tinytpu {
