@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/errors.h"
+#include "chip/chip_timeline.h"
 #include "chip/hbm_model.h"
 #include "chip/sparse_core.h"
 #include "chip/tinytpu_chip.h"
@@ -292,4 +293,39 @@ TEST_CASE("TinyTPUChip: the forward is one-shot and waits for the MXU") {
   CHECK_THROWS_AS(chip.forward_tc0_result_to_sc(0), SimError);
   CHECK_THROWS_AS(chip.tc0_result(), SimError);
   CHECK_THROWS_WITH(chip.load_tc0_program(16, Instr{}), Catch::Contains("pc 16 outside its 4 bits"));
+}
+
+TEST_CASE("ChipTimeline: kernels of different cores overlap, copies take the ring NoC's cycles") {
+  TensorCoreConfig cfg;
+  cfg.cores = 4;
+  cfg.noc_link_bytes = 16;
+  ChipTimeline chip(cfg);
+  CHECK((chip.hops(0, 1) == 1 && chip.hops(0, 2) == 2 && chip.hops(0, 3) == 1 && chip.hops(3, 1) == 2));
+  // 256 bytes: 16 packets of 16, sent one a cycle; the first arrives a cycle after its send plus a cycle a
+  // hop
+  CHECK(chip.copy_cycles(0, 1, 256) == 16 + 1 + 1);
+  CHECK(chip.copy_cycles(0, 2, 256) == 16 + 1 + 2);
+  CHECK(chip.copy_cycles(0, 1, 1) == 1 + 1 + 1);
+  CHECK(chip.run(0, 100) == 0);
+  CHECK(chip.run(1, 50) == 0);  // overlaps core 0's kernel
+  CHECK(chip.chip_cycles() == 100);
+  // core 1 -> core 0 waits for core 0's kernel (the destination), then core 0 waits for it
+  CHECK(chip.copy(1, 0, 256) == 100 + 18);
+  CHECK(chip.core_cycles(0) == 118);
+  CHECK(chip.core_cycles(1) == 50);  // the source works on
+  // core 1's next copy out waits for its last: one copy at a time leaves a core
+  CHECK(chip.copy(1, 2, 16) == 118 + 3);
+  CHECK(chip.run(1, 10) == 50);
+  CHECK(chip.chip_cycles() == 121);
+  CHECK(chip.noc_bytes() == 272);
+  CHECK_THROWS_WITH(chip.run(4, 1), Catch::Contains("core 4 of a chip of 4 cores"));
+  chip.reset();
+  CHECK((chip.chip_cycles() == 0 && chip.noc_bytes() == 0));
+  SECTION("on the reference ChipNoC's packet a copy of one word is readable two cycles after its send") {
+    TensorCoreConfig ref;  // 4-byte packets, one cycle a hop
+    ref.cores = 2;
+    ChipTimeline two(ref);
+    CHECK(two.copy_cycles(0, 1, 4) == 3);  // send at 0, readable and taken at 2
+    CHECK(two.copy_cycles(0, 1, 64) == 16 + 2);
+  }
 }

@@ -15,7 +15,11 @@ def test_configs_lists_the_variants_with_their_cost():
   rows = json.loads(p.stdout)
   assert [r["name"] for r in rows] == [n.name for core in configs.CORES for n in core.named_configs()] and rows[0]["name"] == "reference"
   for r in rows:
-    assert r["change"] and r["pes"] == r["config"]["rows"] ** 2 and r["sram_bytes"] > 0 and r["ports"] >= 0 and r["area"] > 0
+    # a chip counts each of its cores
+    assert r["change"] and r["pes"] == r["config"]["cores"] * r["config"]["rows"] ** 2 and r["sram_bytes"] > 0
+    assert r["ports"] >= 0 and r["area"] > 0
+  chip, core = (next(r for r in rows if r["name"] == n) for n in ("chip4", "reference"))
+  assert chip["config"]["cores"] == 4 and chip["area"] == 4 * core["area"]
   assert {r["config"]["rows"] for r in rows} == {4, 8, 16} and {"8x8-all", "16x16-all"} <= {r["name"] for r in rows}
   assert {"reference", "overlap", "beat", "overlap-beat"} <= {r["name"] for r in rows}
   text = run("-m", "tinytpu", "configs").stdout

@@ -75,6 +75,10 @@ CostProxy cost_proxy(const TensorCoreConfig& c) {
   // resident program needs the loader's path that starts one without writing program memory
   p.ports = (c.fetch_overlap ? 2 : 0) + (c.record_cycles == 1 ? 1 : 0) + (c.dma_overlap ? 2 : 0) +
             (c.resident_program ? 1 : 0);
+  // a chip of several cores has that many of each
+  p.pes *= c.cores;
+  p.sram_bytes *= c.cores;
+  p.ports *= c.cores;
   p.area = p.pes + double(p.sram_bytes) / 256 + p.ports;
   return p;
 }
@@ -110,6 +114,8 @@ const std::vector<NamedConfig>& named_configs() {
                {"resident_program", 1}})},
         {"half", "the reference with half the SRAM depth: VMEM, WeightSRAM and ActivationSRAM of 16 entries",
          with({{"depth", 16}})},
+        {"chip4", "a chip of four reference cores on a ring NoC of 16-byte packets: TINYTPU:0..3",
+         with({{"cores", 4}, {"noc_link_bytes", 16}})},
     };
     if (TensorCoreConfig::kRows == 4) return all;
     // Another geometry's build: the same variants of TensorCore#(R,R,32), named "RxR" and "RxR-VARIANT"

@@ -73,7 +73,8 @@ const std::vector<ConfigField>& config_fields();
 //    program memory (an instruction taken as 8 bytes);
 //  - ports: memory ports and forwarding paths beyond the reference's one read and one write per unit;
 //  - area: one number for a Pareto front, in PE equivalents: a PE, 256 bytes of SRAM and a port or
-//    forwarding path each count 1 (a chosen weighting, stated here so every figure uses the same one).
+//    forwarding path each count 1 (a chosen weighting, stated here so every figure uses the same one);
+//  - a chip of several cores counts each core's; its NoC is not counted yet.
 struct CostProxy {
   int pes = 0;
   int64_t sram_bytes = 0;

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "base/errors.h"
+#include "chip/chip_timeline.h"
 #include "compiler/ir.h"
 #include "compiler/op_table.h"
 #include "isa/bundle.h"
@@ -208,6 +209,18 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
           py::arg("bufs"), py::arg("vals"), py::arg("tasm"), py::arg("trace") = nullptr,
           py::arg("progress") = nullptr, py::arg("core") = nullptr, py::arg("mode") = RunMode{})
       .def("corrupt_timings_for_test", &CompiledKernel::corrupt_timings_for_test);
+
+  py::class_<ChipTimeline>(m, "ChipTimeline")
+      .def(py::init<const TensorCoreConfig&>())
+      .def_property_readonly("cores", &ChipTimeline::cores)
+      .def("run", &ChipTimeline::run, py::arg("core"), py::arg("cycles"))
+      .def("copy", &ChipTimeline::copy, py::arg("src"), py::arg("dst"), py::arg("bytes"))
+      .def("copy_cycles", &ChipTimeline::copy_cycles, py::arg("src"), py::arg("dst"), py::arg("bytes"))
+      .def("hops", &ChipTimeline::hops)
+      .def("core_cycles", &ChipTimeline::core_cycles)
+      .def_property_readonly("chip_cycles", &ChipTimeline::chip_cycles)
+      .def_property_readonly("noc_bytes", &ChipTimeline::noc_bytes)
+      .def("reset", &ChipTimeline::reset);
 
   m.attr("DEFAULT_CUT_NODES") = compiler::TraceLimits{}.cut_nodes;
   m.def(

@@ -1,12 +1,12 @@
 """The TINYTPU tinygrad device: buffers live in the model's device memory (C++), every kernel runs on the
 cycle-accurate TensorCore in-process."""
 from __future__ import annotations
-import ctypes, os, sys, time
+import ctypes, os, sys, threading, time, weakref
 from collections import Counter
 from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
 from tinygrad.codegen.opt import search
-from tinytpu import _core, configs, trace
+from tinytpu import _core, chip, configs, trace
 from tinytpu.renderer import TinyTPURenderer
 
 # A kernel call that stops before its end (Ctrl-C, an error) leaves the buffers it writes part written, and tinygrad made
@@ -14,6 +14,7 @@ from tinytpu.renderer import TinyTPURenderer
 # kept here as incomplete until written whole again (a copy in, a kernel call that ends) or handed out anew by the
 # allocator; reading them (a copy out, a kernel's load) raises instead.
 _incomplete: list[tuple[int, int, str]] = []  # [start, end) host addresses, and why
+_lock = threading.Lock()  # _incomplete and the counters: a chip's cores run their kernels on threads of their own
 
 def _span(buf) -> tuple[int, int] | None:
   mv = memoryview(buf)
@@ -25,21 +26,30 @@ def _forget(buf) -> None:
   """buf's bytes are whole again (written, or a new tensor's)."""
   if not _incomplete or (span := _span(buf)) is None: return
   lo, hi = span
-  kept = []
-  for a, b, why in _incomplete:
-    if b <= lo or hi <= a: kept.append((a, b, why))
-    else: kept += [(a, lo, why)] * (a < lo) + [(hi, b, why)] * (hi < b)
-  _incomplete[:] = kept
+  with _lock:
+    kept = []
+    for a, b, why in _incomplete:
+      if b <= lo or hi <= a: kept.append((a, b, why))
+      else: kept += [(a, lo, why)] * (a < lo) + [(hi, b, why)] * (hi < b)
+    _incomplete[:] = kept
+
+def _stopped(bufs, stores, why: str) -> None:
+  """The buffers a kernel call stores into are not whole: it stopped, or never ran."""
+  for i in stores: _forget(bufs[i])
+  with _lock: _incomplete.extend((*span, why) for i in stores if (span := _span(bufs[i])) is not None)
 
 def _check_whole(buf) -> None:
   if not _incomplete or (span := _span(buf)) is None: return
-  for a, b, why in _incomplete:
+  with _lock: incomplete = list(_incomplete)
+  for a, b, why in incomplete:
     if a < span[1] and span[0] < b:
       raise RuntimeError(f"TINYTPU: this data is incomplete: {why}, and tinygrad had already taken its buffer as the "
                          "result. Compute it again from its inputs (a tensor made anew: realize() of the same tensor "
                          "does not run it again)")
 
 class TinyTPUAllocator(LRUAllocator["TinyTPUDevice"]):
+  """Host accesses to a buffer wait for the device's queued kernels first (a chip's cores run theirs on threads
+  of their own). A freed buffer waits for nothing: a queued call holds its own reference to it."""
   def _alloc(self, size: int, options: BufferSpec): return self.dev.core.DeviceBuffer(size)
   def alloc(self, size: int, options: BufferSpec | None = None):
     buf = super().alloc(size, options)  # maybe a cached one, incomplete for the tensor that had it
@@ -47,14 +57,26 @@ class TinyTPUAllocator(LRUAllocator["TinyTPUDevice"]):
     return buf
   def _free(self, opaque, options: BufferSpec): _forget(opaque)
   def _as_buffer(self, src) -> memoryview:
+    self.dev.synchronize()
     _check_whole(src)
     return memoryview(src)
   def _copyin(self, dest, src: memoryview):
+    self.dev.synchronize()
     memoryview(dest)[:] = src
     _forget(dest)
   def _copyout(self, dest: memoryview, src):
+    self.dev.synchronize()
     _check_whole(src)
     dest[:] = memoryview(src)
+  def _transfer(self, dest, src, sz: int, src_dev: TinyTPUDevice, dest_dev: TinyTPUDevice):
+    """A copy between two TINYTPU devices: between two cores of one chip it travels the chip's NoC (its cycles
+    on the chip's timeline); between devices that are chips of their own, it takes none of theirs."""
+    src_dev.synchronize()
+    dest_dev.synchronize()
+    _check_whole(src)
+    memoryview(dest)[:sz] = memoryview(src)[:sz]
+    _forget(dest)
+    if src_dev.timeline is dest_dev.timeline: src_dev.timeline.copy(src_dev.device_id, dest_dev.device_id, sz)
   def _offset(self, buf, size: int, offset: int): return buf.view(offset, size)
 
 class TinyTPUProgram(Program["TinyTPUDevice"]):
@@ -64,34 +86,51 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
     self.kernel = dev.core.Kernel(obj.lib, dev.config, int(os.getenv("TINYTPU_CUT_NODES", _core.DEFAULT_CUT_NODES)))
     self.loads, self.stores = set(self.kernel.loads), set(self.kernel.stores)  # places in a call's buffers
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
-    if _incomplete:
-      for i in self.loads: _check_whole(bufs[i])
+    vals, trial, queue = [int(v) if v is not None else 0 for v in vals], _beam_trials > 0, self.dev.queue
+    if queue is None or os.getenv("TINYTPU_ASYNC", "1") == "0":  # here and now (TINYTPU_ASYNC=0: a chip's too)
+      self.dev.synchronize()
+      cycles = self._run(bufs, vals, trial, _Progress(self.name), threads=None)
+    else:  # a core of a chip: its worker thread runs the call while Python goes on
+      progress = _Progress(self.name, queue.cancelled)
+      threads = max(1, DEFAULT_THREADS // chip.cores_opened(self.dev.timeline))  # the host's shared by the chip's cores
+      done = queue.submit(lambda: self._run(bufs, vals, trial, progress, threads),
+                          lambda: _stopped(bufs, self.stores, f"kernel {self.name} writing it did not run: an earlier "
+                                                              f"kernel on {self.dev.device} failed"))
+      if not wait: return None
+      self.dev.synchronize()
+      cycles = done.result()
+    return cycles * 1e-9 if wait else None  # simulated seconds at a nominal 1 GHz
+
+  def _run(self, bufs, vals: list[int], trial: bool, progress: _Progress, threads: int | None) -> int:
+    """One call, on the calling thread: its cycles, counted on the device's counters and its chip's timeline."""
     log = trace.for_kernel(self.name, self.dev.core)
-    progress = _Progress(self.name)
-    try: stats = self.kernel.run(list(bufs), [int(v) if v is not None else 0 for v in vals], DEBUG >= 4, log, progress,
-                                 self.dev.core_state, run_mode(self.dev.core))
+    try:
+      if _incomplete:
+        for i in self.loads: _check_whole(bufs[i])
+      stats = self.kernel.run(list(bufs), vals, DEBUG >= 4, log, progress, self.dev.core_state,
+                              run_mode(self.dev.core, threads))
     except BaseException as e:  # Ctrl-C (KeyboardInterrupt) or an error: what it stores is not whole
-      for i in self.stores: _forget(bufs[i])
-      _incomplete.extend((*span, f"kernel {self.name} writing it stopped before its end ({type(e).__name__})")
-                         for i in self.stores if (span := _span(bufs[i])) is not None)
+      _stopped(bufs, self.stores, f"kernel {self.name} writing it stopped before its end ({type(e).__name__})")
       raise
     finally: progress.close()
     if _incomplete:
       for i in self.stores: _forget(bufs[i])
     if log is not None: trace.check(log)
     for i, tasm in enumerate(stats.tasm): print(f"# {self.name} launch {i}\n{tasm}", end="")
-    _counters.setdefault((self.dev.device, _beam_trials > 0), Counter()).update(
-      kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles, in_order=stats.in_order,
-      checked=stats.checked, batches=stats.batches, threaded=stats.threaded, streamed=stats.streamed)
-    return stats.cycles * 1e-9 if wait else None  # simulated seconds at a nominal 1 GHz
+    if not trial: self.dev.timeline.run(self.dev.device_id if self.dev.config.cores > 1 else 0, stats.cycles)
+    with _lock:
+      _counters.setdefault((self.dev.device, trial), Counter()).update(
+        kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles, in_order=stats.in_order,
+        checked=stats.checked, batches=stats.batches, threaded=stats.threaded, streamed=stats.streamed)
+    return stats.cycles
 
-def run_mode(core):
+def run_mode(core, threads: int | None = None):
   """How kernels run their launches (executor.h RunMode), read at every call: TINYTPU_FUNCTIONAL=0 ticks every
   launch; TINYTPU_VERIFY=1 ticks every launch run in order as well and raises on any difference; TINYTPU_THREADS
-  (default: the cores this process may use, at most 8) threads share a call's independent launches, each thread
-  interleaving its groups of them so that they batch together unless TINYTPU_STREAMS=0."""
+  (default: `threads`, else the cores this process may use, at most 8) threads share a call's independent launches,
+  each thread interleaving its groups of them so that they batch together unless TINYTPU_STREAMS=0."""
   return core.RunMode(functional=os.getenv("TINYTPU_FUNCTIONAL", "1") != "0", verify=os.getenv("TINYTPU_VERIFY", "0") != "0",
-                      threads=int(os.getenv("TINYTPU_THREADS", DEFAULT_THREADS)),
+                      threads=int(os.getenv("TINYTPU_THREADS", threads or DEFAULT_THREADS)),
                       streams=os.getenv("TINYTPU_STREAMS", "1") != "0")
 DEFAULT_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
 
@@ -101,8 +140,10 @@ class _Progress:
   """Called by a running kernel every 50 ms of host time. Python code runs here, so a pending Ctrl-C raises
   KeyboardInterrupt in it and stops the kernel. After PROGRESS_AFTER seconds, on a terminal, one updating line
   on stderr says how far the call has got."""
-  def __init__(self, name: str): self.name, self.start, self.shown = name, time.monotonic(), False
+  def __init__(self, name: str, cancelled: threading.Event | None = None):
+    self.name, self.start, self.shown, self.cancelled = name, time.monotonic(), False, cancelled
   def __call__(self, p: _core.KernelProgress):
+    if self.cancelled is not None and self.cancelled.is_set(): raise KeyboardInterrupt  # Ctrl-C while waiting for it
     if time.monotonic() - self.start < PROGRESS_AFTER or not sys.stderr.isatty(): return
     sys.stderr.write(f"\r{self.name}: {p.chunks_done}/{p.chunks} chunks, {p.launches} launches, {p.cycles} cycles ")
     sys.stderr.flush()
@@ -112,19 +153,33 @@ class _Progress:
 
 class TinyTPUDevice(Compiled):
   def __init__(self, device: str):
+    self.device_id, self.queue = int(device.split(":")[1]) if ":" in device else 0, None
     self.config = configs.from_spec()  # the core its kernels compile for and run on: TINYTPU_CONFIG, else the reference
     super().__init__(device, TinyTPUAllocator(self), [TinyTPURenderer], TinyTPUProgram)
+    _devices.add(self)
   @property
   def core(self): return configs.core_of(self.config)  # the extension module of the configuration's geometry
   @property
   def config(self): return self._config
   @config.setter
   def config(self, config):  # another core keeps nothing of the last one's launches (resident programs)
+    self.synchronize()
     self._config, self.core_state = config, configs.core_of(config).CoreState()
+    self.timeline = chip.timeline(config, self.core, self.device_id)  # ValueError for a core the chip has not
+    self.queue = chip.CoreQueue(f"TINYTPU:{self.device_id}") if config.cores > 1 else None
+  def synchronize(self):
+    if self.queue is not None: self.queue.synchronize()
 
 trace._from_env()
 COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles", "in_order", "checked", "batches", "threaded", "streamed")
 _counters: dict[tuple[str, bool], Counter] = {}  # (device, a BEAM trial run) -> totals
+_devices: weakref.WeakSet[TinyTPUDevice] = weakref.WeakSet()
+
+def _matching(device: str | None) -> list[TinyTPUDevice]:
+  """The devices opened, or the one named, each with its queued kernels run."""
+  devs = [d for d in list(_devices) if device in (None, d.device)]
+  for d in devs: d.synchronize()
+  return devs
 
 def counters(device: str | None = None, beam: bool = False) -> dict[str, int]:
   """Kernel calls, launches, cycles and SXU cycles since reset_counters(); of the launches, those run in order (their
@@ -132,14 +187,22 @@ def counters(device: str | None = None, beam: bool = False) -> dict[str, int]:
   batches they ran in (launches of one program run together: in_order / batches is their mean size), and the
   launches run by a call's other threads (run_mode: TINYTPU_THREADS) and those run as streams (TINYTPU_STREAMS). Of one
   device ("TINYTPU", "TINYTPU:1") or, by default, all of them; beam=True gives BEAM's trial runs instead, which the
-  user's totals leave out."""
+  user's totals leave out. `chip_cycles`: the elapsed cycles of the chips these devices are cores of (chip.py), where
+  kernels on a chip's cores overlap and copies between them take the NoC's cycles (a lone core's are its `cycles`);
+  `noc_bytes` the bytes those copies moved."""
+  devs = _matching(device)
   total = Counter({k: 0 for k in COUNTERS})
-  for (dev, trial), c in _counters.items():
-    if trial == beam and device in (None, dev): total.update(c)
-  return dict(total)
+  with _lock:
+    for (dev, trial), c in _counters.items():
+      if trial == beam and device in (None, dev): total.update(c)
+  chips = {} if beam else {id(d.timeline): d.timeline for d in devs}
+  return dict(total, chip_cycles=sum(t.chip_cycles for t in chips.values()), noc_bytes=sum(t.noc_bytes for t in chips.values()))
 def reset_counters(device: str | None = None) -> None:
-  for dev, trial in list(_counters):
-    if device in (None, dev): del _counters[(dev, trial)]
+  """Counters back to 0, and the timelines of the chips these devices are cores of (a chip's, whole)."""
+  for d in _matching(device): d.timeline.reset()
+  with _lock:
+    for dev, trial in list(_counters):
+      if device in (None, dev): del _counters[(dev, trial)]
 
 # BEAM times candidate kernels through search._time_program (looked up when called): runs inside it are trials.
 _beam_trials = 0

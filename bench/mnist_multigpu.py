@@ -1,0 +1,73 @@
+"""tinygrad's examples/beautiful_mnist_multigpu.py on a chip of several cores: the same CNN (bench.mnist_train's), its
+parameters copied to every device, each step's batch sharded over GPUS devices on axis 0, Adam, TinyJit, on random
+uint8 images in place of the download. For each GPUS: the losses on TINYTPU (a chip configuration, chip4 by default:
+TINYTPU:0..GPUS-1 are its cores) and on tinygrad's CPU device with as many devices, the chip's elapsed cycles per step
+(counters()['chip_cycles']: its cores' kernels overlap, the all-reduce's copies take the NoC's cycles) and wall time.
+--serial also runs TINYTPU with TINYTPU_ASYNC=0 (the cores' kernels one after another on the host) for a wall-time A/B.
+
+  python -m bench.mnist_multigpu --gpus 1,2,4 --bs 64 --steps 3 [--serial] [--config chip4] [--json]
+"""
+import argparse, json, os, time
+import numpy as np
+
+def train(device: str, gpus: int, bs: int, steps: int, seed: int = 0) -> tuple[list[float], list[float], list[int]]:
+  """Losses, wall seconds and chip cycles of each step (the first compiles)."""
+  import tinytpu
+  from tinygrad import Tensor, TinyJit, nn
+  from tinygrad.helpers import Context
+  from bench.mnist_train import CNN
+  devices = tuple(f"{device}:{i}" for i in range(gpus))
+  Tensor.manual_seed(seed)
+  rng = np.random.default_rng(seed)
+  with Context(DEV=device):
+    x_train = Tensor(rng.integers(0, 256, (512, 1, 28, 28), dtype=np.uint8))
+    y_train = Tensor(rng.integers(0, 10, 512, dtype=np.int32))
+    model = CNN()
+    for x in nn.state.get_state_dict(model).values(): x.to_(devices)
+    opt = nn.optim.Adam(nn.state.get_parameters(model))
+
+    @TinyJit
+    def step() -> Tensor:
+      with Context(TRAINING=1):
+        opt.zero_grad()
+        samples = Tensor.randint(bs, high=x_train.shape[0])
+        xt, yt = x_train[samples].shard_(devices, axis=0), y_train[samples].shard_(devices, axis=0)
+        loss = model(xt).sparse_categorical_crossentropy(yt).backward()
+        opt.step()
+        return loss
+
+    losses, walls, cycles = [], [], []
+    for _ in range(steps):
+      tinytpu.reset_counters()
+      start = time.perf_counter()
+      losses.append(step().item())
+      walls.append(time.perf_counter() - start)
+      cycles.append(tinytpu.counters()["chip_cycles"] if device == "TINYTPU" else 0)
+  return losses, walls, cycles
+
+def main():
+  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap.add_argument("--gpus", default="1,2,4")
+  ap.add_argument("--bs", type=int, default=64)
+  ap.add_argument("--steps", type=int, default=3)
+  ap.add_argument("--config", default="chip4", help="the chip configuration TINYTPU runs on (TINYTPU_CONFIG)")
+  ap.add_argument("--serial", action="store_true", help="also run TINYTPU's cores one after another (TINYTPU_ASYNC=0)")
+  ap.add_argument("--json", action="store_true")
+  args = ap.parse_args()
+  os.environ["TINYTPU_CONFIG"] = args.config  # before the first TINYTPU device opens
+  rows = []
+  for gpus in map(int, args.gpus.split(",")):
+    runs = [("CPU", "1"), ("TINYTPU", "1")] + ([("TINYTPU", "0")] if args.serial else [])
+    for device, mode in runs:
+      os.environ["TINYTPU_ASYNC"] = mode
+      losses, walls, cycles = train(device, gpus, args.bs, args.steps)
+      rows.append({"gpus": gpus, "device": device, "async": mode == "1", "losses": losses, "walls": walls,
+                   "chip_cycles": cycles, "wall": sum(walls)})
+      if not args.json:
+        print(f"GPUS={gpus} {device:7s}{'' if mode == '1' else ' serial'}  wall {sum(walls):7.1f} s (steps "
+              f"{' '.join(f'{w:.1f}' for w in walls)})  losses {' '.join(f'{l:.4f}' for l in losses)}"
+              + (f"  chip cycles/step {' '.join(f'{c:,}' for c in cycles)}" if device == "TINYTPU" else ""), flush=True)
+  if args.json: print(json.dumps(rows, indent=1))
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,69 @@
+#include "chip/chip_timeline.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "base/errors.h"
+
+namespace tinytpu {
+
+ChipTimeline::ChipTimeline(const TensorCoreConfig& cfg)
+    : link_bytes_(cfg.noc_link_bytes),
+      hop_cycles_(cfg.noc_hop_cycles),
+      clock_(size_t(cfg.cores), 0),
+      sending_(size_t(cfg.cores), 0) {
+  cfg.check();
+}
+
+int ChipTimeline::core(int c, const char* what) const {
+  if (c < 0 || c >= cores())
+    throw SimError(std::string("chip: ") + what + " on core " + std::to_string(c) + " of a chip of " +
+                   std::to_string(cores()) + " cores");
+  return c;
+}
+
+int ChipTimeline::hops(int src, int dst) const {
+  const int d = std::abs(core(src, "a copy") - core(dst, "a copy"));
+  return std::min(d, cores() - d);
+}
+
+uint64_t ChipTimeline::copy_cycles(int src, int dst, uint64_t bytes) const {
+  const uint64_t packets = std::max<uint64_t>(1, (bytes + uint64_t(link_bytes_) - 1) / uint64_t(link_bytes_));
+  return packets + 1 + uint64_t(hops(src, dst)) * uint64_t(hop_cycles_);
+}
+
+uint64_t ChipTimeline::run(int c, uint64_t cycles) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t start = clock_[size_t(core(c, "a kernel"))];
+  clock_[size_t(c)] = start + cycles;
+  return start;
+}
+
+uint64_t ChipTimeline::copy(int src, int dst, uint64_t bytes) {
+  const uint64_t cycles = copy_cycles(src, dst, bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t start = std::max({clock_[size_t(src)], clock_[size_t(dst)], sending_[size_t(src)]});
+  clock_[size_t(dst)] = sending_[size_t(src)] = start + cycles;
+  noc_bytes_ += bytes;
+  return start + cycles;
+}
+
+uint64_t ChipTimeline::core_cycles(int c) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return clock_[size_t(core(c, "a clock"))];
+}
+
+uint64_t ChipTimeline::chip_cycles() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return *std::max_element(clock_.begin(), clock_.end());
+}
+
+void ChipTimeline::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::fill(clock_.begin(), clock_.end(), 0);
+  std::fill(sending_.begin(), sending_.end(), 0);
+  noc_bytes_ = 0;
+}
+
+}  // namespace tinytpu

@@ -1,0 +1,47 @@
+#pragma once
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "base/config.h"
+
+namespace tinytpu {
+
+// The chip's elapsed cycles when its cores (tinygrad's TINYTPU:0..cores-1) run kernels and copy data between
+// them. Each core runs its kernels one after another, each as long as its own cycles (its launches, as the
+// core's simulation counts them). A copy between two cores travels the ring NoC of the configuration
+// (config_fields.def): it starts once the source core's work before it, the destination core's and the
+// source's last copy out have ended; the destination core waits for it, the source core works on. Copies
+// between the host and a core take no chip cycles (as loading a launch's records is part of its cycles).
+// Calls from several threads are safe.
+class ChipTimeline {
+ public:
+  explicit ChipTimeline(const TensorCoreConfig& cfg);
+  int cores() const { return int(clock_.size()); }
+
+  // A kernel of `cycles` on `core`, after its work so far: returns the cycle it starts in.
+  uint64_t run(int core, uint64_t cycles);
+  // A copy of `bytes` from core `src` to core `dst`: returns the cycle it ends in.
+  uint64_t copy(int src, int dst, uint64_t bytes);
+  // Cycles a copy of `bytes` takes on an idle NoC: its packets sent one a cycle, the first reaching `dst`
+  // after the send's cycle and noc_hop_cycles for each hop of the shorter way round, each taken in the cycle
+  // it arrives. For one hop of one cycle that is the reference ChipNoC's: a packet readable two cycles after
+  // its send.
+  uint64_t copy_cycles(int src, int dst, uint64_t bytes) const;
+  int hops(int src, int dst) const;
+
+  uint64_t core_cycles(int core) const;  // when its work so far ends
+  uint64_t chip_cycles() const;          // when every core's work so far ends
+  uint64_t noc_bytes() const { return noc_bytes_; }
+  void reset();  // every clock back to 0
+
+ private:
+  int core(int c, const char* what) const;
+
+  const int link_bytes_, hop_cycles_;
+  mutable std::mutex mutex_;
+  std::vector<uint64_t> clock_, sending_;  // per core: its work's end, its last copy out's end
+  uint64_t noc_bytes_ = 0;
+};
+
+}  // namespace tinytpu

@@ -1,0 +1,78 @@
+"""A chip of several cores (the chip4 configuration): TINYTPU:0..3 are its cores, each running its kernels on a thread of
+its own; the chip's timeline overlaps their kernels and counts the NoC's cycles for copies between them. Each test runs
+in a process of its own, whose devices open on the chip configuration (TINYTPU_CONFIG)."""
+import json, os, subprocess, sys, textwrap
+import pytest
+
+def run_on_chip(code: str, **env) -> dict:
+  """Runs `code` (which sets `out`, a dict) in a fresh process on the chip4 configuration; returns `out`."""
+  script = "import json, numpy as np, tinytpu\nfrom tinygrad import Tensor, Device\nout = {}\n" + textwrap.dedent(code) + \
+           "\nprint('OUT' + json.dumps(out))\n"
+  proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                        env={**os.environ, "TINYTPU_CONFIG": "chip4", **env})
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("OUT"))[3:])
+
+SHARDED = """
+devs = tuple(f"TINYTPU:{i}" for i in range(4))
+a = (np.arange(64 * 32, dtype=np.int32).reshape(64, 32) % 37) - 18
+b = (np.arange(32 * 16, dtype=np.int32).reshape(32, 16) % 11) - 5
+x, w = Tensor(a).shard(devs, axis=0).realize(), Tensor(b).to(devs).realize()
+tinytpu.reset_counters()
+got = (x @ w).relu().sum(axis=0).numpy()
+out["exact"] = got.tolist() == np.maximum(a @ b, 0).sum(axis=0).tolist()
+out["counters"] = tinytpu.counters()
+out["per_core"] = [tinytpu.counters(d)["cycles"] for d in ("TINYTPU", "TINYTPU:1", "TINYTPU:2", "TINYTPU:3")]
+"""
+
+def test_cores_of_a_chip_overlap_and_copy_over_the_noc():
+  out = run_on_chip(SHARDED)
+  c = out["counters"]
+  assert out["exact"], "a sharded matmul on the chip's cores differs from tinygrad's CPU device"
+  assert all(cycles > 0 for cycles in out["per_core"]) and sum(out["per_core"]) == c["cycles"]
+  # the cores run at once: the chip's elapsed cycles are its busiest core's and the all-reduce's copies
+  assert max(out["per_core"]) < c["chip_cycles"] < c["cycles"]
+  assert c["noc_bytes"] > 0
+
+def test_a_chip_runs_the_same_with_its_cores_one_after_another():
+  assert run_on_chip(SHARDED, TINYTPU_ASYNC="0") == run_on_chip(SHARDED)
+
+def test_a_core_the_chip_does_not_have_is_an_error():
+  out = run_on_chip("""
+try: Device["TINYTPU:4"]
+except ValueError as e: out["error"] = str(e)
+""")
+  assert "has 4 cores, TINYTPU:0 to TINYTPU:3" in out["error"]
+
+def test_an_error_on_a_core_is_raised_at_the_next_wait_and_nothing_after_it_passes_for_whole():
+  """A queued kernel that fails raises when Python next waits for its core or queues on it; the buffers it and the
+  kernels after it store into read as incomplete, never as results."""
+  out = run_on_chip("""
+from tinytpu import device
+x = Tensor(np.arange(16, dtype=np.float32), device="TINYTPU:1").realize()
+device._incomplete.append((*device._span(x.uop.buffer._buf), "made up"))  # as a kernel stopped while writing it
+errors = []
+def attempt(f):
+  try: f()
+  except RuntimeError as e: errors.append(str(e))
+y, z = x + 1, x * 2
+for f in (y.realize, z.realize, y.numpy, z.numpy, y.numpy): attempt(f)
+out["errors"] = errors
+out["after"] = (Tensor(np.ones(4, dtype=np.float32), device="TINYTPU:1") * 3).numpy().tolist()  # the core goes on
+""")
+  # y's kernel fails reading x: raised once, at z.realize or at the first y.numpy (the race is the core's thread's);
+  # then y reads as incomplete, and so does z, which never ran
+  errors = out["errors"]
+  assert "this data is incomplete: made up" in errors[0] and sum("made up" in e for e in errors) == 1
+  assert all("stopped before its end (RuntimeError)" in e for e in errors[1:-2])
+  assert "did not run: an earlier kernel on TINYTPU:1 failed" in errors[-2]
+  assert "stopped before its end (RuntimeError)" in errors[-1]
+  assert out["after"] == [3.0] * 4
+
+def test_a_lone_core_counts_its_cycles_as_its_chip_cycles():
+  c = run_on_chip("""
+tinytpu.reset_counters()
+(Tensor(np.arange(256, dtype=np.int32), device="TINYTPU") + 1).numpy()
+out.update(tinytpu.counters())
+""", TINYTPU_CONFIG="reference")
+  assert c["chip_cycles"] == c["cycles"] > 0 and c["noc_bytes"] == 0
