@@ -5,7 +5,7 @@ TINYTPU:0..GPUS-1 are its cores) and on tinygrad's CPU device with as many devic
 (counters()['chip_cycles']: its cores' kernels overlap, the all-reduce's copies take the NoC's cycles) and wall time.
 --serial also runs TINYTPU with TINYTPU_ASYNC=0 (the cores' kernels one after another on the host) for a wall-time A/B.
 
-  python -m bench.mnist_multigpu --gpus 1,2,4 --bs 64 --steps 3 [--serial] [--config chip4] [--json]
+  python -m bench.mnist_multigpu --gpus 1,2,4 --bs 64 --steps 3 [--serial] [--config chip4] [--json] [--plot out.png]
 """
 import argparse, json, os, time
 import numpy as np
@@ -45,6 +45,29 @@ def train(device: str, gpus: int, bs: int, steps: int, seed: int = 0) -> tuple[l
       cycles.append(tinytpu.counters()["chip_cycles"] if device == "TINYTPU" else 0)
   return losses, walls, cycles
 
+def plot(rows: list[dict], out: str) -> None:
+  """The chip's cycles for a training step (the last, warm one) against the cores it is sharded over, beside ideal
+  scaling from one core."""
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  runs = sorted((r["gpus"], r["chip_cycles"][-1]) for r in rows if r["device"] == "TINYTPU" and r["async"])
+  gpus, cycles = [g for g, _ in runs], [c / 1e9 for _, c in runs]
+  fig, ax = plt.subplots(figsize=(6, 4))
+  ax.plot(gpus, cycles, "o-", label="chip cycles per step (TINYTPU:0..GPUS-1)")
+  if gpus[0] == 1: ax.plot(gpus, [cycles[0] / g for g in gpus], "k:", label="ideal: one core's / cores")
+  for g, c in zip(gpus, cycles): ax.annotate(f"{cycles[0] / c:.2f}x" if gpus[0] == 1 else f"{c:.2f}", (g, c),
+                                             textcoords="offset points", xytext=(6, 6))
+  ax.set_xticks(gpus)
+  ax.set_xlabel("cores the batch is sharded over (GPUS)")
+  ax.set_ylabel("G chip cycles per training step")
+  ax.set_ylim(0, max(cycles) * 1.15)
+  ax.legend()
+  ax.set_title("beautiful_mnist_multigpu on a 4-core chip (chip4, BS=64)", fontsize=10)
+  fig.tight_layout()
+  fig.savefig(out, dpi=100)
+  plt.close(fig)
+
 def main():
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--gpus", default="1,2,4")
@@ -53,6 +76,7 @@ def main():
   ap.add_argument("--config", default="chip4", help="the chip configuration TINYTPU runs on (TINYTPU_CONFIG)")
   ap.add_argument("--serial", action="store_true", help="also run TINYTPU's cores one after another (TINYTPU_ASYNC=0)")
   ap.add_argument("--json", action="store_true")
+  ap.add_argument("--plot", help="draw the chip's cycles per step against GPUS into this PNG")
   args = ap.parse_args()
   os.environ["TINYTPU_CONFIG"] = args.config  # before the first TINYTPU device opens
   rows = []
@@ -68,6 +92,7 @@ def main():
               f"{' '.join(f'{w:.1f}' for w in walls)})  losses {' '.join(f'{l:.4f}' for l in losses)}"
               + (f"  chip cycles/step {' '.join(f'{c:,}' for c in cycles)}" if device == "TINYTPU" else ""), flush=True)
   if args.json: print(json.dumps(rows, indent=1))
+  if args.plot: plot(rows, args.plot)
 
 if __name__ == "__main__":
   main()

@@ -1,6 +1,5 @@
 #include "chip/chip_noc.h"
 
-#include <algorithm>
 #include <string>
 
 #include "base/errors.h"
@@ -22,57 +21,55 @@ int ChipNoc::node(int n, const char* what) const {
   return n;
 }
 
-// truncate(pkt.dst): the node number's TLog#(numNodes) low bits
-int ChipNoc::truncated(int dst) const { return dst & ((1 << index_bits(nodes())) - 1); }
-
-bool ChipNoc::all_inboxes_not_full() const {
-  return std::all_of(inbox_.begin(), inbox_.end(), [](const Fifo2<NocPacket>& f) { return f.not_full(); });
+// truncate(pkt.dst): the node number's TLog#(numNodes) low bits (a node past the last is an error: the
+// reference would index past its inboxes)
+int ChipNoc::destination(const NocPacket& pkt, const char* what) const {
+  return node(pkt.dst & ((1 << index_bits(nodes())) - 1), what);
 }
 
-// bsc lifts the implicit conditions of every method a rule or method may call into its guard, whatever
-// branch calls it (the reference is built without -aggressive-conditions), and an inbox chosen by a node
-// number calls the method of each: send waits for the ring and every inbox to have room, recv for every
-// inbox to hold a packet.
-bool ChipNoc::can_send() const { return ring_.not_full() && all_inboxes_not_full(); }
-bool ChipNoc::recv_ready() const {
-  return std::all_of(inbox_.begin(), inbox_.end(), [](const Fifo2<NocPacket>& f) { return f.not_empty(); });
+bool ChipNoc::can_send(int src, const NocPacket& pkt) const {
+  return destination(pkt, "send's destination") == node(src, "send") || ring_.not_full();
 }
 
 void ChipNoc::send(int src, const NocPacket& pkt) {
-  node(src, "send");
   if (pkt.dst > 15 || pkt.src > 15) throw SimError("ChipNoC send: a node number over its 4 bits");
   if (sent_) throw SimError("ChipNoC send called twice in one cycle");
-  if (!can_send())
-    throw SimError("ChipNoC send while the ring or an inbox is full (its guard): the caller would wait");
-  const int dst = node(truncated(pkt.dst), "send's destination");
-  if (dst == src)
-    inbox_[size_t(src)].enq(pkt);
-  else
+  if (!can_send(src, pkt))
+    throw SimError("ChipNoC send while the ring is full (its guard): the caller would wait");
+  if (destination(pkt, "send's destination") == src) {
+    looped_ = true;
+    if (inbox_[size_t(src)].not_full())
+      inbox_[size_t(src)].enq(pkt);
+    else
+      ++dropped_;
+  } else {
     ring_.enq(pkt);
+  }
   sent_ = true;
 }
 
 NocPacket ChipNoc::recv(int dst) {
-  node(dst, "recv");
   if (received_) throw SimError("ChipNoC recv called twice in one cycle");
-  if (!recv_ready())
-    throw SimError("ChipNoC recv while an inbox is empty (its guard): the caller would wait");
+  if (!can_recv(dst)) throw SimError("ChipNoC recv from an empty inbox (its guard): the caller would wait");
   received_ = true;
   inbox_[size_t(dst)].deq();
   return inbox_[size_t(dst)].first();
 }
 
 void ChipNoc::tick() {
-  // do_route: the ring's head into its destination's inbox. Its guard, lifted as send's, needs room in every
-  // inbox; it and send both enqueue into the inboxes, so it gives way in a cycle send fires.
-  if (ring_.not_empty() && all_inboxes_not_full() && !sent_) {
+  // do_route: the ring's head into its destination's inbox, or dropped if that is full
+  if (ring_.not_empty() && !looped_) {
     const NocPacket& pkt = ring_.first();
-    inbox_[size_t(node(truncated(pkt.dst), "a ring packet's destination"))].enq(pkt);
+    Fifo2<NocPacket>& inbox = inbox_[size_t(destination(pkt, "a ring packet's destination"))];
+    if (inbox.not_full())
+      inbox.enq(pkt);
+    else
+      ++dropped_;
     ring_.deq();
   }
   ring_.tick();
   for (Fifo2<NocPacket>& f : inbox_) f.tick();
-  sent_ = received_ = false;
+  sent_ = looped_ = received_ = false;
 }
 
 }  // namespace tinytpu
