@@ -519,6 +519,9 @@ std::string CompiledKernel::named(const std::string& what) const {
 
 std::shared_ptr<const Plan> CompiledKernel::plan(const PlanKey& key, const Choices& choices,
                                                  const std::function<void(int64_t, int64_t)>& traced) const {
+  // One compile at a time: a call that needs a plan another thread is compiling (a kernel shared by a chip's
+  // cores) waits for it and takes it, rather than compiling it again
+  std::lock_guard<std::mutex> compiling(compile_mutex_);
   {
     std::lock_guard<std::mutex> lock(plans_mutex_);
     if (auto it = plans_.find(key); it != plans_.end()) return it->second;

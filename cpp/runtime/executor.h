@@ -152,6 +152,7 @@ class CompiledKernel {
       std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::set<int>, std::vector<std::pair<int, int>>>;
   mutable std::map<PlanKey, std::shared_ptr<const compiler::Plan>> plans_;
   mutable std::mutex plans_mutex_;                   // calls run with the GIL released
+  mutable std::mutex compile_mutex_;                 // held while a plan compiles (plan())
   std::string named(const std::string& what) const;  // the message, naming this kernel
   mutable TimingCache timings_;
   KernelStats run_plan(std::vector<DeviceBuffer>& bufs, const std::vector<int64_t>& vals, bool keep_tasm,

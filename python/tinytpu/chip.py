@@ -9,7 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 from tinytpu import configs
 
-_chips: dict[tuple[str, str], object] = {}  # (the configuration's fields, its module) -> the chip's timeline
+_chips: dict[tuple, object] = {}  # configs.key -> the chip's timeline
 _opened: dict[int, int] = {}  # id(timeline) -> its cores opened so far
 
 def timeline(config, core_module, device_id: int):
@@ -20,8 +20,7 @@ def timeline(config, core_module, device_id: int):
     if device_id >= config.cores:
       raise ValueError(f"TINYTPU:{device_id}: the chip of this configuration has {config.cores} cores, TINYTPU:0 to "
                        f"TINYTPU:{config.cores - 1}")
-    key = (repr(sorted(configs.fields(config).items())), core_module.__name__)
-    chip = _chips.get(key) or _chips.setdefault(key, core_module.ChipTimeline(config))
+    chip = _chips.get(configs.key(config)) or _chips.setdefault(configs.key(config), core_module.ChipTimeline(config))
   _opened[id(chip)] = _opened.get(id(chip), 0) + 1
   return chip
 

@@ -55,6 +55,10 @@ def fields(config) -> dict[str, int]:
   """Every field a spec can set, by name (the C++ core's config_fields()), and the geometry's rows."""
   return {"rows": type(config).ROWS, **{f["name"]: int(getattr(config, f["name"])) for f in _core.config_fields()}}
 
+def key(config) -> tuple:
+  """A configuration's identity, hashable: its module and its fields' values."""
+  return (core_of(config).__name__, *sorted(fields(config).items()))
+
 def cost(config) -> dict:
   c = core_of(config).cost_proxy(config)
   return {"pes": c.pes, "sram_bytes": c.sram_bytes, "ports": c.ports, "area": c.area}

@@ -15,6 +15,7 @@ from tinytpu.renderer import TinyTPURenderer
 # allocator; reading them (a copy out, a kernel's load) raises instead.
 _incomplete: list[tuple[int, int, str]] = []  # [start, end) host addresses, and why
 _lock = threading.Lock()  # _incomplete and the counters: a chip's cores run their kernels on threads of their own
+_kernels: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # (IR, configs.key, cut nodes) -> a kernel
 
 def _span(buf) -> tuple[int, int] | None:
   mv = memoryview(buf)
@@ -83,7 +84,13 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
   def __init__(self, dev: TinyTPUDevice, obj: TinyELF):
     self.dev, self.name = dev, obj.name
     # TINYTPU_CUT_NODES: how many tile nodes of a chunk are traced before its batch compiles (tests set it low)
-    self.kernel = dev.core.Kernel(obj.lib, dev.config, int(os.getenv("TINYTPU_CUT_NODES", _core.DEFAULT_CUT_NODES)))
+    cut_nodes = int(os.getenv("TINYTPU_CUT_NODES", _core.DEFAULT_CUT_NODES))
+    # devices of one configuration (a chip's cores) share a kernel: its plans compile once, its timings are kept once
+    key = (obj.lib, configs.key(dev.config), cut_nodes)
+    with _lock: self.kernel = _kernels.get(key)
+    if self.kernel is None:
+      self.kernel = dev.core.Kernel(obj.lib, dev.config, cut_nodes)
+      with _lock: self.kernel = _kernels.setdefault(key, self.kernel)
     self.loads, self.stores = set(self.kernel.loads), set(self.kernel.stores)  # places in a call's buffers
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
     vals, trial, queue = [int(v) if v is not None else 0 for v in vals], _beam_trials > 0, self.dev.queue
