@@ -3,9 +3,11 @@ parameters copied to every device, each step's batch sharded over GPUS devices o
 uint8 images in place of the download. For each GPUS: the losses on TINYTPU (a chip configuration, chip4 by default:
 TINYTPU:0..GPUS-1 are its cores) and on tinygrad's CPU device with as many devices, the chip's elapsed cycles per step
 (counters()['chip_cycles']: its cores' kernels overlap, the all-reduce's copies take the NoC's cycles) and wall time.
---serial also runs TINYTPU with TINYTPU_ASYNC=0 (the cores' kernels one after another on the host) for a wall-time A/B.
+--serial also runs TINYTPU with TINYTPU_ASYNC=0 (the cores' kernels one after another on the host); --ab N instead
+times warm steps of the two modes alternated N times (A B A B) after a run that compiles, for a wall-time A/B.
 
   python -m bench.mnist_multigpu --gpus 1,2,4 --bs 64 --steps 3 [--serial] [--config chip4] [--json] [--plot out.png]
+  python -m bench.mnist_multigpu --gpus 2 --ab 2 [--steps 4]
 """
 import argparse, json, os, time
 import numpy as np
@@ -77,8 +79,18 @@ def main():
   ap.add_argument("--serial", action="store_true", help="also run TINYTPU's cores one after another (TINYTPU_ASYNC=0)")
   ap.add_argument("--json", action="store_true")
   ap.add_argument("--plot", help="draw the chip's cycles per step against GPUS into this PNG")
+  ap.add_argument("--ab", type=int, default=0, help="time the cores at once and one after another, N times each")
   args = ap.parse_args()
   os.environ["TINYTPU_CONFIG"] = args.config  # before the first TINYTPU device opens
+  if args.ab:
+    for gpus in map(int, args.gpus.split(",")):
+      train("TINYTPU", gpus, args.bs, args.steps)  # compiles
+      for mode in "10" * args.ab:
+        os.environ["TINYTPU_ASYNC"] = mode
+        losses, walls, cycles = train("TINYTPU", gpus, args.bs, args.steps)
+        print(f"GPUS={gpus} {'at once' if mode == '1' else 'one after another':17s} warm steps {sum(walls[2:]):6.2f} s "
+              f"(steps {' '.join(f'{w:.2f}' for w in walls)})  loss {losses[-1]:.4f}  chip cycles {cycles[-1]:,}", flush=True)
+    return
   rows = []
   for gpus in map(int, args.gpus.split(",")):
     runs = [("CPU", "1"), ("TINYTPU", "1")] + ([("TINYTPU", "0")] if args.serial else [])
