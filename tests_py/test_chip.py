@@ -69,6 +69,19 @@ out["after"] = (Tensor(np.ones(4, dtype=np.float32), device="TINYTPU:1") * 3).nu
   assert "stopped before its end (RuntimeError)" in errors[-1]
   assert out["after"] == [3.0] * 4
 
+def test_a_trace_records_a_chips_cores_one_after_another():
+  """While a trace records, a chip's cores run their calls in the caller, in order: one log, no thread writing it
+  beside another."""
+  out = run_on_chip("""
+from tinytpu import trace
+log = trace.start()
+x = Tensor(np.arange(64, dtype=np.int32)).shard(("TINYTPU:0", "TINYTPU:1"), axis=0)
+out["sum"] = (x * 2).sum().item()
+trace.stop()
+out["events"] = log.num_events
+""")
+  assert out["sum"] == 2 * sum(range(64)) and out["events"] > 0
+
 def test_a_lone_core_counts_its_cycles_as_its_chip_cycles():
   c = run_on_chip("""
 tinytpu.reset_counters()

@@ -94,7 +94,8 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
     self.loads, self.stores = set(self.kernel.loads), set(self.kernel.stores)  # places in a call's buffers
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
     vals, trial, queue = [int(v) if v is not None else 0 for v in vals], _beam_trials > 0, self.dev.queue
-    if queue is None or os.getenv("TINYTPU_ASYNC", "1") == "0":  # here and now (TINYTPU_ASYNC=0: a chip's too)
+    # here and now: a lone core's; a chip's too with TINYTPU_ASYNC=0, or while a trace records (one log, in call order)
+    if queue is None or os.getenv("TINYTPU_ASYNC", "1") == "0" or trace.active():
       self.dev.synchronize()
       cycles = self._run(bufs, vals, trial, _Progress(self.name), threads=None)
     else:  # a core of a chip: its worker thread runs the call while Python goes on

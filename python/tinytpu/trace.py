@@ -67,6 +67,8 @@ def stop() -> _core.TraceLog | None:
   log, _active = _active, None
   return log
 
+def active() -> bool: return _active is not None
+
 def for_kernel(name: str, core=_core) -> _core.TraceLog | None:
   """The log a kernel call reports to: the active one, paused when the kernel is filtered out; None once it
   stopped at its cap (nothing more is recorded, and check() warned after the call that reached it). A log is
