@@ -53,11 +53,12 @@ def test_device_buffer_view_bounds_cannot_wrap():
 # ignored, so the signal was lost and the run went on to its end (both tests failed so, "not interrupted").
 INTERRUPT_WITHIN_S = 5.0  # from the signal to the child's "interrupted" line; the model notices it in milliseconds
 
-def interrupt_once_running(code: str) -> tuple[list[str], float]:
-  """Runs `code` in a child, sends it SIGINT when it prints "running", and returns its later stdout lines and the
-  seconds from the signal to the first of them."""
+def interrupt_once_running(code: str, **env) -> tuple[list[str], float]:
+  """Runs `code` in a child (with `env` added to its environment), sends it SIGINT when it prints "running", and
+  returns its later stdout lines and the seconds from the signal to the first of them."""
   with tempfile.TemporaryFile("w+") as err:  # stdout is read line by line (communicate() would drop what readline buffered)
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=err, text=True)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=err, text=True,
+                         env={**os.environ, **env})
     guard = threading.Timer(GUARD_S, p.kill)
     guard.start()
     try:
@@ -83,7 +84,7 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 
 CTRL_C = CHILD_CATCHES_CTRL_C + """
 import numpy as np, tinytpu
-from tinygrad import Tensor
+from tinygrad import Tensor, Device
 from tinytpu import device
 rng = np.random.default_rng(0)
 # 1024^3 runs for about 20 s (19.5 s on an idle machine): the signal comes well inside it
@@ -99,6 +100,7 @@ device._Progress.__call__ = running
 c = a @ b
 try:
   c.realize()
+  Device["TINYTPU"].synchronize()  # a chip's core runs it on a thread of its own: Ctrl-C comes while Python waits
   print("not interrupted")
 except KeyboardInterrupt:
   print("interrupted", flush=True)
@@ -112,8 +114,9 @@ print((x * 3 + 1).numpy().tolist())
 print(np.allclose((a[:8] @ b[:, :8]).numpy(), a.numpy()[:8] @ b.numpy()[:, :8], rtol=1e-5, atol=1e-4))
 """
 
-def test_ctrl_c_stops_a_running_kernel_and_the_device_stays_usable():
-  lines, latency = interrupt_once_running(CTRL_C)
+@pytest.mark.parametrize("config", ["reference", "chip4"])
+def test_ctrl_c_stops_a_running_kernel_and_the_device_stays_usable(config):
+  lines, latency = interrupt_once_running(CTRL_C, TINYTPU_CONFIG=config)
   assert lines == ["interrupted", "refused", "refused", str([3 * i + 1 for i in range(10)]), "True"], lines
   assert latency < INTERRUPT_WITHIN_S, latency
 
