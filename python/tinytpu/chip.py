@@ -10,7 +10,7 @@ from typing import Callable
 from tinytpu import configs
 
 _chips: dict[tuple, object] = {}  # configs.key -> the chip's timeline
-_opened: dict[int, int] = {}  # id(timeline) -> its cores opened so far
+_queues: dict[int, list[CoreQueue]] = {}  # id(timeline) -> the queues of its cores
 
 def timeline(config, core_module, device_id: int):
   """The timeline of the chip a device is a core of: one per configuration of several cores, shared by them;
@@ -21,26 +21,24 @@ def timeline(config, core_module, device_id: int):
       raise ValueError(f"TINYTPU:{device_id}: the chip of this configuration has {config.cores} cores, TINYTPU:0 to "
                        f"TINYTPU:{config.cores - 1}")
     chip = _chips.get(configs.key(config)) or _chips.setdefault(configs.key(config), core_module.ChipTimeline(config))
-  _opened[id(chip)] = _opened.get(id(chip), 0) + 1
   return chip
-
-def cores_opened(chip) -> int: return _opened.get(id(chip), 1)
-
-def timelines() -> list:
-  """Every chip of several cores made so far."""
-  return list(_chips.values())
 
 class CoreQueue:
   """A core's kernel calls, run in order on one worker thread. An error stops the queue: the calls after it do
   not run (each one's `skip` runs instead, as for one submitted while the error waits), and it is raised in the caller
-  at the next synchronize() or submit().
-  Ctrl-C in synchronize() stops the running call through its progress callback (cancelled), then raises
-  KeyboardInterrupt."""
-  def __init__(self, name: str):
+  at the next synchronize() or submit(). Ctrl-C in synchronize() stops the running call through its progress
+  callback (cancelled), then raises KeyboardInterrupt."""
+  def __init__(self, name: str, timeline):
     self.pool = ThreadPoolExecutor(1, thread_name_prefix=name)
     self.pending: list[Future] = []
     self.error: BaseException | None = None
     self.cancelled = threading.Event()
+    self.others = _queues.setdefault(id(timeline), [])  # the queues of the chip's other cores
+    self.others.append(self)
+
+  def cores_busy(self) -> int:
+    """The chip's cores with calls queued or running, this one counted: they share the host's threads."""
+    return 1 + sum(any(not f.done() for f in q.pending) for q in self.others if q is not self)
 
   def submit(self, call: Callable[[], object], skip: Callable[[], None]) -> Future:
     if self.error is not None:

@@ -100,7 +100,7 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
       cycles = self._run(bufs, vals, trial, _Progress(self.name), threads=None)
     else:  # a core of a chip: its worker thread runs the call while Python goes on
       progress = _Progress(self.name, queue.cancelled)
-      threads = max(1, DEFAULT_THREADS // chip.cores_opened(self.dev.timeline))  # the host's shared by the chip's cores
+      threads = max(1, DEFAULT_THREADS // queue.cores_busy())  # the host's, shared by the chip's cores at work
       done = queue.submit(lambda: self._run(bufs, vals, trial, progress, threads),
                           lambda: _stopped(bufs, self.stores, f"kernel {self.name} writing it did not run: an earlier "
                                                               f"kernel on {self.dev.device} failed"))
@@ -174,7 +174,7 @@ class TinyTPUDevice(Compiled):
     self.synchronize()
     self._config, self.core_state = config, configs.core_of(config).CoreState()
     self.timeline = chip.timeline(config, self.core, self.device_id)  # ValueError for a core the chip has not
-    self.queue = chip.CoreQueue(f"TINYTPU:{self.device_id}") if config.cores > 1 else None
+    self.queue = chip.CoreQueue(f"TINYTPU:{self.device_id}", self.timeline) if config.cores > 1 else None
   def synchronize(self):
     if self.queue is not None: self.queue.synchronize()
 
