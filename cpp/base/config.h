@@ -6,6 +6,13 @@
 
 namespace tinytpu {
 
+// TLog#(n): the bits of an index into n entries (a Bluespec RegFile or Vector of n).
+constexpr int index_bits(int n) {
+  int bits = 0;
+  while ((1 << bits) < n) ++bits;
+  return bits;
+}
+
 // The TensorCore's sizes: one run-time value that the compiler, the plan and the simulator all take.
 // The default is the reference runtime configuration TensorCore#(4,4,32) (hardware.md §1).
 //
@@ -23,7 +30,7 @@ namespace tinytpu {
 struct TensorCoreConfig {
   static constexpr int kRows = TINYTPU_ROWS;  // MXU rows == cols == VPU sublanes == lanes
   static constexpr int kTileElems = kRows * kRows;
-  static constexpr int kRowBits = kRows == 4 ? 2 : kRows == 8 ? 3 : 4;  // log2(kRows): a row or column number
+  static constexpr int kRowBits = index_bits(kRows);  // a row or column number
   static_assert(1 << kRowBits == kRows, "the tile has 4, 8 or 16 rows");
   static constexpr int kMaxDepth = 32;       // 5-bit tile addresses (TASM `addr`, `tiles`)
   static constexpr int kMaxVregs = 16;       // 4-bit register fields

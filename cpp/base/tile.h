@@ -21,13 +21,6 @@ inline Tile row_tile(const Row& row0) {  // row 0 = row0, rows 1..3 = 0 (LOAD_MX
   return t;
 }
 
-// TLog#(n): the bits of an index into n entries (a Bluespec RegFile or Vector of n).
-constexpr int index_bits(int n) {
-  int bits = 0;
-  while ((1 << bits) < n) ++bits;
-  return bits;
-}
-
 // Two's-complement wrap without signed-overflow UB.
 inline int32_t wrap_add(int32_t a, int32_t b) { return int32_t(uint32_t(a) + uint32_t(b)); }
 inline int32_t wrap_sub(int32_t a, int32_t b) { return int32_t(uint32_t(a) - uint32_t(b)); }

@@ -2,8 +2,8 @@
 
 #include <string>
 
+#include "base/config.h"
 #include "base/errors.h"
-#include "base/tile.h"
 
 namespace tinytpu {
 

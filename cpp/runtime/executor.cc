@@ -519,13 +519,16 @@ std::string CompiledKernel::named(const std::string& what) const {
 
 std::shared_ptr<const Plan> CompiledKernel::plan(const PlanKey& key, const Choices& choices,
                                                  const std::function<void(int64_t, int64_t)>& traced) const {
+  auto kept = [&]() -> std::shared_ptr<const Plan> {
+    std::lock_guard<std::mutex> lock(plans_mutex_);
+    auto it = plans_.find(key);
+    return it != plans_.end() ? it->second : nullptr;
+  };
+  if (auto p = kept()) return p;  // a compiled plan is taken without waiting for another's compile
   // One compile at a time: a call that needs a plan another thread is compiling (a kernel shared by a chip's
   // cores) waits for it and takes it, rather than compiling it again
   std::lock_guard<std::mutex> compiling(compile_mutex_);
-  {
-    std::lock_guard<std::mutex> lock(plans_mutex_);
-    if (auto it = plans_.find(key); it != plans_.end()) return it->second;
-  }
+  if (auto p = kept()) return p;
   auto made = std::make_shared<const Plan>(
       compile(kernel_, config_, std::get<0>(key), std::get<1>(key), choices, traced, limits_));
   std::lock_guard<std::mutex> lock(plans_mutex_);

@@ -10,7 +10,7 @@ namespace tinytpu {
 // 0xAA pattern (hardware.md §2.1). The model does the same so that a program reading memory it never
 // wrote sees what the reference would, not a convenient zero.
 constexpr uint8_t kUninitByte = 0xAA;
-constexpr int32_t kUninitWord = int32_t(0xAAAAAAAAu);  // an Int#(32) element of such a memory
+constexpr int32_t kUninitWord = int32_t(0x01010101u * kUninitByte);  // an Int#(32) element of such a memory
 template <class T>
 void fill_uninit(T& storage) {
   std::memset(static_cast<void*>(&storage), kUninitByte, sizeof(storage));
