@@ -21,12 +21,31 @@ namespace {
 
 using Emb = SparseCore::Embedding;
 
+// What a testbench prints: its "Cycle N: ..." lines (after `prefix`), and the tally of its checks that ends
+// it.
+struct TbOutput {
+  std::string prefix;
+  std::ostringstream text;
+  int passed = 0, failed = 0;
+  void say(int cycle, const std::string& what) {
+    text << prefix << "Cycle " << cycle << ": " << what << "\n";
+  }
+  void check(int cycle, bool ok, const std::string& pass, const std::string& fail) {
+    say(cycle, ok ? pass : fail);
+    ++(ok ? passed : failed);
+  }
+  std::string results() {
+    text << "Results: " << passed << " passed, " << failed << " failed\n";
+    return text.str();
+  }
+  std::string timeout() { return text.str() + "FAIL: timeout\n"; }
+};
+
 // Each cycle, the testbench's rules read the state at the cycle's start (the guards below), call their
 // methods, print; then the units tick. Rules print in the order the testbench declares them.
 std::string tb_sparse_core() {
   SparseCore sc(8, 4, 3);
-  std::ostringstream out;
-  int passed = 0, failed = 0;
+  TbOutput out;
   bool checked1 = false, phase2 = false, submitted2 = false, checked2 = false;
   for (int cycle = 0; cycle <= 100; ++cycle) {
     const bool done = sc.is_done();
@@ -34,72 +53,61 @@ std::string tb_sparse_core() {
     if (cycle == 1) sc.load_embedding(2, {0, 5, 0, 0});
     if (cycle == 2) {
       sc.load_embedding(5, {0, 0, 3, 7});
-      out << "Cycle " << cycle << ": embedding table loaded\n";
+      out.say(cycle, "embedding table loaded");
     }
     if (cycle == 3) {
       sc.submit_bag({2, 0, 0}, 1);
-      out << "Cycle " << cycle << ": submitted bag [2] count=1\n";
+      out.say(cycle, "submitted bag [2] count=1");
     }
-    if (cycle > 3 && !done) out << "Cycle " << cycle << ": SC computing...\n";
+    if (cycle > 3 && !done) out.say(cycle, "SC computing...");
     if (cycle > 3 && done && !checked1) {
       checked1 = true;
-      const bool ok = sc.result() == Emb{0, 5, 0, 0};
-      out << "Cycle " << cycle << (ok ? ": PASS single lookup [0,5,0,0]\n" : ": FAIL single lookup\n");
-      (ok ? passed : failed)++;
+      out.check(cycle, sc.result() == Emb{0, 5, 0, 0}, "PASS single lookup [0,5,0,0]", "FAIL single lookup");
     }
     if (done && !phase2) {
       sc.reset();
       phase2 = true;
-      out << "Cycle " << cycle << ": SC reset\n";
+      out.say(cycle, "SC reset");
     }
     if (phase2 && !submitted2 && !done) {
       sc.submit_bag({0, 2, 5}, 3);
       submitted2 = true;
-      out << "Cycle " << cycle << ": submitted bag [0,2,5] count=3\n";
+      out.say(cycle, "submitted bag [0,2,5] count=3");
     }
     if (submitted2 && done && !checked2) {
       checked2 = true;
-      const bool ok = sc.result() == Emb{1, 5, 3, 7};
-      out << "Cycle " << cycle
-          << (ok ? ": PASS multi-index sum-pooling [1,5,3,7]\n" : ": FAIL multi-index\n");
-      (ok ? passed : failed)++;
-      out << "Results: " << passed << " passed, " << failed << " failed\n";
-      return out.str();
+      out.check(cycle, sc.result() == Emb{1, 5, 3, 7}, "PASS multi-index sum-pooling [1,5,3,7]",
+                "FAIL multi-index");
+      return out.results();
     }
     sc.tick();
   }
-  return out.str() + "FAIL: timeout\n";
+  return out.timeout();
 }
 
 std::string tb_hbm_model() {
   HbmModel hbm(64, 3);
-  std::ostringstream out;
-  int passed = 0, failed = 0;
+  TbOutput out;
   for (int cycle = 0; cycle <= 50; ++cycle) {
     if (cycle == 0) {
       Tile t{};
       t[0] = 42;
       t[2 * kRows + 3] = 77;
       hbm.write(10, t);
-      out << "Cycle " << cycle << ": wrote addr 10 (42, 77)\n";
+      out.say(cycle, "wrote addr 10 (42, 77)");
     }
     if (cycle == 1) {
       hbm.read_req(10);
-      out << "Cycle " << cycle << ": issued readReq addr 10\n";
+      out.say(cycle, "issued readReq addr 10");
     }
     if (cycle == 4) {
       const Tile& t = hbm.read_resp();
-      const bool ok = t[0] == 42 && t[2 * kRows + 3] == 77;
-      out << "Cycle " << cycle << (ok ? ": PASS HBM read with latency-3\n" : ": FAIL HBM\n");
-      (ok ? passed : failed)++;
+      out.check(cycle, t[0] == 42 && t[2 * kRows + 3] == 77, "PASS HBM read with latency-3", "FAIL HBM");
     }
-    if (cycle == 5) {
-      out << "Results: " << passed << " passed, " << failed << " failed\n";
-      return out.str();
-    }
+    if (cycle == 5) return out.results();
     hbm.tick();
   }
-  return out.str() + "FAIL: timeout\n";
+  return out.timeout();
 }
 
 Instr instr(SxuOpcode op, int w_base = 0, int a_base = 0, int t_len = 0) {
@@ -113,7 +121,7 @@ Instr instr(SxuOpcode op, int w_base = 0, int a_base = 0, int t_len = 0) {
 
 std::string tb_tinytpu_chip() {
   TinyTpuChip chip;
-  std::ostringstream out;
+  TbOutput out;
   bool forwarded = false;
   for (int cycle = 0; cycle <= 300; ++cycle) {
     const bool tc0_done = chip.tc0_done(), sc_done = chip.sc_done();
@@ -121,43 +129,42 @@ std::string tb_tinytpu_chip() {
       I8Tile w{};
       for (int k = 0; k < kRows; ++k) w[size_t(k * kRows + k)] = 1;
       chip.load_tc0_weights(0, w);
-      out << "Cycle " << cycle << ": TC0 identity weights loaded\n";
+      out.say(cycle, "TC0 identity weights loaded");
     }
     if (cycle == 1) {
       chip.load_tc0_activations(1, {1, 2, 3, 4});
-      out << "Cycle " << cycle << ": TC0 activations [1,2,3,4] loaded\n";
+      out.say(cycle, "TC0 activations [1,2,3,4] loaded");
     }
     if (cycle == 2) {
       chip.load_sc_embedding(1, {10, 20, 30, 40});
-      out << "Cycle " << cycle << ": SC embedding[1]=[10,20,30,40]\n";
+      out.say(cycle, "SC embedding[1]=[10,20,30,40]");
     }
     if (cycle == 3) chip.load_tc0_program(0, instr(SxuOpcode::kDispatchMxu, 0, 1, 1));
     if (cycle == 4) chip.load_tc0_program(1, instr(SxuOpcode::kWaitMxu));
     if (cycle == 5) {
       chip.load_tc0_program(2, instr(SxuOpcode::kHalt));
-      out << "Cycle " << cycle << ": TC0 program loaded\n";
+      out.say(cycle, "TC0 program loaded");
     }
     if (cycle == 6) {
       chip.start_tc0(3);
-      out << "Cycle " << cycle << ": TC0 started\n";
+      out.say(cycle, "TC0 started");
     }
-    if (cycle > 6 && !tc0_done) out << "Cycle " << cycle << ": TC0 computing...\n";
+    if (cycle > 6 && !tc0_done) out.say(cycle, "TC0 computing...");
     const bool forwarding = tc0_done && !forwarded && chip.can_forward();
     if (forwarding) {
       chip.forward_tc0_result_to_sc(0);
-      out << "Cycle " << cycle << ": TC0 done, forwarding result[0] as SC index\n";
+      out.say(cycle, "TC0 done, forwarding result[0] as SC index");
     }
-    if (forwarded && !sc_done) out << "Cycle " << cycle << ": SC computing...\n";
+    if (forwarded && !sc_done) out.say(cycle, "SC computing...");
     if (forwarded && sc_done) {
-      const bool ok = chip.sc_result() == Emb{10, 20, 30, 40};
-      out << "Cycle " << cycle << (ok ? ": PASS chip pipeline [10,20,30,40]\n" : ": FAIL chip result\n");
-      out << "Results: " << (ok ? 1 : 0) << " passed, " << (ok ? 0 : 1) << " failed\n";
-      return out.str();
+      out.check(cycle, chip.sc_result() == Emb{10, 20, 30, 40}, "PASS chip pipeline [10,20,30,40]",
+                "FAIL chip result");
+      return out.results();
     }
     forwarded |= forwarding;
     chip.tick();
   }
-  return out.str() + "FAIL: timeout\n";
+  return out.timeout();
 }
 
 // Bluesim's output of a reference testbench or probe (kernels/reference/chip/README.md says how it was made).
@@ -190,60 +197,46 @@ std::string hex(uint32_t v) {
 
 std::string tb_chip_noc() {
   ChipNoc noc(3);
-  std::ostringstream out;
-  int passed = 0, failed = 0;
+  TbOutput out;
+  // check_node1, check_node2, check_loopback: a packet received, its source and payload checked
+  auto receive = [&](int cycle, int node, int src, uint32_t payload, const std::string& pass,
+                     const std::string& fail) {
+    const NocPacket p = noc.recv(node);
+    out.check(cycle, p.src == src && p.payload == payload, pass, fail);
+  };
   for (int cycle = 0; cycle <= 50; ++cycle) {
     if (cycle == 0) {
       noc.send(0, packet(1, 0, 0xDEAD));
-      out << "Cycle " << cycle << ": node 0 -> node 1 payload=0xDEAD\n";
+      out.say(cycle, "node 0 -> node 1 payload=0xDEAD");
     }
-    if (cycle == 2 && noc.can_recv(1)) {
-      const NocPacket p = noc.recv(1);
-      const bool ok = p.src == 0 && p.payload == 0xDEAD;
-      out << "Cycle " << cycle << (ok ? ": PASS node 1 received packet\n" : ": FAIL node 1\n");
-      (ok ? passed : failed)++;
-    }
+    if (cycle == 2 && noc.can_recv(1))
+      receive(cycle, 1, 0, 0xDEAD, "PASS node 1 received packet", "FAIL node 1");
     if (cycle == 5) {
       noc.send(0, packet(2, 0, 0xBEEF));
-      out << "Cycle " << cycle << ": node 0 -> node 2 payload=0xBEEF\n";
+      out.say(cycle, "node 0 -> node 2 payload=0xBEEF");
     }
-    if (cycle >= 7 && noc.can_recv(2)) {
-      const NocPacket p = noc.recv(2);
-      const bool ok = p.src == 0 && p.payload == 0xBEEF;
-      out << "Cycle " << cycle << (ok ? ": PASS node 2 two-hop delivery\n" : ": FAIL node 2\n");
-      (ok ? passed : failed)++;
-    }
+    if (cycle >= 7 && noc.can_recv(2))
+      receive(cycle, 2, 0, 0xBEEF, "PASS node 2 two-hop delivery", "FAIL node 2");
     if (cycle == 8) {
       noc.send(1, packet(1, 1, 0xCAFE));
-      out << "Cycle " << cycle << ": node 1 -> node 1 (loopback)\n";
+      out.say(cycle, "node 1 -> node 1 (loopback)");
     }
-    if (cycle == 9 && noc.can_recv(1)) {
-      const NocPacket p = noc.recv(1);
-      const bool ok = p.src == 1 && p.payload == 0xCAFE;
-      out << "Cycle " << cycle << (ok ? ": PASS loopback\n" : ": FAIL loopback\n");
-      (ok ? passed : failed)++;
-    }
-    if (cycle == 15) {
-      out << "Results: " << passed << " passed, " << failed << " failed\n";
-      return out.str();
-    }
+    if (cycle == 9 && noc.can_recv(1)) receive(cycle, 1, 1, 0xCAFE, "PASS loopback", "FAIL loopback");
+    if (cycle == 15) return out.results();
     noc.tick();
   }
-  return out.str() + "FAIL: timeout\n";
+  return out.timeout();
 }
 
 // ProbeNoC.bsv's mkProbeNoCConst: four ChipNoC#(3), one a question, node numbers fixed where called.
 std::string probe_noc() {
   ChipNoc a(3), b(3), c(3), d(3);
-  std::ostringstream out;
-  auto say = [&](int cycle, const std::string& what) {
-    out << "[const] Cycle " << cycle << ": " << what << "\n";
-  };
+  TbOutput out{"[const] "};
   // canRecv(0), (1), (2) as the probes print them, when they change
   auto monitor = [&](ChipNoc& noc, char name, std::string& last, int cycle) {
     const std::string v =
         std::string() + "01"[noc.can_recv(0)] + "01"[noc.can_recv(1)] + "01"[noc.can_recv(2)];
-    if (cycle == 0 || v != last) say(cycle, std::string(1, name) + " mon canRecv(0,1,2)=" + v);
+    if (cycle == 0 || v != last) out.say(cycle, std::string(1, name) + " mon canRecv(0,1,2)=" + v);
     last = v;
   };
   std::string a_last, b_last, c_last, d_last;
@@ -251,22 +244,22 @@ std::string probe_noc() {
   int b_fill = 0, b_drained = 0, c_count = 0, c_got = 0, d_count = 0, d_got = 0;
   for (int cycle = 0;; ++cycle) {
     if (cycle == 40) {
-      say(cycle, "end of probe");
-      return out.str();
+      out.say(cycle, "end of probe");
+      return out.text.str();
     }
     // A: recv(1) with only inbox 1 holding a packet
     if (cycle <= 8) monitor(a, 'A', a_last, cycle);
     if (cycle == 0) {
       a.send(0, packet(1, 0, 0xA1));
-      say(cycle, "A send 0->1 payload=0xA1 FIRED");
+      out.say(cycle, "A send 0->1 payload=0xA1 FIRED");
     }
     if (cycle >= 1 && cycle <= 8 && !a_got) {
       if (a.can_recv(1)) {
         const NocPacket p = a.recv(1);
         a_got = true;
-        say(cycle, "A recv(1) FIRED payload=0x" + hex(p.payload) + " src=" + std::to_string(p.src));
+        out.say(cycle, "A recv(1) FIRED payload=0x" + hex(p.payload) + " src=" + std::to_string(p.src));
       } else {
-        say(cycle, "A recv(1) did not fire");
+        out.say(cycle, "A recv(1) did not fire");
       }
     }
     // B: inbox 2 filled and never read until cycle 14, then a packet for node 1
@@ -277,26 +270,26 @@ std::string probe_noc() {
       b.send(0, packet(2, 0, payload));
       ++b_fill;
       b_sending = true;
-      say(cycle, "B fill send 0->2 payload=0x" + hex(payload) + " FIRED");
+      out.say(cycle, "B fill send 0->2 payload=0x" + hex(payload) + " FIRED");
     }
     if (cycle >= 5 && !b_sent && !b_sending && b.can_send(0, packet(1, 0, 0xB3))) {
       b.send(0, packet(1, 0, 0xB3));
       b_sent = true;
-      say(cycle, "B send 0->1 payload=0xB3 FIRED");
+      out.say(cycle, "B send 0->1 payload=0xB3 FIRED");
     } else if (cycle >= 5 && cycle <= 25 && !b_sent) {
-      say(cycle, "B send 0->1 did not fire");
+      out.say(cycle, "B send 0->1 did not fire");
     }
     bool b_receiving = false;
     if (cycle >= 5 && !b_got1 && b.can_recv(1)) {
       const NocPacket p = b.recv(1);
       b_got1 = b_receiving = true;
-      say(cycle, "B recv(1) FIRED payload=0x" + hex(p.payload));
+      out.say(cycle, "B recv(1) FIRED payload=0x" + hex(p.payload));
     } else if (cycle >= 5 && cycle <= 25 && !b_got1) {
-      say(cycle, "B recv(1) did not fire");
+      out.say(cycle, "B recv(1) did not fire");
     }
     if (cycle >= 14 && b_drained < 2 && !b_receiving && b.can_recv(2)) {
       ++b_drained;
-      say(cycle, "B recv(2) FIRED payload=0x" + hex(b.recv(2).payload));
+      out.say(cycle, "B recv(2) FIRED payload=0x" + hex(b.recv(2).payload));
     }
     // C: three packets for node 1 before any is read
     if (cycle <= 25) monitor(c, 'C', c_last, cycle);
@@ -305,16 +298,16 @@ std::string probe_noc() {
       if (c.can_send(0, packet(1, 0, payload))) {
         c.send(0, packet(1, 0, payload));
         ++c_count;
-        say(cycle, "C send 0->1 payload=0x" + hex(payload) + " FIRED");
+        out.say(cycle, "C send 0->1 payload=0x" + hex(payload) + " FIRED");
       } else {
-        say(cycle, "C send 0->1 did not fire (cCnt=" + std::to_string(c_count) + ")");
+        out.say(cycle, "C send 0->1 did not fire (cCnt=" + std::to_string(c_count) + ")");
       }
     }
     if (cycle >= 10 && cycle <= 30 && c_got < 3 && c.can_recv(1)) {
       ++c_got;
-      say(cycle, "C recv(1) FIRED payload=0x" + hex(c.recv(1).payload));
+      out.say(cycle, "C recv(1) FIRED payload=0x" + hex(c.recv(1).payload));
     }
-    if (cycle == 31) say(cycle, "C received " + std::to_string(c_got) + " of 3 packets");
+    if (cycle == 31) out.say(cycle, "C received " + std::to_string(c_got) + " of 3 packets");
     // D: a packet for node 2 sent and one received every cycle
     if (cycle <= 12) monitor(d, 'D', d_last, cycle);
     if (cycle <= 5) {
@@ -322,16 +315,17 @@ std::string probe_noc() {
       if (d.can_send(0, packet(2, 0, payload))) {
         d.send(0, packet(2, 0, payload));
         ++d_count;
-        say(cycle, "D send 0->2 payload=0x" + hex(payload) + " FIRED");
+        out.say(cycle, "D send 0->2 payload=0x" + hex(payload) + " FIRED");
       } else {
-        say(cycle, "D send 0->2 did not fire");
+        out.say(cycle, "D send 0->2 did not fire");
       }
     }
     if (cycle <= 20 && d.can_recv(2)) {
       ++d_got;
-      say(cycle, "D recv(2) FIRED payload=0x" + hex(d.recv(2).payload));
+      out.say(cycle, "D recv(2) FIRED payload=0x" + hex(d.recv(2).payload));
     }
-    if (cycle == 21) say(cycle, "D sent " + std::to_string(d_count) + ", received " + std::to_string(d_got));
+    if (cycle == 21)
+      out.say(cycle, "D sent " + std::to_string(d_count) + ", received " + std::to_string(d_got));
     for (ChipNoc* noc : {&a, &b, &c, &d}) noc->tick();
   }
 }
@@ -339,7 +333,7 @@ std::string probe_noc() {
 // ProbeSC.bsv: a bag of none, a full bag, and a submit retried from the cycle of a reset.
 std::string probe_sparse_core() {
   SparseCore z(8, 4, 3), t(8, 4, 3);
-  std::ostringstream out;
+  TbOutput out;
   auto result = [](const Emb& r) {
     return "[" + std::to_string(r[0]) + "," + std::to_string(r[1]) + "," + std::to_string(r[2]) + "," +
            std::to_string(r[3]) + "]";
@@ -347,34 +341,34 @@ std::string probe_sparse_core() {
   bool z2 = false;
   for (int cycle = 0; cycle <= 20; ++cycle) {
     const bool z_done = z.is_done(), t_done = t.is_done();
-    out << "Cycle " << cycle << ": scZ.isDone=" << z_done << "  scT.isDone=" << t_done << "\n";
+    out.say(cycle, "scZ.isDone=" + std::to_string(z_done) + "  scT.isDone=" + std::to_string(t_done));
     const std::pair<int, Emb> rows[] = {{0, {1, 0, 0, 0}}, {2, {0, 5, 0, 0}}, {5, {0, 0, 3, 7}}};
     if (cycle <= 2) {
       t.load_embedding(rows[cycle].first, rows[cycle].second);
       z.load_embedding(rows[cycle].first, rows[cycle].second);
-      if (cycle == 2) out << "Cycle " << cycle << ": tables loaded\n";
+      if (cycle == 2) out.say(cycle, "tables loaded");
     }
     if (cycle == 3) {
       z.submit_bag({0, 0, 0}, 0);
-      out << "Cycle " << cycle << ": scZ.submitBag count=0 FIRED\n";
+      out.say(cycle, "scZ.submitBag count=0 FIRED");
       t.submit_bag({0, 2, 5}, 3);
-      out << "Cycle " << cycle << ": scT.submitBag [0,2,5] count=3 FIRED\n";
+      out.say(cycle, "scT.submitBag [0,2,5] count=3 FIRED");
     }
-    if (z_done) out << "Cycle " << cycle << ": scZ.result=" << result(z.result()) << "\n";
-    if (t_done) out << "Cycle " << cycle << ": scT.result=" << result(t.result()) << "\n";
+    if (z_done) out.say(cycle, "scZ.result=" + result(z.result()));
+    if (t_done) out.say(cycle, "scT.result=" + result(t.result()));
     if (cycle == 8) {
       z.reset();
-      out << "Cycle " << cycle << ": scZ.reset FIRED\n";
+      out.say(cycle, "scZ.reset FIRED");
     }
     if (cycle >= 8 && cycle <= 12 && !z2 && z.can_submit()) {
       z.submit_bag({5, 0, 0}, 1);
       z2 = true;
-      out << "Cycle " << cycle << ": scZ.submitBag [5] count=1 FIRED\n";
+      out.say(cycle, "scZ.submitBag [5] count=1 FIRED");
     }
     z.tick();
     t.tick();
   }
-  return out.str();
+  return out.text.str();
 }
 
 }  // namespace
