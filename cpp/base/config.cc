@@ -116,6 +116,13 @@ const std::vector<NamedConfig>& named_configs() {
          with({{"depth", 16}})},
         {"chip4", "a chip of four reference cores on a ring NoC of 16-byte packets: TINYTPU:0..3",
          with({{"cores", 4}, {"noc_link_bytes", 16}})},
+        {"hbm", "the all core fed by a DMA engine from HBM: one channel of 16 bytes a cycle, latency 3",
+         with({{"record_cycles", 1},
+               {"dma_overlap", 1},
+               {"fetch_overlap", 1},
+               {"prefetch_launches", 1},
+               {"resident_program", 1},
+               {"hbm_channels", 1}})},
     };
     if (TensorCoreConfig::kRows == 4) return all;
     // Another geometry's build: the same variants of TensorCore#(R,R,32), named "RxR" and "RxR-VARIANT"

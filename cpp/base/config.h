@@ -32,12 +32,13 @@ struct TensorCoreConfig {
   static constexpr int kTileElems = kRows * kRows;
   static constexpr int kRowBits = index_bits(kRows);  // a row or column number
   static_assert(1 << kRowBits == kRows, "the tile has 4, 8 or 16 rows");
-  static constexpr int kMaxDepth = 32;       // 5-bit tile addresses (TASM `addr`, `tiles`)
-  static constexpr int kMaxVregs = 16;       // 4-bit register fields
-  static constexpr int kMaxPsumBuckets = 8;  // TASM `psum` operands are 0..7
-  static constexpr int kMaxProgDepth = 256;  // the SXU's pc is 8 bits
-  static constexpr int kMaxLoopDepth = 16;   // the loop stack's storage; `loop_depth` entries are used
-  static constexpr int kMaxOutputs = 255;    // output records of each kind a bundle may hold
+  static constexpr int kMaxDepth = 32;        // 5-bit tile addresses (TASM `addr`, `tiles`)
+  static constexpr int kMaxVregs = 16;        // 4-bit register fields
+  static constexpr int kMaxPsumBuckets = 8;   // TASM `psum` operands are 0..7
+  static constexpr int kMaxProgDepth = 256;   // the SXU's pc is 8 bits
+  static constexpr int kMaxLoopDepth = 16;    // the loop stack's storage; `loop_depth` entries are used
+  static constexpr int kMaxOutputs = 255;     // output records of each kind a bundle may hold
+  static constexpr int kMaxHbmChannels = 64;  // a chip core's DMA engine keeps a queue for each
 
   // The fields, each declared once in config_fields.def (type, default, range, doc).
 #define X(name, type, default_value, ...) type name = default_value;

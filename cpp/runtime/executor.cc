@@ -435,6 +435,7 @@ struct LaunchClock {
   uint64_t end = 0;                  // when it finished (its last output line)
   uint64_t started = 0;              // its do_start: from then on its banks are in use, the others free
   uint64_t loader_free = 0;          // when the loader had sent its last record
+  uint64_t writes = 0;               // with HBM, its output phase: its DMA engine's writes
 
   // How long before the last launch's end the next one's loading began, when it loads while the last one
   // runs: as soon as the loader and the idle banks were free. (One that reads what the last launch output
@@ -448,6 +449,7 @@ struct LaunchClock {
     last_swap = swap;
     started = end + r.start;
     loader_free = end + r.loader_done;  // a loading done before this run's start counts as done then
+    writes = r.cycles - r.output_start;
     end += r.cycles;
   }
 };
@@ -583,6 +585,8 @@ void check_same(const RunResult& in_order, const RunResult& ticked, uint64_t lau
   count("start", in_order.start, ticked.start);
   count("loader_done", in_order.loader_done, ticked.loader_done);
   count("sxu_cycles", in_order.sxu_cycles, ticked.sxu_cycles);
+  count("output_start", in_order.output_start, ticked.output_start);
+  count("hbm_bytes", in_order.hbm_bytes, ticked.hbm_bytes);
   count("SXU busy", in_order.busy.sxu, ticked.busy.sxu);
   count("MXU busy", in_order.busy.mxu, ticked.busy.mxu);
   count("VPU busy", in_order.busy.vpu, ticked.busy.vpu);
@@ -809,6 +813,7 @@ class Segment {
       load.resident = core->load(l.image, plan.config.prog_depth * (prefetch ? 2 : 1), evicts_last);
     if (prefetch && clock.last && !evicts_last && !data.reads_output_of(l, *clock.last, clock.last_swap))
       load.ahead = clock.ahead();
+    if (load.ahead && plan.config.hbm_channels) load.writes_before = clock.writes;
     return load;
   }
 
@@ -819,7 +824,8 @@ class Segment {
     const LaunchLoad load = load_of(plan, l, data, clock, core);
     // A trace that records sees every cycle ticked; one paused or past its window only moves on
     const bool ticks_only = !mode_.functional || (trace && trace->recording());
-    const CompiledKernel::TimingCache::Key timing_key{l.image.get(), load.ahead, load.resident};
+    const CompiledKernel::TimingCache::Key timing_key{l.image.get(), load.ahead, load.resident,
+                                                      load.writes_before};
     KeyRuns& key = keys_[timing_key];
     if (!key.timing && !ticks_only) key.timing = timings_.find(timing_key);
     RunResult res;
@@ -848,6 +854,7 @@ class Segment {
     ++stats_.launches;
     stats_.cycles += res.cycles;
     stats_.sxu_cycles += res.sxu_cycles;
+    stats_.hbm_bytes += res.hbm_bytes;
     launches_done.store(stats_.launches, std::memory_order_relaxed);
     cycles_done.store(stats_.cycles, std::memory_order_relaxed);
     poll_();
@@ -1124,6 +1131,7 @@ class Call {
       stats.launches += s->stats().launches;
       stats.cycles += s->stats().cycles;
       stats.sxu_cycles += s->stats().sxu_cycles;
+      stats.hbm_bytes += s->stats().hbm_bytes;
       stats.in_order += s->stats().in_order;
       stats.checked += s->stats().checked;
       stats.batches += s->stats().batches;

@@ -24,6 +24,7 @@ namespace tinytpu {
 
 struct KernelStats {
   uint64_t launches = 0, cycles = 0, sxu_cycles = 0;
+  uint64_t hbm_bytes = 0;         // moved between HBM and the core (config.h hbm_channels)
   uint64_t in_order = 0;          // launches run in order, their counters the timing cache's (RunMode)
   uint64_t checked = 0;           // of those, the launches ticked as well and compared
   uint64_t batches = 0;           // the batches they ran in (sim/runner.h BatchRunner)
@@ -114,13 +115,16 @@ class CompiledKernel {
       const compiler::Image* image;
       uint64_t ahead;
       bool resident;
+      uint64_t writes_before;
       bool operator==(const Key& o) const {
-        return image == o.image && ahead == o.ahead && resident == o.resident;
+        return image == o.image && ahead == o.ahead && resident == o.resident &&
+               writes_before == o.writes_before;
       }
     };
     struct KeyHash {
       size_t operator()(const Key& k) const {
-        return std::hash<const void*>()(k.image) ^ (k.ahead * 0x9e3779b97f4a7c15ull) ^ size_t(k.resident);
+        return std::hash<const void*>()(k.image) ^ (k.ahead * 0x9e3779b97f4a7c15ull) ^ size_t(k.resident) ^
+               (k.writes_before * 0xc2b2ae3d27d4eb4full);
       }
     };
     struct Entry {

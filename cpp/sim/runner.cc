@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <bitset>
+#include <optional>
 #include <sstream>
 
 #include "base/errors.h"
 #include "isa/sxu_ops.h"
 #include "isa/tasm.h"
 #include "sim/batch.h"
+#include "sim/dma_engine.h"
 #include "sim/tensorcore.h"
 
 namespace tinytpu {
@@ -76,38 +78,55 @@ std::string record_name(const Record& r, int& pc) {
 // so the SXU starts after those alone; the data records follow on the same bus, the first beginning in the
 // cycle after the last of the others. A prefetched launch's loading is all `ahead` cycles earlier; do_start
 // and the first FETCH stay in this run's cycles. A resident program's records are not sent (their time is 0).
+// With HBM (hbm_channels), the core's DMA engine reads the records in the same order, one request a cycle
+// from cycle 1 (sim/dma_engine.h), and END and do_start follow the last record the SXU starts on.
 // Returns the first FETCH's cycle; `done`, when given, gets per record the first cycle it is visible in (the
-// DMA loader and a trace read it; a plain run needs no per-record list).
+// DMA loader and a trace read it; a plain run needs no per-record list); `hbm_bytes` the bytes read.
 uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, const LaunchLoad& launch,
-                    std::vector<uint64_t>* done) {
+                    std::vector<uint64_t>* done, uint64_t& hbm_bytes) {
   auto earlier = [&](uint64_t at, uint64_t least) {
     return at > launch.ahead + least ? at - launch.ahead : least;
   };
   std::vector<uint64_t> own;
   if (!done) {
-    if (!cfg.dma_overlap && !launch.resident)
+    if (!cfg.dma_overlap && !launch.resident && !cfg.hbm_channels)
       return earlier(cfg.record_cycles * bundle.records.size() + 3, 1);
     done = &own;
   }
   done->assign(bundle.records.size(), 0);
+  DmaEngine dma(cfg, int64_t(launch.writes_before));
+  int64_t issue = 1 - int64_t(launch.ahead), dma_ready = issue;  // dma_ready: the SXU's records are in
   uint64_t c = 1, start = 0;
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < bundle.records.size(); ++i) {
       if (launch.resident && !is_data(bundle.records[i])) continue;
       if (cfg.dma_overlap && is_data(bundle.records[i]) != (pass == 1)) continue;
       if (!cfg.dma_overlap && pass == 1) break;
+      if (cfg.hbm_channels) {
+        const int64_t at = dma.read(record_bytes(bundle.records[i]), issue++);
+        (*done)[i] = uint64_t(std::max<int64_t>(at, 0));
+        if (pass == 0) dma_ready = std::max(dma_ready, at);
+        continue;
+      }
       c += cfg.record_cycles;
       (*done)[i] = earlier(c, 0);
     }
     if (pass == 0) start = c + 2;  // END, do_start
   }
-  return earlier(start, 1);
+  hbm_bytes = dma.bytes;
+  return cfg.hbm_channels ? uint64_t(std::max<int64_t>(dma_ready + 2, 1)) : earlier(start, 1);
+}
+
+// Cycles a record takes to load: the testbench's record_cycles, or a DMA read's channel cycles and latency.
+int64_t load_cycles(const Record& r, const TensorCoreConfig& cfg) {
+  return cfg.hbm_channels ? hbm_beats(cfg, record_bytes(r)) + cfg.hbm_latency : cfg.record_cycles;
 }
 
 // The loading phase on the loader track: open, the records, END, start. The DMA loader's data records
 // overlap the run: they go on a track of their own.
 void trace_loading(TraceLog& log, const Bundle& bundle, const std::vector<uint64_t>& done, uint64_t start,
-                   int record_cycles, bool dma) {
+                   const TensorCoreConfig& cfg) {
+  const bool dma = cfg.dma_overlap;
   log.slice(Track::kLoader, 0, 0, 1, log.name("open bundle"));
   int pc = 0;
   // (a prefetched launch's loading began before its cycle 0: what came before is not shown)
@@ -116,7 +135,7 @@ void trace_loading(TraceLog& log, const Bundle& bundle, const std::vector<uint64
   };
   for (size_t i = 0; i < bundle.records.size(); ++i) {
     const Record& r = bundle.records[i];
-    slice(dma && is_data(r) ? Track::kDma : Track::kLoader, int64_t(done[i]) - record_cycles,
+    slice(dma && is_data(r) ? Track::kDma : Track::kLoader, int64_t(done[i]) - load_cycles(r, cfg),
           int64_t(done[i]), log.intern(record_name(r, pc)));
   }
   slice(Track::kLoader, int64_t(start) - 2, int64_t(start) - 1, log.name("END"));
@@ -153,6 +172,13 @@ template <bool kTraced>
                                   RunResult& res, const Poll& poll) {
   bool outputting = false;
   size_t vi = 0, ai = 0;
+  // With HBM, each output line is written there by the DMA engine; the run ends when the last write is done
+  std::optional<DmaEngine> dma;
+  if (cfg.hbm_channels) dma.emplace(cfg);
+  uint64_t written = 0;
+  auto write = [&](RecordType type) {
+    if (dma) written = uint64_t(dma->write(output_bytes(type), int64_t(tc.cycle)));
+  };
   // One comparison per cycle covers both the timeout and the next poll.
   auto next_check = [&] { return poll ? std::min(cfg.max_cycles, tc.cycle + kPollCycles) : cfg.max_cycles; };
   uint64_t check_at = next_check();
@@ -167,6 +193,7 @@ template <bool kTraced>
     // Testbench rules read start-of-cycle state, like every other rule.
     if (!outputting) {
       outputting = tc.sxu.halted() && tc.cycle >= tc.data_arrival;  // do_running_done
+      if (outputting) res.output_start = tc.cycle;
       if constexpr (kTraced) trace_testbench(*tc.trace, tc.cycle, outputting ? "running done" : "run");
     } else if (out_mxu) {
       if (tc.ctrl.state == CState::kIdle)
@@ -174,18 +201,24 @@ template <bool kTraced>
       if (tc.ctrl.is_done()) {
         res.mxu_result = tc.ctrl.output_buf;
         out_mxu = false;
+        write(RecordType::kOutputMxu);
       }
       if constexpr (kTraced)
         trace_testbench(*tc.trace, tc.cycle, out_mxu ? "OUTPUT_MXU (waits for the MXU)" : "OUTPUT_MXU");
     } else if (vi < vmem_out.size()) {
       if constexpr (kTraced) trace_testbench(*tc.trace, tc.cycle, "OUTPUT_VMEM VMEM", vmem_out[vi]);
       res.vmem_results.push_back(tc.vmem.mem[vmem_out[vi++]]);
+      write(RecordType::kOutputVmem);
     } else if (ai < asram_out.size()) {
       if constexpr (kTraced) trace_testbench(*tc.trace, tc.cycle, "OUTPUT_ASRAM AMEM", asram_out[ai]);
       const I8Row& a = tc.asram.mem[asram_out[ai++]];
       res.asram_results.emplace_back();
       std::copy(a.begin(), a.end(), res.asram_results.back().begin());
+      write(RecordType::kOutputAsram);
+    } else if (tc.cycle < written) {  // the DMA engine's writes drain (written is 0 without HBM)
+      if constexpr (kTraced) trace_testbench(*tc.trace, tc.cycle, "HBM writes");
     } else {
+      if (dma) res.hbm_bytes += dma->bytes;
       break;  // do_output_done prints `cycles N` in this cycle
     }
     if constexpr (!kTraced) {
@@ -222,11 +255,12 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
   if (fill) fill(tc);
   RunResult res;
   std::vector<uint64_t> done;  // per record, only when something reads it: no allocation otherwise
-  const uint64_t start = load_times(bundle, cfg, launch, cfg.dma_overlap || trace ? &done : nullptr);
+  const uint64_t start =
+      load_times(bundle, cfg, launch, cfg.dma_overlap || trace ? &done : nullptr, res.hbm_bytes);
   if (cfg.dma_overlap) note_arrivals(tc, bundle, done);
   if (trace) {
     trace->begin_run();
-    trace_loading(*trace, bundle, done, start, cfg.record_cycles, cfg.dma_overlap);
+    trace_loading(*trace, bundle, done, start, cfg);
   }
   res.start = start - 1;
   res.loader_done = std::max(res.start, tc.data_arrival);

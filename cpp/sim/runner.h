@@ -26,6 +26,8 @@ struct RunResult {
   uint64_t start = 0;              // the cycle of do_start; the SXU's first FETCH is the next
   uint64_t loader_done = 0;        // the first cycle the loader has nothing left to send
   uint64_t sxu_cycles = 0;         // P
+  uint64_t output_start = 0;       // do_running_done's cycle: the output lines follow
+  uint64_t hbm_bytes = 0;          // moved between HBM and the core, both ways (config.h hbm_channels)
   std::vector<Tile> vmem_results;  // in OUTPUT_VMEM order
   std::optional<Row> mxu_result;   // when the bundle asked for OUTPUT_MXU
   std::vector<Row> asram_results;  // in OUTPUT_ASRAM order
@@ -53,9 +55,12 @@ using Fill = std::function<void(TensorCore&)>;
 //    whatever is still to come arrives as without prefetch.
 //  - resident (resident_program): the launch's program and output list are in program memory already; the
 //    loader sends only its data records.
+//  - writes_before (hbm_channels with prefetch_launches): the previous launch wrote its outputs to HBM in its
+//    last writes_before cycles, during which the channels take none of this launch's reads.
 struct LaunchLoad {
   uint64_t ahead = 0;
   bool resident = false;
+  uint64_t writes_before = 0;
 };
 
 // run_bundle for a bundle validate() accepted before (a compiled kernel's launch, run many times with

@@ -129,7 +129,8 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
     with _lock:
       _counters.setdefault((self.dev.device, trial), Counter()).update(
         kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles, in_order=stats.in_order,
-        checked=stats.checked, batches=stats.batches, threaded=stats.threaded, streamed=stats.streamed)
+        checked=stats.checked, batches=stats.batches, threaded=stats.threaded, streamed=stats.streamed,
+        hbm_bytes=stats.hbm_bytes)
     return stats.cycles
 
 def run_mode(core, threads: int | None = None):
@@ -179,7 +180,8 @@ class TinyTPUDevice(Compiled):
     if self.queue is not None: self.queue.synchronize()
 
 trace._from_env()
-COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles", "in_order", "checked", "batches", "threaded", "streamed")
+COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles", "in_order", "checked", "batches", "threaded", "streamed",
+            "hbm_bytes")
 _counters: dict[tuple[str, bool], Counter] = {}  # (device, a BEAM trial run) -> totals
 _devices: weakref.WeakSet[TinyTPUDevice] = weakref.WeakSet()
 
@@ -197,7 +199,8 @@ def counters(device: str | None = None, beam: bool = False) -> dict[str, int]:
   device ("TINYTPU", "TINYTPU:1") or, by default, all of them; beam=True gives BEAM's trial runs instead, which the
   user's totals leave out. `chip_cycles`: the elapsed cycles of the chips these devices are cores of (chip.py), where
   kernels on a chip's cores overlap and copies between them take the NoC's cycles (a lone core's are its `cycles`);
-  `noc_bytes` the bytes those copies moved."""
+  `noc_bytes` the bytes those copies moved; `hbm_bytes` the bytes the cores' DMA engines moved between HBM and the cores
+  (a configuration with hbm_channels)."""
   devs = _matching(device)
   total = Counter({k: 0 for k in COUNTERS})
   with _lock:

@@ -1,0 +1,44 @@
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "base/config.h"
+#include "isa/bundle.h"
+
+namespace tinytpu {
+
+// Bytes a record moves between HBM and the core: a VMEM tile of Int32 words, a WeightSRAM tile and an
+// ActivationSRAM row of int8, an instruction in its 8-byte wire form, an output request's 4-byte address.
+int record_bytes(const Record& r);
+// Bytes an output line moves: a VMEM tile, an ActivationSRAM row, the MXU's result row of Int32.
+int output_bytes(RecordType type);
+// Cycles a channel takes to move `bytes`: one request of hbm_bytes_per_cycle a cycle.
+int64_t hbm_beats(const TensorCoreConfig& cfg, int bytes);
+
+// The DMA engine of a chip configuration's core (config.h hbm_channels): it moves a launch's records from
+// HBM into the core and its output lines back. Its transfers go round-robin over the channels, one request
+// a cycle from the engine; a channel takes one request a cycle, read or write, each moving
+// hbm_bytes_per_cycle, and queues the rest. A read's data arrives hbm_latency cycles after its last
+// request (HBMModel's readReq to readResp, hardware.md §6) and is visible the cycle after; a write is done
+// with its last request (HBMModel's write is immediate). Times are a launch's cycles; a prefetched launch's
+// loading starts before its cycle 0, at negative times.
+class DmaEngine {
+ public:
+  // `paused`: the last cycles before cycle 0 that the channels spend on the previous launch's writes
+  // (LaunchLoad::writes_before): no read of this launch takes a channel then.
+  explicit DmaEngine(const TensorCoreConfig& cfg, int64_t paused = 0);
+  // A read of `bytes` requested at `issue`: the first cycle its data is visible.
+  int64_t read(int bytes, int64_t issue);
+  // A write of `bytes` requested at `issue`: the first cycle it is done.
+  int64_t write(int bytes, int64_t issue);
+  uint64_t bytes = 0;  // moved, both ways
+
+ private:
+  int64_t transfer(int bytes, int64_t issue);
+  const int channels_, bytes_per_cycle_, latency_;
+  const int64_t paused_;
+  std::array<int64_t, TensorCoreConfig::kMaxHbmChannels> free_;  // per channel, its first free cycle
+  int next_ = 0;                                                 // the next transfer's channel
+};
+
+}  // namespace tinytpu
