@@ -548,6 +548,17 @@ TEST_CASE("ChipTimeline: kernels of different cores overlap, copies take the rin
   CHECK_THROWS_WITH(chip.run(4, 1), Catch::Contains("core 4 of a chip of 4 cores"));
   chip.reset();
   CHECK((chip.chip_cycles() == 0 && chip.noc_bytes() == 0));
+  SECTION("copies whose ways share a link take turns on it; the other direction is another link") {
+    // 0 -> 2 clockwise over links 0-1 and 1-2, its 16 packets sent in 0..15: on link 1-2 in 1..16
+    CHECK(chip.copy(0, 2, 256) == 16 + 1 + 2);
+    // 1 -> 3 (two hops either way: clockwise) needs link 1-2 from its send: it sends from 17, after the last
+    // packet of the first copy has crossed
+    CHECK(chip.clockwise(1, 3));
+    CHECK(chip.copy(1, 3, 256) == 17 + 16 + 1 + 2);
+    // 2 -> 1 goes counter-clockwise over link 2-1, which is free; core 2's work (the first copy) ends at 19
+    CHECK(!chip.clockwise(2, 1));
+    CHECK(chip.copy(2, 1, 16) == 19 + 1 + 1 + 1);
+  }
   SECTION("on the reference ChipNoC's packet a copy of one word is readable two cycles after its send") {
     TensorCoreConfig ref;  // 4-byte packets, one cycle a hop
     ref.cores = 2;

@@ -72,9 +72,10 @@ CostProxy cost_proxy(const TensorCoreConfig& c) {
       (c.vregs + c.psum_buckets) * tile_bytes + banks * c.prog_depth * 8;
   // fetch overlap forwards the XLU and the VPU write-backs; a one-beat loader widens its bus by the type;
   // the DMA loader writes VMEM beside the SXU (a second write port) and keeps a ready bit per entry; a
-  // resident program needs the loader's path that starts one without writing program memory
+  // resident program needs the loader's path that starts one without writing program memory; an HBM channel
+  // its controller's port on the DMA engine
   p.ports = (c.fetch_overlap ? 2 : 0) + (c.record_cycles == 1 ? 1 : 0) + (c.dma_overlap ? 2 : 0) +
-            (c.resident_program ? 1 : 0);
+            (c.resident_program ? 1 : 0) + c.hbm_channels;
   // a chip of several cores has that many of each
   p.pes *= c.cores;
   p.sram_bytes *= c.cores;
@@ -90,6 +91,12 @@ const std::vector<NamedConfig>& named_configs() {
       for (auto [field, value] : fields) c.set(field, value);
       return c;
     };
+    const TensorCoreConfig hbm_core = with({{"record_cycles", 1},
+                                            {"dma_overlap", 1},
+                                            {"fetch_overlap", 1},
+                                            {"prefetch_launches", 1},
+                                            {"resident_program", 1},
+                                            {"hbm_channels", 1}});
     std::vector<NamedConfig> all{
         {"reference", "TensorCore#(4,4,32) as the reference testbench runs it", {}},
         {"overlap", "the SXU fetches the next instruction during the current one's last EXEC cycle",
@@ -114,15 +121,15 @@ const std::vector<NamedConfig>& named_configs() {
                {"resident_program", 1}})},
         {"half", "the reference with half the SRAM depth: VMEM, WeightSRAM and ActivationSRAM of 16 entries",
          with({{"depth", 16}})},
-        {"chip4", "a chip of four reference cores on a ring NoC of 16-byte packets: TINYTPU:0..3",
-         with({{"cores", 4}, {"noc_link_bytes", 16}})},
         {"hbm", "the all core fed by a DMA engine from HBM: one channel of 16 bytes a cycle, latency 3",
-         with({{"record_cycles", 1},
-               {"dma_overlap", 1},
-               {"fetch_overlap", 1},
-               {"prefetch_launches", 1},
-               {"resident_program", 1},
-               {"hbm_channels", 1}})},
+         hbm_core},
+        {"chip4", "a chip of four hbm cores on a ring NoC of 16-byte packets: TINYTPU:0..3",
+         [&] {
+           TensorCoreConfig c = hbm_core;
+           c.cores = 4;
+           c.noc_link_bytes = 16;
+           return c;
+         }()},
     };
     if (TensorCoreConfig::kRows == 4) return all;
     // Another geometry's build: the same variants of TensorCore#(R,R,32), named "RxR" and "RxR-VARIANT"

@@ -164,6 +164,8 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def_readonly("cycles", &KernelStats::cycles)
       .def_readonly("sxu_cycles", &KernelStats::sxu_cycles)
       .def_readonly("hbm_bytes", &KernelStats::hbm_bytes)
+      .def_readonly("mxu_busy", &KernelStats::mxu_busy)
+      .def_readonly("vpu_busy", &KernelStats::vpu_busy)
       .def_readonly("in_order", &KernelStats::in_order)
       .def_readonly("checked", &KernelStats::checked)
       .def_readonly("batches", &KernelStats::batches)

@@ -12,7 +12,9 @@ ChipTimeline::ChipTimeline(const TensorCoreConfig& cfg)
     : link_bytes_(cfg.noc_link_bytes),
       hop_cycles_(cfg.noc_hop_cycles),
       clock_(size_t(cfg.cores), 0),
-      sending_(size_t(cfg.cores), 0) {
+      sending_(size_t(cfg.cores), 0),
+      free_cw_(size_t(cfg.cores), 0),
+      free_ccw_(size_t(cfg.cores), 0) {
   cfg.check();
 }
 
@@ -26,6 +28,11 @@ int ChipTimeline::core(int c, const char* what) const {
 int ChipTimeline::hops(int src, int dst) const {
   const int d = std::abs(core(src, "a copy") - core(dst, "a copy"));
   return std::min(d, cores() - d);
+}
+
+bool ChipTimeline::clockwise(int src, int dst) const {
+  const int ahead = ((core(dst, "a copy") - core(src, "a copy")) % cores() + cores()) % cores();
+  return 2 * ahead <= cores();
 }
 
 uint64_t ChipTimeline::copy_cycles(int src, int dst, uint64_t bytes) const {
@@ -42,8 +49,17 @@ uint64_t ChipTimeline::run(int c, uint64_t cycles) {
 
 uint64_t ChipTimeline::copy(int src, int dst, uint64_t bytes) {
   const uint64_t cycles = copy_cycles(src, dst, bytes);
+  const uint64_t packets = cycles - 1 - uint64_t(hops(src, dst)) * uint64_t(hop_cycles_);
+  const int step = clockwise(src, dst) ? 1 : -1;
+  std::vector<uint64_t>& free = step > 0 ? free_cw_ : free_ccw_;
   std::lock_guard<std::mutex> lock(mutex_);
-  const uint64_t start = std::max({clock_[size_t(src)], clock_[size_t(dst)], sending_[size_t(src)]});
+  uint64_t start = std::max({clock_[size_t(src)], clock_[size_t(dst)], sending_[size_t(src)]});
+  // the packets enter the way's j-th link j hops after their send: each link must be free by then
+  auto link = [&](int j) { return size_t(((src + j * step) % cores() + cores()) % cores()); };
+  const uint64_t h = uint64_t(hop_cycles_);
+  for (int j = 0; j < hops(src, dst); ++j)
+    start = std::max(start, free[link(j)] - std::min(free[link(j)], j * h));
+  for (int j = 0; j < hops(src, dst); ++j) free[link(j)] = start + j * h + packets;
   clock_[size_t(dst)] = sending_[size_t(src)] = start + cycles;
   noc_bytes_ += bytes;
   return start + cycles;
@@ -63,6 +79,8 @@ void ChipTimeline::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::fill(clock_.begin(), clock_.end(), 0);
   std::fill(sending_.begin(), sending_.end(), 0);
+  std::fill(free_cw_.begin(), free_cw_.end(), 0);
+  std::fill(free_ccw_.begin(), free_ccw_.end(), 0);
   noc_bytes_ = 0;
 }
 

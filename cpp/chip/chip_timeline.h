@@ -13,7 +13,10 @@ namespace tinytpu {
 // (config_fields.def): it starts once the source core's work before it, the destination core's and the
 // source's last copy out have ended; the destination core waits for it, the source core works on. Copies
 // between the host and a core take no chip cycles (as loading a launch's records is part of its cycles).
-// Calls from several threads are safe.
+// The ring's links are shared: each direction of each link carries one packet a cycle, so a copy whose way
+// crosses a link another copy is still using starts late enough that its packets follow the other's (back-
+// pressure, where the reference ChipNoC drops a packet for a full inbox). Calls from several threads are
+// safe.
 class ChipTimeline {
  public:
   explicit ChipTimeline(const TensorCoreConfig& cfg);
@@ -29,6 +32,8 @@ class ChipTimeline {
   // its send.
   uint64_t copy_cycles(int src, int dst, uint64_t bytes) const;
   int hops(int src, int dst) const;
+  // The way a copy goes: the shorter way round, clockwise (to higher core numbers) on a tie.
+  bool clockwise(int src, int dst) const;
 
   uint64_t core_cycles(int core) const;  // when its work so far ends
   uint64_t chip_cycles() const;          // when every core's work so far ends
@@ -41,6 +46,8 @@ class ChipTimeline {
   const int link_bytes_, hop_cycles_;
   mutable std::mutex mutex_;
   std::vector<uint64_t> clock_, sending_;  // per core: its work's end, its last copy out's end
+  // per link from core i: the first cycle it is free clockwise (i to i + 1) and counter-clockwise (to i - 1)
+  std::vector<uint64_t> free_cw_, free_ccw_;
   uint64_t noc_bytes_ = 0;
 };
 

@@ -855,6 +855,8 @@ class Segment {
     stats_.cycles += res.cycles;
     stats_.sxu_cycles += res.sxu_cycles;
     stats_.hbm_bytes += res.hbm_bytes;
+    stats_.mxu_busy += res.busy.mxu;
+    stats_.vpu_busy += res.busy.vpu;
     launches_done.store(stats_.launches, std::memory_order_relaxed);
     cycles_done.store(stats_.cycles, std::memory_order_relaxed);
     poll_();
@@ -1132,6 +1134,8 @@ class Call {
       stats.cycles += s->stats().cycles;
       stats.sxu_cycles += s->stats().sxu_cycles;
       stats.hbm_bytes += s->stats().hbm_bytes;
+      stats.mxu_busy += s->stats().mxu_busy;
+      stats.vpu_busy += s->stats().vpu_busy;
       stats.in_order += s->stats().in_order;
       stats.checked += s->stats().checked;
       stats.batches += s->stats().batches;

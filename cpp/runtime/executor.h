@@ -24,13 +24,14 @@ namespace tinytpu {
 
 struct KernelStats {
   uint64_t launches = 0, cycles = 0, sxu_cycles = 0;
-  uint64_t hbm_bytes = 0;         // moved between HBM and the core (config.h hbm_channels)
-  uint64_t in_order = 0;          // launches run in order, their counters the timing cache's (RunMode)
-  uint64_t checked = 0;           // of those, the launches ticked as well and compared
-  uint64_t batches = 0;           // the batches they ran in (sim/runner.h BatchRunner)
-  uint64_t threaded = 0;          // launches run by the call's other threads (RunMode::threads)
-  uint64_t streamed = 0;          // launches run as streams of independent groups (RunMode::streams)
-  std::vector<std::string> tasm;  // each launch's program, when asked for
+  uint64_t hbm_bytes = 0;               // moved between HBM and the core (config.h hbm_channels)
+  uint64_t mxu_busy = 0, vpu_busy = 0;  // the launches' UnitBusy (sim/runner.h)
+  uint64_t in_order = 0;                // launches run in order, their counters the timing cache's (RunMode)
+  uint64_t checked = 0;                 // of those, the launches ticked as well and compared
+  uint64_t batches = 0;                 // the batches they ran in (sim/runner.h BatchRunner)
+  uint64_t threaded = 0;                // launches run by the call's other threads (RunMode::threads)
+  uint64_t streamed = 0;                // launches run as streams of independent groups (RunMode::streams)
+  std::vector<std::string> tasm;        // each launch's program, when asked for
 };
 
 // How a call runs its launches. A launch's counters are a function of its timing key: its image (program and

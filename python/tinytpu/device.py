@@ -130,7 +130,7 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
       _counters.setdefault((self.dev.device, trial), Counter()).update(
         kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles, in_order=stats.in_order,
         checked=stats.checked, batches=stats.batches, threaded=stats.threaded, streamed=stats.streamed,
-        hbm_bytes=stats.hbm_bytes)
+        hbm_bytes=stats.hbm_bytes, mxu_busy=stats.mxu_busy, vpu_busy=stats.vpu_busy)
     return stats.cycles
 
 def run_mode(core, threads: int | None = None):
@@ -181,7 +181,7 @@ class TinyTPUDevice(Compiled):
 
 trace._from_env()
 COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles", "in_order", "checked", "batches", "threaded", "streamed",
-            "hbm_bytes")
+            "hbm_bytes", "mxu_busy", "vpu_busy")
 _counters: dict[tuple[str, bool], Counter] = {}  # (device, a BEAM trial run) -> totals
 _devices: weakref.WeakSet[TinyTPUDevice] = weakref.WeakSet()
 
@@ -200,7 +200,8 @@ def counters(device: str | None = None, beam: bool = False) -> dict[str, int]:
   user's totals leave out. `chip_cycles`: the elapsed cycles of the chips these devices are cores of (chip.py), where
   kernels on a chip's cores overlap and copies between them take the NoC's cycles (a lone core's are its `cycles`);
   `noc_bytes` the bytes those copies moved; `hbm_bytes` the bytes the cores' DMA engines moved between HBM and the cores
-  (a configuration with hbm_channels)."""
+  (a configuration with hbm_channels); `mxu_busy` and `vpu_busy` the cycles the MXU sequencer was not idle and the
+  VPU was dispatching or busy."""
   devs = _matching(device)
   total = Counter({k: 0 for k in COUNTERS})
   with _lock:
