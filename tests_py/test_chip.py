@@ -112,3 +112,31 @@ def test_a_core_fed_from_hbm_counts_the_bytes_its_dma_engine_moves():
   assert c["cycles"] * 16 < 1.1 * c["hbm_bytes"]  # the add is bound by the channel: within 10% of its bandwidth
   assert run_on_chip(HBM_ADD, TINYTPU_CONFIG="hbm", TINYTPU_FUNCTIONAL="0")["counters"]["cycles"] == c["cycles"]
   assert run_on_chip(HBM_ADD, TINYTPU_CONFIG="reference")["counters"]["hbm_bytes"] == 0
+
+def test_a_trace_of_a_chip_has_a_process_per_core_with_its_kernels_and_the_copies_into_it():
+  """Traced, each core's kernels sit at their place on the chip's timeline (kernels of different cores overlap), the
+  copies between cores are slices of the NoC track of the core they go to, and the profile reports each core."""
+  out = run_on_chip("""
+import io
+from tinytpu import configs, events, profile, trace
+""" + SHARDED.replace("tinytpu.reset_counters()", "tinytpu.reset_counters()\nlog = trace.start()") + """
+trace.stop()
+tr = events.Trace(log)
+f = io.StringIO()
+events.write_json(tr, f)
+doc = json.loads(f.getvalue())["traceEvents"]
+out["processes"] = sorted(e["args"]["name"] for e in doc if e["ph"] == "M" and e["name"] == "process_name")
+out["kernels"] = [(e["pid"], e["ts"], e["ts"] + e["dur"]) for e in doc if e.get("cat") == "kernel"]
+out["copies"] = [(e["pid"], e["name"], e["ts"] + e["dur"]) for e in doc if e.get("cat") == "noc"]
+out["report"] = profile.report(tr, counters=tinytpu.counters(), config=configs.from_spec())
+""")
+  assert out["exact"]
+  assert out["processes"] == [f"TinyTPU core {i} (TINYTPU:{i})" for i in range(4)]
+  kernels, c = out["kernels"], out["counters"]
+  assert sum(e - b for _, b, e in kernels) == c["cycles"]
+  assert any(p != q and b1 < e2 and b2 < e1 for p, b1, e1 in kernels for q, b2, e2 in kernels)  # cores at once
+  copied = [int(name.split()[1]) for _, name, _ in out["copies"]]  # "copy N B from core S"
+  assert copied and sum(copied) == c["noc_bytes"]
+  assert max(e for *_, e in kernels + out["copies"]) == c["chip_cycles"]
+  assert all(f"==== core {i} (TINYTPU:{i})" in out["report"] for i in range(4))
+  assert "HBM: " in out["report"] and f"NoC: {c['noc_bytes']:,} bytes" in out["report"]

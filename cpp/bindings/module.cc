@@ -125,7 +125,8 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
   m.def("disassemble", &disassemble);
   py::class_<TraceLog>(m, "TraceLog")
       .def(py::init<>())
-      .def_readonly("base", &TraceLog::base)
+      .def_readwrite("base", &TraceLog::base)
+      .def_readwrite("core", &TraceLog::core)
       .def_readonly_static("DEFAULT_MAX_EVENTS", &TraceLog::kDefaultMaxEvents)
       .def_readwrite("max_events", &TraceLog::max_events)
       .def_readwrite("window_begin", &TraceLog::window_begin)
@@ -218,7 +219,8 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def(py::init<const TensorCoreConfig&>())
       .def_property_readonly("cores", &ChipTimeline::cores)
       .def("run", &ChipTimeline::run, py::arg("core"), py::arg("cycles"))
-      .def("copy", &ChipTimeline::copy, py::arg("src"), py::arg("dst"), py::arg("bytes"))
+      .def("copy", &ChipTimeline::copy, py::arg("src"), py::arg("dst"), py::arg("bytes"),
+           py::arg("trace") = nullptr)
       .def("copy_cycles", &ChipTimeline::copy_cycles, py::arg("src"), py::arg("dst"), py::arg("bytes"))
       .def("hops", &ChipTimeline::hops)
       .def("core_cycles", &ChipTimeline::core_cycles)

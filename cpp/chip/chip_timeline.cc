@@ -47,7 +47,7 @@ uint64_t ChipTimeline::run(int c, uint64_t cycles) {
   return start;
 }
 
-uint64_t ChipTimeline::copy(int src, int dst, uint64_t bytes) {
+uint64_t ChipTimeline::copy(int src, int dst, uint64_t bytes, TraceLog* trace) {
   const uint64_t cycles = copy_cycles(src, dst, bytes);
   const uint64_t packets = cycles - 1 - uint64_t(hops(src, dst)) * uint64_t(hop_cycles_);
   const int step = clockwise(src, dst) ? 1 : -1;
@@ -62,6 +62,13 @@ uint64_t ChipTimeline::copy(int src, int dst, uint64_t bytes) {
   for (int j = 0; j < hops(src, dst); ++j) free[link(j)] = start + j * h + packets;
   clock_[size_t(dst)] = sending_[size_t(src)] = start + cycles;
   noc_bytes_ += bytes;
+  if (trace) {
+    const uint16_t running = trace->core;
+    trace->core = uint16_t(dst);
+    trace->span(Track::kNoc, 0, start, start + cycles,
+                trace->intern("copy " + std::to_string(bytes) + " B from core " + std::to_string(src)));
+    trace->core = running;
+  }
   return start + cycles;
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/config.h"
+#include "sim/trace.h"
 
 namespace tinytpu {
 
@@ -24,8 +25,9 @@ class ChipTimeline {
 
   // A kernel of `cycles` on `core`, after its work so far: returns the cycle it starts in.
   uint64_t run(int core, uint64_t cycles);
-  // A copy of `bytes` from core `src` to core `dst`: returns the cycle it ends in.
-  uint64_t copy(int src, int dst, uint64_t bytes);
+  // A copy of `bytes` from core `src` to core `dst`: returns the cycle it ends in. With a trace, the copy is
+  // a slice on the destination core's NoC track.
+  uint64_t copy(int src, int dst, uint64_t bytes, TraceLog* trace = nullptr);
   // Cycles a copy of `bytes` takes on an idle NoC: its packets sent one a cycle, the first reaching `dst`
   // after the send's cycle and noc_hop_cycles for each hop of the shorter way round, each taken in the cycle
   // it arrives. For one hop of one cycle that is the reference ChipNoC's: a packet readable two cycles after

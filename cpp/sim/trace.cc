@@ -6,8 +6,8 @@
 
 namespace tinytpu {
 
-const std::array<const char*, kNumTracks> kTrackNames = {"kernel", "loader", "sxu",  "mxu",
-                                                         "vpu",    "xlu",    "vmem", "dma"};
+const std::array<const char*, kNumTracks> kTrackNames = {"kernel", "loader", "sxu", "mxu", "vpu",
+                                                         "xlu",    "vmem",   "dma", "noc"};
 
 uint32_t TraceLog::intern(std::string_view name) {
   auto [it, added] = ids_.try_emplace(std::string(name), uint32_t(names_.size()));
@@ -33,6 +33,7 @@ void TraceLog::record(TraceEvent e, bool may_stop) {
   }
   e.begin = std::max(e.begin, window_begin);
   e.end = std::min(e.end, stop);
+  e.core = core;
   events_.push_back(e);
 }
 

@@ -15,8 +15,9 @@ namespace tinytpu {
 // One track per unit in a trace. kKernel holds the tinygrad kernels and their launches; kLoader the
 // testbench's phases: loading records, start, run, output.
 // kDma: the DMA loader variant's data records, which arrive while the SXU runs (config.h dma_overlap).
-enum class Track : uint8_t { kKernel, kLoader, kSxu, kMxu, kVpu, kXlu, kVmem, kDma };
-constexpr int kNumTracks = 8;
+// kNoc: copies between a chip's cores (chip/chip_timeline.h), on the destination core's tracks.
+enum class Track : uint8_t { kKernel, kLoader, kSxu, kMxu, kVpu, kXlu, kVmem, kDma, kNoc };
+constexpr int kNumTracks = 9;
 extern const std::array<const char*, kNumTracks> kTrackNames;  // "kernel", "loader", "sxu", ...
 
 // One slice of a track, [begin, end) in cycles of the trace's timeline. Depth 0 is a unit's own work
@@ -27,8 +28,10 @@ struct TraceEvent {
   uint32_t name;  // index into TraceLog::names()
   int16_t pc;     // the SXU instruction the event belongs to, -1 for none
   uint8_t track, depth;
+  uint16_t core = 0;  // the chip's core it happened on (TraceLog::core when recorded)
+  uint16_t unused[3] = {};
 };
-static_assert(sizeof(TraceEvent) == 24, "python/tinytpu/events.py reads this layout");
+static_assert(sizeof(TraceEvent) == 32, "python/tinytpu/events.py reads this layout");
 
 // The optional event sink of the model. TensorCore holds a pointer to one, null by default: the
 // per-cycle path is compiled without tracing then (TensorCore::tick<false>), and each dispatch site
@@ -41,8 +44,11 @@ static_assert(sizeof(TraceEvent) == 24, "python/tinytpu/events.py reads this lay
 // none while paused. A run started while !recording() goes untraced (run_bundle) and skip()s the timeline.
 class TraceLog {
  public:
-  static constexpr size_t kDefaultMaxEvents = 2'000'000;  // 48 MB here, about 330 MB of Chrome JSON
+  static constexpr size_t kDefaultMaxEvents = 2'000'000;  // 64 MB here, about 330 MB of Chrome JSON
   uint64_t base = 0;
+  // The core whose runs are recorded: on a chip, its kernels go at the core's place on the chip's timeline
+  // (base set to it), so the cores' tracks overlap as their kernels do.
+  uint16_t core = 0;
   size_t max_events = kDefaultMaxEvents;
   uint64_t window_begin = 0, window_end = UINT64_MAX;
   bool paused = false;

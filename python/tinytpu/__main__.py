@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse, json, os, sys, warnings
 from importlib import metadata, resources
 import tinytpu
-from tinytpu import trace
+from tinytpu import configs, trace
 
 class ArgumentParser(argparse.ArgumentParser):
   def error(self, message: str):  # one line, not the usage block
@@ -85,7 +85,7 @@ def cmd_profile(args) -> None:
   log = profile.run_script(args.script, args.args, max_events=args.trace_max_events, cycles=args.trace_cycles,
                            kernels=args.trace_kernels)
   tr = events.Trace(log)
-  print(profile.report(tr, top=args.top))
+  print(profile.report(tr, top=args.top, counters=tinytpu.counters(), config=configs.from_spec()))
   if args.trace:
     with open(args.trace, "w") as f: events.write_json(tr, f)
   if args.html:

@@ -77,7 +77,8 @@ class TinyTPUAllocator(LRUAllocator["TinyTPUDevice"]):
     _check_whole(src)
     memoryview(dest)[:sz] = memoryview(src)[:sz]
     _forget(dest)
-    if src_dev.timeline is dest_dev.timeline: src_dev.timeline.copy(src_dev.device_id, dest_dev.device_id, sz)
+    if src_dev.timeline is dest_dev.timeline:
+      src_dev.timeline.copy(src_dev.device_id, dest_dev.device_id, sz, trace.recording_log())
   def _offset(self, buf, size: int, offset: int): return buf.view(offset, size)
 
 class TinyTPUProgram(Program["TinyTPUDevice"]):
@@ -112,6 +113,8 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
   def _run(self, bufs, vals: list[int], trial: bool, progress: _Progress, threads: int | None) -> int:
     """One call, on the calling thread: its cycles, counted on the device's counters and its chip's timeline."""
     log = trace.for_kernel(self.name, self.dev.core)
+    if log is not None and self.dev.config.cores > 1 and not trial:  # at its core's place on the chip's timeline
+      log.base, log.core = self.dev.timeline.core_cycles(self.dev.device_id), self.dev.device_id
     try:
       if _incomplete:
         for i in self.loads: _check_whole(bufs[i])

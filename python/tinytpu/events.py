@@ -1,7 +1,7 @@
 """A trace's events (cpp/sim/trace.h) as numpy columns, and Chrome trace-event JSON of them, which
 Perfetto UI and chrome://tracing open. Timestamps are cycles (the viewers show them as microseconds)."""
 from __future__ import annotations
-import json
+import heapq, json
 from typing import TextIO
 import numpy as np
 from tinytpu import _core
@@ -9,10 +9,12 @@ from tinytpu import _core
 TRACKS: list[str] = list(_core.TRACKS)  # kernel, loader, sxu, mxu, vpu, xlu, vmem, dma
 UNITS = ["sxu", "mxu", "vpu", "xlu", "vmem"]  # the tracks with a busy counter and a busy %
 NESTED = {"kernel": "launch", "sxu": "stall", "mxu": "phase"}  # what a depth-1 slice of a track is
-_TITLES = {"kernel": "kernels / launches", "loader": "loader (testbench)", "dma": "DMA (data records during the run)"}
-# TraceEvent in cpp/sim/trace.h: [begin, end) in cycles, name index, pc (-1: none), track, depth.
+_TITLES = {"kernel": "kernels / launches", "loader": "loader (testbench or DMA engine)", "dma": "DMA (data records during the run)",
+           "noc": "NoC (copies into this core)"}
+# TraceEvent in cpp/sim/trace.h: [begin, end) in cycles, name index, pc (-1: none), track, depth, the chip's core.
 _NO_END = 2**64 - 1  # TraceLog::window_end when the window is open-ended
-EVENT_DTYPE = np.dtype([("begin", "<u8"), ("end", "<u8"), ("name", "<u4"), ("pc", "<i2"), ("track", "u1"), ("depth", "u1")])
+EVENT_DTYPE = np.dtype([("begin", "<u8"), ("end", "<u8"), ("name", "<u4"), ("pc", "<i2"), ("track", "u1"), ("depth", "u1"),
+                        ("core", "<u2"), ("unused", "<u2", (3,))])
 
 class Trace:
   """A log's events, ordered by begin cycle with a parent before what nests in it. Depth 0 is a unit's
@@ -30,6 +32,14 @@ class Trace:
     if self.stopped_at is not None: notes.append(f"recording stopped at cycle {self.stopped_at} (the event cap)")
     return "; ".join(notes)
   def __len__(self) -> int: return len(self.ev)
+  def cores(self) -> list[int]:
+    """The chip's cores the trace has events of ([0] for a lone core)."""
+    return np.unique(self.ev["core"]).tolist() or [0]
+  def of_core(self, core: int) -> Trace:
+    """The same trace with one core's events only: on a chip, each core's kernels lie end to end on its tracks."""
+    one = object.__new__(Trace)
+    one.__dict__.update(self.__dict__, ev=self.ev[self.ev["core"] == core])
+    return one
   def on(self, track: str, depth: int) -> np.ndarray:
     """Mask of the slices of one track at one depth."""
     return (self.ev["track"] == TRACKS.index(track)) & (self.ev["depth"] == depth)
@@ -56,25 +66,34 @@ def _rows(*columns: np.ndarray, chunk: int = 1 << 16):
   for i in range(0, len(columns[0]), chunk): yield from zip(*(c[i:i + chunk].tolist() for c in columns))
 
 def write_json(tr: Trace, f: TextIO) -> None:
-  """Chrome trace-event JSON: one thread per track, one complete ("X") event per slice (category: the
-  track, or track.stall / .phase / .launch when nested), a "busy units" counter; timed events in cycle order."""
+  """Chrome trace-event JSON: a process per core of the chip (one for a lone core), in it one thread per track, one
+  complete ("X") event per slice (category: the track, or track.stall / .phase / .launch when nested), a "busy
+  units" counter; timed events in cycle order."""
   coverage = f',"coverage":{json.dumps(tr.coverage())}' if tr.coverage() else ""
   f.write('{"displayTimeUnit":"ns","otherData":{"timestamps":"cycles of the TinyTPU model (1 cycle is shown as 1 us)"' +
-          coverage + '},"traceEvents":[\n{"ph":"M","pid":1,"name":"process_name","args":{"name":"TinyTPU TensorCore"}}')
-  for tid, t in enumerate(TRACKS):
-    f.write(f',\n{{"ph":"M","pid":1,"tid":{tid},"name":"thread_name","args":{{"name":"{_TITLES.get(t, t.upper())}"}}}}'
-            f',\n{{"ph":"M","pid":1,"tid":{tid},"name":"thread_sort_index","args":{{"sort_index":{tid}}}}}')
+          coverage + '},"traceEvents":[')
+  cores, sep = tr.cores(), "\n"
+  for core in cores:
+    pid, title = core + 1, "TinyTPU TensorCore" if cores == [0] else f"TinyTPU core {core} (TINYTPU:{core})"
+    f.write(f'{sep}{{"ph":"M","pid":{pid},"name":"process_name","args":{{"name":"{title}"}}}}'
+            f',\n{{"ph":"M","pid":{pid},"name":"process_sort_index","args":{{"sort_index":{pid}}}}}')
+    sep = ",\n"
+    for tid, t in enumerate(TRACKS):
+      f.write(f',\n{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_name","args":{{"name":"{_TITLES.get(t, t.upper())}"}}}}'
+              f',\n{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_sort_index","args":{{"sort_index":{tid}}}}}')
   quoted = [json.dumps(n) for n in tr.names]
   cats = [[t, f"{t}.{NESTED.get(t, 'nested')}"] for t in TRACKS]
-  keys, ctimes, cvalues = busy_counters(tr)
-  counters = ((t, f',\n{{"ph":"C","pid":1,"name":"busy units","ts":{t},"args":{{' +
-               ",".join(f'"{k}":{v}' for k, v in zip(keys, row)) + "}}") for t, row in _rows(ctimes, cvalues))
+  def core_counters(core: int):
+    keys, ctimes, cvalues = busy_counters(tr.of_core(core))
+    return ((t, f',\n{{"ph":"C","pid":{core + 1},"name":"busy units","ts":{t},"args":{{' +
+             ",".join(f'"{k}":{v}' for k, v in zip(keys, row)) + "}}") for t, row in _rows(ctimes, cvalues))
+  counters = heapq.merge(*(core_counters(c) for c in cores), key=lambda c: c[0])
   counter = next(counters, None)
-  for b, e, n, pc, t, d in _rows(*(tr.ev[c] for c in ("begin", "end", "name", "pc", "track", "depth"))):
+  for b, e, n, pc, t, d, c in _rows(*(tr.ev[k] for k in ("begin", "end", "name", "pc", "track", "depth", "core"))):
     while counter is not None and counter[0] <= b:  # counters interleaved in time order
       f.write(counter[1])
       counter = next(counters, None)
     args = f'{{"pc":{pc}}}' if pc >= 0 else "{}"
-    f.write(f',\n{{"ph":"X","pid":1,"tid":{t},"ts":{b},"dur":{e - b},"name":{quoted[n]},"cat":"{cats[t][d]}","args":{args}}}')
+    f.write(f',\n{{"ph":"X","pid":{c + 1},"tid":{t},"ts":{b},"dur":{e - b},"name":{quoted[n]},"cat":"{cats[t][d]}","args":{args}}}')
   for _, text in ([counter] if counter else []) + list(counters): f.write(text)
   f.write("\n]}\n")

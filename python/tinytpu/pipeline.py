@@ -22,7 +22,7 @@ def choose(calls: list[Call], kernel: str | None) -> Call:
 def html(tr: Trace, kernel: str | None = None) -> str:
   calls = kernel_calls(tr)
   call = choose(calls, kernel)
-  ev = tr.ev[(tr.ev["begin"] >= call.begin) & (tr.ev["begin"] < call.end)]
+  ev = tr.ev[(tr.ev["begin"] >= call.begin) & (tr.ev["begin"] < call.end) & (tr.ev["core"] == call.core)]
   note, stop = "", call.end
   if len(ev) > MAX_EVENTS:
     stop = int(np.sort(ev["begin"])[MAX_EVENTS])

@@ -2,7 +2,7 @@
 overall, cycles, launches, per-unit busy %, the instruction mix, the top stall causes and the hot
 instructions. Everything is derived from the trace's events (tinytpu.events)."""
 from __future__ import annotations
-import os, re, runpy, sys
+import dataclasses, os, re, runpy, sys
 from collections import Counter
 from dataclasses import dataclass, field
 import numpy as np
@@ -16,10 +16,14 @@ class Call:
   begin: int
   end: int
   launches: int
+  core: int = 0  # the chip's core it ran on
   @property
   def cycles(self) -> int: return self.end - self.begin
 
 def kernel_calls(tr: Trace) -> list[Call]:
+  """The trace's kernel calls: on a chip, each core's in turn (they lie end to end on its tracks)."""
+  if len(cores := tr.cores()) > 1:
+    return [dataclasses.replace(c, core=core) for core in cores for c in kernel_calls(tr.of_core(core))]
   k = tr.ev[tr.on("kernel", 0)]
   if len(k) == 0:  # bare bundles: the loader track spans them
     lo = tr.ev[tr.ev["track"] == TRACKS.index("loader")]
@@ -85,7 +89,32 @@ def group_stats(tr: Trace, calls: list[Call], group_of_call: list[int]) -> list[
 
 def _pct(part: int, whole: int) -> str: return f"{100 * part / whole:5.1f}%" if whole else "    -"
 
-def report(tr: Trace, top: int = 5) -> str:
+def report(tr: Trace, top: int = 5, counters: dict | None = None, config=None) -> str:
+  """The profile of a trace: of its one core, or of each core of a chip (their kernels overlap on the chip's timeline,
+  each core's lie end to end on its own tracks) with the NoC's copies into it. With the run's counters and
+  configuration, what the memory system moved: HBM bytes against the channels' bandwidth, NoC bytes."""
+  cores = tr.cores()
+  if len(cores) == 1: out = [core_report(tr, top)]
+  else:
+    noc = tr.on("noc", 0)
+    out = [f"TINYTPU profile of a chip: {len(cores)} cores traced, {int(tr.ev['end'].max()):,} chip cycles, "
+           f"{int(noc.sum())} copies between cores taking {int(tr.cycles[noc].sum()):,} cycles"]
+    for c in cores:
+      one = tr.of_core(c)
+      into = one.on("noc", 0)
+      out += ["", f"==== core {c} (TINYTPU:{c}): {int(into.sum())} copies into it, {int(one.cycles[into].sum()):,} cycles "
+              "on the NoC", core_report(one, top)]
+  if counters and config is not None and config.hbm_channels:
+    peak = config.hbm_channels * config.hbm_bytes_per_cycle
+    out.append(f"\nHBM: {counters['hbm_bytes']:,} bytes moved, {_pct(counters['hbm_bytes'], peak * counters['cycles']).strip()} "
+               f"of the cores' channels ({config.hbm_channels} x {config.hbm_bytes_per_cycle} bytes a cycle each) over "
+               f"their {counters['cycles']:,} cycles")
+  if counters and counters.get("noc_bytes"):
+    out.append(f"NoC: {counters['noc_bytes']:,} bytes copied between cores")
+  return "\n".join(out)
+
+def core_report(tr: Trace, top: int = 5) -> str:
+  """The profile of one core's kernel calls, which lie end to end on its tracks."""
   calls = kernel_calls(tr)
   if not calls: return "TINYTPU profile: no kernel ran on TINYTPU"
   kernels = list(dict.fromkeys(c.name for c in calls))  # in first-call order

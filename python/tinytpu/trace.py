@@ -69,6 +69,10 @@ def stop() -> _core.TraceLog | None:
 
 def active() -> bool: return _active is not None
 
+def recording_log() -> _core.TraceLog | None:
+  """The active log while it records (not stopped at its cap), for what is not a kernel: a copy between cores."""
+  return _active if _active is not None and _active.stopped_at is None else None
+
 def for_kernel(name: str, core=_core) -> _core.TraceLog | None:
   """The log a kernel call reports to: the active one, paused when the kernel is filtered out; None once it
   stopped at its cap (nothing more is recorded, and check() warned after the call that reached it). A log is
