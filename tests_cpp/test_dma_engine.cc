@@ -71,6 +71,15 @@ TEST_CASE("a core fed from HBM: the records come by the DMA engine, the output l
   // Two channels of 16 bytes: the tiles in parallel (1-4 and 2-5), the rest alternating from cycle 5 on
   // channel 0 and 6 on channel 1: the output request, the last, goes on channel 1 in cycle 8, visible in 12.
   CHECK(test::run(kAdd16, hbm(2, 16, 3)).cycles == 28 + 3);  // and the 64-byte write takes 4 cycles, not 1
+  // Output lines of two sizes on two channels: the VMEM tile's line the cycle after running done, its write
+  // on channel 0 for 4 cycles; the ActivationSRAM row's line next, its 4 bytes on channel 1 in one. The run
+  // ends with the longer write, not the last.
+  std::string two = kAdd16;
+  two.insert(0, "AMEM[0] = 1 2 3 4\n");
+  two.insert(two.find("END"), "OUTPUT_ASRAM ASRAM[0]\n");
+  const RunResult mixed = test::run(two, hbm(2, 16, 3));
+  CHECK(mixed.asram_results.size() == 1);
+  CHECK(mixed.cycles == mixed.output_start + 1 + 4);
 }
 
 TEST_CASE(

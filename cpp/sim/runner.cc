@@ -177,7 +177,7 @@ template <bool kTraced>
   if (cfg.hbm_channels) dma.emplace(cfg);
   uint64_t written = 0;
   auto write = [&](RecordType type) {
-    if (dma) written = uint64_t(dma->write(output_bytes(type), int64_t(tc.cycle)));
+    if (dma) written = std::max(written, uint64_t(dma->write(output_bytes(type), int64_t(tc.cycle))));
   };
   // One comparison per cycle covers both the timeout and the next poll.
   auto next_check = [&] { return poll ? std::min(cfg.max_cycles, tc.cycle + kPollCycles) : cfg.max_cycles; };
