@@ -559,6 +559,18 @@ TEST_CASE("ChipTimeline: kernels of different cores overlap, copies take the rin
     CHECK(!chip.clockwise(2, 1));
     CHECK(chip.copy(2, 1, 16) == 19 + 1 + 1 + 1);
   }
+  SECTION(
+      "noc_hop_cycles 0 is the reference ChipNoC: one ring for the chip, two cycles whatever the distance") {
+    TensorCoreConfig ref;  // the reference testbench's three nodes, 4-byte packets
+    ref.cores = 3;
+    ref.noc_hop_cycles = 0;
+    ChipTimeline three(ref);
+    CHECK(three.copy_cycles(0, 1, 4) == 2);  // send at 0, in the inbox at 1, readable and taken at 2
+    CHECK(three.copy_cycles(0, 2, 4) == 2);
+    CHECK(three.copy(0, 1, 8) == 2 + 1);  // two packets, sent in 0 and 1
+    // 2 -> 0 shares no link with 0 -> 1 on a ring, but the reference's one FIFO carries both: it sends from 2
+    CHECK(three.copy(2, 0, 4) == 2 + 2);
+  }
   SECTION("on the reference ChipNoC's packet a copy of one word is readable two cycles after its send") {
     TensorCoreConfig ref;  // 4-byte packets, one cycle a hop
     ref.cores = 2;

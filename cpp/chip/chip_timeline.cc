@@ -57,9 +57,13 @@ uint64_t ChipTimeline::copy(int src, int dst, uint64_t bytes, TraceLog* trace) {
   // the packets enter the way's j-th link j hops after their send: each link must be free by then
   auto link = [&](int j) { return size_t(((src + j * step) % cores() + cores()) % cores()); };
   const uint64_t h = uint64_t(hop_cycles_);
-  for (int j = 0; j < hops(src, dst); ++j)
+  if (h == 0) {  // the reference's ring FIFO carries every packet of the chip
+    start = std::max(start, ring_free_);
+    ring_free_ = start + packets;
+  }
+  for (int j = 0; h > 0 && j < hops(src, dst); ++j)
     start = std::max(start, free[link(j)] - std::min(free[link(j)], j * h));
-  for (int j = 0; j < hops(src, dst); ++j) free[link(j)] = start + j * h + packets;
+  for (int j = 0; h > 0 && j < hops(src, dst); ++j) free[link(j)] = start + j * h + packets;
   clock_[size_t(dst)] = sending_[size_t(src)] = start + cycles;
   noc_bytes_ += bytes;
   if (trace) {
@@ -88,6 +92,7 @@ void ChipTimeline::reset() {
   std::fill(sending_.begin(), sending_.end(), 0);
   std::fill(free_cw_.begin(), free_cw_.end(), 0);
   std::fill(free_ccw_.begin(), free_ccw_.end(), 0);
+  ring_free_ = 0;
   noc_bytes_ = 0;
 }
 

@@ -16,8 +16,9 @@ namespace tinytpu {
 // between the host and a core take no chip cycles (as loading a launch's records is part of its cycles).
 // The ring's links are shared: each direction of each link carries one packet a cycle, so a copy whose way
 // crosses a link another copy is still using starts late enough that its packets follow the other's (back-
-// pressure, where the reference ChipNoC drops a packet for a full inbox). Calls from several threads are
-// safe.
+// pressure, where the reference ChipNoC drops a packet for a full inbox). With noc_hop_cycles 0 the NoC is
+// the reference's: one ring FIFO for the whole chip, one packet a cycle, each in its inbox the cycle after,
+// so every copy takes turns with every other. Calls from several threads are safe.
 class ChipTimeline {
  public:
   explicit ChipTimeline(const TensorCoreConfig& cfg);
@@ -50,6 +51,7 @@ class ChipTimeline {
   std::vector<uint64_t> clock_, sending_;  // per core: its work's end, its last copy out's end
   // per link from core i: the first cycle it is free clockwise (i to i + 1) and counter-clockwise (to i - 1)
   std::vector<uint64_t> free_cw_, free_ccw_;
+  uint64_t ring_free_ = 0;  // noc_hop_cycles 0: the reference's one ring FIFO
   uint64_t noc_bytes_ = 0;
 };
 
