@@ -71,9 +71,10 @@ def test_an_op_too_big_for_the_core_names_itself_and_the_core(cores):
 
 # TensorCore variants: named configurations that change timing only. Each gets a device of its own.
 # The reference core gets a device of its own too: TINYTPU itself is whatever TINYTPU_CONFIG names.
-# A chip of several cores (chip4) is its cores TINYTPU:0..3 only, each a reference core: test_chip.py runs it.
+# A chip of several cores (chip4) is its cores TINYTPU:0..3 only: test_chip.py runs it. (Devices 60 on: other
+# modules' devices keep the geometry they were given, test_geometry's TINYTPU:30.. wider ones.)
 REFERENCE = "TINYTPU:19"
-VARIANTS = {f"TINYTPU:{20 + i}": n.name for i, n in enumerate(tinytpu._core.named_configs())
+VARIANTS = {f"TINYTPU:{60 + i}": n.name for i, n in enumerate(tinytpu._core.named_configs())
             if n.name != "reference" and n.config.cores == 1}
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,9 @@ def test_configs_lists_the_variants_with_their_cost():
     # a chip counts each of its cores
     assert r["change"] and r["pes"] == r["config"]["cores"] * r["config"]["rows"] ** 2 and r["sram_bytes"] > 0
     assert r["ports"] >= 0 and r["area"] > 0
-  chip, core = (next(r for r in rows if r["name"] == n) for n in ("chip4", "reference"))
+  chip, core = (next(r for r in rows if r["name"] == n) for n in ("chip4", "hbm"))  # chip4: four hbm cores
   assert chip["config"]["cores"] == 4 and chip["area"] == 4 * core["area"]
+  assert core["config"]["hbm_channels"] == 1 and core["ports"] == next(r for r in rows if r["name"] == "all")["ports"] + 1
   assert {r["config"]["rows"] for r in rows} == {4, 8, 16} and {"8x8-all", "16x16-all"} <= {r["name"] for r in rows}
   assert {"reference", "overlap", "beat", "overlap-beat"} <= {r["name"] for r in rows}
   text = run("-m", "tinytpu", "configs").stdout

@@ -85,3 +85,14 @@ def test_a_trace_belongs_to_the_core_it_was_started_for(wide):
     with pytest.raises(RuntimeError, match="8-row core"): (Tensor([1, 2], device=wide[0]) + 1).numpy()
   finally:
     trace._active = None
+
+def test_a_device_that_made_kernels_keeps_its_geometry():
+  """tinygrad keeps the kernels a device made: a device cannot move to another tile geometry after its first one
+  (a ValueError naming both), though it can change to another configuration of the same geometry."""
+  dev = "TINYTPU:37"
+  Device[dev].config = configs.from_spec("reference")
+  assert (Tensor([1, 2, 3], device=dev) + 1).numpy().tolist() == [2, 3, 4]
+  with pytest.raises(ValueError, match=r"TINYTPU:37: its kernels were made for the 4-row core.* for 8 rows"):
+    Device[dev].config = configs.from_spec("8x8")
+  Device[dev].config = configs.from_spec("all")
+  assert (Tensor([1, 2, 3], device=dev) + 1).numpy().tolist() == [2, 3, 4]

@@ -84,6 +84,7 @@ class TinyTPUAllocator(LRUAllocator["TinyTPUDevice"]):
 class TinyTPUProgram(Program["TinyTPUDevice"]):
   def __init__(self, dev: TinyTPUDevice, obj: TinyELF):
     self.dev, self.name = dev, obj.name
+    dev.made_kernels = True
     # TINYTPU_CUT_NODES: how many tile nodes of a chunk are traced before its batch compiles (tests set it low)
     cut_nodes = int(os.getenv("TINYTPU_CUT_NODES", _core.DEFAULT_CUT_NODES))
     # devices of one configuration (a chip's cores) share a kernel: its plans compile once, its timings are kept once
@@ -175,6 +176,10 @@ class TinyTPUDevice(Compiled):
   def config(self): return self._config
   @config.setter
   def config(self, config):  # another core keeps nothing of the last one's launches (resident programs)
+    if getattr(self, "made_kernels", False) and configs.core_of(config) is not self.core:  # tinygrad keeps them
+      raise ValueError(f"{self.device}: its kernels were made for the {self.core.TensorCoreConfig.ROWS}-row core, and a "
+                       f"device's tile geometry is fixed once it has made kernels (open another TINYTPU:N for "
+                       f"{configs.core_of(config).TensorCoreConfig.ROWS} rows)")
     self.synchronize()
     self._config, self.core_state = config, configs.core_of(config).CoreState()
     self.timeline = chip.timeline(config, self.core, self.device_id)  # ValueError for a core the chip has not
