@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "compiler/tracer.h"
 #include "helpers.h"
 #include "runtime/executor.h"
 #include "sim/dma_engine.h"
@@ -133,4 +134,62 @@ TEST_CASE("an add streamed from HBM: exact, every byte counted, no faster than t
   CHECK(stats.hbm_bytes >= uint64_t(3 * n * 4));
   CHECK(stats.hbm_bytes < uint64_t(3 * n * 4 + 1024));
   CHECK(stats.cycles * cfg.hbm_channels * cfg.hbm_bytes_per_cycle >= stats.hbm_bytes);
+}
+
+TEST_CASE("SparseCore lookups: one bag at a time, its row read from HBM, in VMEM two cycles after the data") {
+  TensorCoreConfig cfg = hbm(1, 16, 3);
+  cfg.sparse_core = true;
+  SparseCoreLookups sparse(cfg);
+  // submitted at 1: requests in 2..5, the data at 5 + 3, done the cycle after (9), in VMEM at 10
+  CHECK(sparse.would_look_up(64, 1) == 1 + 4 + 3 + 2);
+  CHECK(sparse.look_up(64, 1) == 10);
+  CHECK(sparse.look_up(64, 2) == 10 + 9);  // the next bag is submitted once the row is in
+  CHECK((sparse.lookups == 2 && sparse.bytes == 128));
+}
+
+TEST_CASE(
+    "with a SparseCore the loader hands a table row to it when it has the row in sooner than a channel") {
+  // Four VMEM tiles, all table rows, then HALT and one output request, on one channel of 16 B a cycle.
+  const Bundle b = assemble(
+      "VMEM[0] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\nVMEM[1] = 2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+      "VMEM[2] = 3 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\nVMEM[3] = 4 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\nHALT\n"
+      "OUTPUT_VMEM VMEM[0]\nEND\n");
+  TensorCoreConfig cfg = hbm(1, 16, 3);
+  const std::vector<bool> rows(4, true);
+  // No SparseCore: the tiles on the channel in 1-4, 5-8, 9-12, 13-16, visible at 8, 12, 16, 20; HALT in 17
+  // (21), the output request in 18 (22). The first FETCH at 24 is HALT's, running done 25, the line 26, its
+  // write to 30.
+  const RunResult dma_only = run_validated(b, {}, cfg, nullptr, {}, {0, false, 0, &rows});
+  CHECK(dma_only.cycles == 30);
+  CHECK(dma_only.sc_lookups == 0);
+  // With one: row 0 on the channel (in at 8, against the SparseCore's 10); row 1, handed over at 2, the
+  // SparseCore has in at 11, the channel (free at 5) at 12: the SparseCore's. Rows 2 and 3 on the channel
+  // (12, 16: the SparseCore is busy to 11, then 9 a row), HALT at 17, the output request at 18: the first
+  // FETCH at 20, running done 21, the line 22, its write to 26.
+  cfg.sparse_core = true;
+  const RunResult sparse = run_validated(b, {}, cfg, nullptr, {}, {0, false, 0, &rows});
+  CHECK(sparse.cycles == 26);
+  CHECK(sparse.sc_lookups == 1);
+  CHECK(sparse.hbm_bytes == dma_only.hbm_bytes);  // the SparseCore reads its row from HBM too
+  CHECK(sparse.vmem_results == dma_only.vmem_results);
+  TensorCoreConfig no_hbm;
+  no_hbm.sparse_core = true;
+  CHECK_THROWS_WITH(no_hbm.check(), Catch::Contains("sparse_core = 1 needs HBM"));
+}
+
+TEST_CASE("the compiler finds the tables whose rows a launch-time variable picks") {
+  // out[i] = table[v * 16 + i] for a scalar variable v: the table's rows are picked by v
+  const std::string row_at_v =
+      "KERNEL row\nCONST idx 0 16\nPARAM f32 1 0 0 GLOBAL 0 0\nCONST idx 0 64\nPARAM f32 1 2 1 GLOBAL 0 0\n"
+      "STACK void 0\nPARAM i32 1 4 2 ALU 0 3\nCONST i32 0 4\nSHL i32 2 5 6\nRANGE i32 1 0 0 WEAK\nADD i32 2 "
+      "7 8\n"
+      "INDEX f32 2 3 9\nLOAD f32 1 10\nINDEX f32 2 1 8\nSTORE void 2 12 11\nEND void 2 13 8\nSINK void 1 "
+      "14\n";
+  CHECK(compiler::rows_picked_by_variables(compiler::parse_kernel(row_at_v)) == std::set<int>{1});
+  // the same table also read at a fixed index (table[i] + table[v * 16 + i]): not a table of picked rows
+  std::string also_fixed = row_at_v;
+  also_fixed.replace(also_fixed.find("INDEX f32 2 1 8\n"), std::string::npos,
+                     "INDEX f32 2 3 8\nLOAD f32 1 12\nADD f32 2 11 13\nINDEX f32 2 1 8\nSTORE void 2 15 14\n"
+                     "END void 2 16 8\nSINK void 1 17\n");
+  CHECK(compiler::rows_picked_by_variables(compiler::parse_kernel(also_fixed)).empty());
 }

@@ -19,7 +19,8 @@ def test_configs_lists_the_variants_with_their_cost():
     assert r["change"] and r["pes"] == r["config"]["cores"] * r["config"]["rows"] ** 2 and r["sram_bytes"] > 0
     assert r["ports"] >= 0 and r["area"] > 0
   chip, core = (next(r for r in rows if r["name"] == n) for n in ("chip4", "hbm"))  # chip4: four hbm cores
-  assert chip["config"]["cores"] == 4 and chip["area"] == 4 * core["area"]
+  assert chip["config"]["cores"] == 4 and chip["config"]["sparse_core"] == 1  # each with a SparseCore
+  assert chip["area"] == 4 * configs.cost(configs.from_spec("hbm,sparse_core=1"))["area"] == 4 * (core["area"] + 2)
   assert core["config"]["hbm_channels"] == 1 and core["ports"] == next(r for r in rows if r["name"] == "all")["ports"] + 1
   assert {r["config"]["rows"] for r in rows} == {4, 8, 16} and {"8x8-all", "16x16-all"} <= {r["name"] for r in rows}
   assert {"reference", "overlap", "beat", "overlap-beat"} <= {r["name"] for r in rows}

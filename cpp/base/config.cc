@@ -40,6 +40,11 @@ void ConfigField::check(int value) const {
 
 void TensorCoreConfig::check() const {
   for (const ConfigField& f : config_fields()) f.check(f.get(*this));
+  if (sparse_core && !hbm_channels)
+    throw std::invalid_argument(
+        "TensorCoreConfig.sparse_core = 1 needs HBM (hbm_channels > 0): the SparseCore reads its table's "
+        "rows "
+        "from HBM");
 }
 
 std::string TensorCoreConfig::describe() const {
@@ -73,9 +78,9 @@ CostProxy cost_proxy(const TensorCoreConfig& c) {
   // fetch overlap forwards the XLU and the VPU write-backs; a one-beat loader widens its bus by the type;
   // the DMA loader writes VMEM beside the SXU (a second write port) and keeps a ready bit per entry; a
   // resident program needs the loader's path that starts one without writing program memory; an HBM channel
-  // its controller's port on the DMA engine
+  // its controller's port on the DMA engine; a SparseCore its HBM port and its VMEM write port
   p.ports = (c.fetch_overlap ? 2 : 0) + (c.record_cycles == 1 ? 1 : 0) + (c.dma_overlap ? 2 : 0) +
-            (c.resident_program ? 1 : 0) + c.hbm_channels;
+            (c.resident_program ? 1 : 0) + c.hbm_channels + (c.sparse_core ? 2 : 0);
   // a chip of several cores has that many of each
   p.pes *= c.cores;
   p.sram_bytes *= c.cores;
@@ -123,11 +128,13 @@ const std::vector<NamedConfig>& named_configs() {
          with({{"depth", 16}})},
         {"hbm", "the all core fed by a DMA engine from HBM: one channel of 16 bytes a cycle, latency 3",
          hbm_core},
-        {"chip4", "a chip of four hbm cores on a ring NoC of 16-byte packets: TINYTPU:0..3",
+        {"chip4",
+         "a chip of four hbm cores, each with a SparseCore, on a ring NoC of 16-byte packets: TINYTPU:0..3",
          [&] {
            TensorCoreConfig c = hbm_core;
            c.cores = 4;
            c.noc_link_bytes = 16;
+           c.sparse_core = true;
            return c;
          }()},
     };

@@ -39,9 +39,13 @@ bool batch_ends(const TileProgram& prog, int64_t chunk, const Tracer& tracer) {
 class PlanBuilder {
  public:
   // `sizes`: elements per slot, the memo buffers' too (the counter slot's is not read).
-  PlanBuilder(Plan& plan, const std::vector<int64_t>& sizes, size_t buffers) : plan_(plan), sizes_(sizes) {
+  // `tables`: the buffers whose rows a launch-time variable picks (rows_picked_by_variables), on a core with
+  // a SparseCore; none otherwise.
+  PlanBuilder(Plan& plan, const std::vector<int64_t>& sizes, size_t buffers, std::set<int> tables)
+      : plan_(plan), sizes_(sizes), tables_(std::move(tables)) {
     plan_.written.assign(buffers, false);
   }
+  int64_t table_rows() const { return table_rows_; }  // VMEM records so far that are table rows
 
   size_t images() const {  // distinct programs so far
     size_t n = 0;
@@ -80,7 +84,7 @@ class PlanBuilder {
           if (last_read_[size_t(n)] == i && spilled_[size_t(n)] >= 0) free_scratch(n);
         });
       drains(prog, l, out, i);
-      out.image = intern(l, consts);
+      out.image = intern(l, consts, table_rows(prog, l));
       plan_.launches.push_back(std::move(out));
     }
     batch.spills = spills_;
@@ -91,6 +95,8 @@ class PlanBuilder {
  private:
   Plan& plan_;
   const std::vector<int64_t>& sizes_;
+  const std::set<int> tables_;
+  int64_t table_rows_ = 0;
   std::vector<int> spilled_;    // node of the batch -> scratch tile holding its value, or -1
   std::vector<int> last_read_;  // node of the batch -> the last of its launches that reads it, or -1
   std::vector<int> free_scratch_;
@@ -305,8 +311,32 @@ class PlanBuilder {
     for (const SlotDrain& d : l.drains) f(RecordType::kOutputVmem, d.slot, nullptr, none);
   }
 
+  // Per VMEM record of the launch, whether it is a row of a table a variable picks: a leaf whose lanes are
+  // elements of one such table at a constant stride (consecutive, or every fourth when tinygrad upcasts the
+  // row's axis), which the SparseCore reads as one row (Image::table_rows).
+  std::vector<bool> table_rows(const TileProgram& prog, const Launch& l) {
+    std::vector<bool> rows;
+    if (tables_.empty()) return rows;
+    for (const SlotFill& f : l.fills) {
+      bool row = f.node >= 0;
+      if (row) {
+        const TileNode& t = prog.nodes[size_t(f.node)];
+        const LeafLanes& lanes = prog.lanes(t);
+        row = t.op == Op::LOAD && !t.dynamic && !t.gated && t.pinned < 0 && tables_.count(lanes[0].buf);
+        const int64_t stride = lanes[1].index - lanes[0].index;
+        for (int i = 1; row && i < kLanes; ++i)
+          row = stride > 0 && lanes[size_t(i)].buf == lanes[0].buf &&
+                lanes[size_t(i)].index == lanes[0].index + i * stride;
+      }
+      rows.push_back(row);
+      table_rows_ += row;
+    }
+    return rows;
+  }
+
   // One validated copy of each distinct bundle (a kernel's chunks mostly compile to the same program).
-  std::shared_ptr<const Image> intern(const Launch& l, const std::vector<Tile>& consts) {
+  std::shared_ptr<const Image> intern(const Launch& l, const std::vector<Tile>& consts,
+                                      std::vector<bool> rows) {
     // Each record hashed on its own, then combined: the mixes of different records do not wait on each
     // other (a large batch hashes every launch it lowers). Whole words: the fields packed, two values a word.
     static_assert(kTileElems % 2 == 0);
@@ -323,9 +353,10 @@ class PlanBuilder {
       fnv_mix(h, record);
     });
     for (const SlotFill& f : l.fills) fnv_mix(h, uint64_t(f.dtype));
+    for (bool row : rows) fnv_mix(h, row);
     auto& same_hash = images_[h];
     for (const auto& known : same_hash)
-      if (same(*known, l, consts)) return known;
+      if (known->table_rows == rows && same(*known, l, consts)) return known;
     Image image;
     image.bundle.records.reserve(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
     for_each_record(l, consts, [&](RecordType type, int addr, const Tile* data, const Instr& in) {
@@ -335,6 +366,7 @@ class PlanBuilder {
     });
     image.fill_dtypes.reserve(l.fills.size());
     for (const SlotFill& f : l.fills) image.fill_dtypes.push_back(f.dtype);
+    image.table_rows = std::move(rows);
     validate(image.bundle, plan_.config);
     same_hash.push_back(std::make_shared<const Image>(std::move(image)));
     return same_hash.back();
@@ -487,7 +519,8 @@ class Batches {
         choices_(choices),
         tracer_(tracer),
         plan_(plan),
-        builder_(plan, tracer.slot_sizes(), buffers),
+        builder_(plan, tracer.slot_sizes(), buffers,
+                 cfg.sparse_core ? rows_picked_by_variables(k) : std::set<int>{}),
         first_(std::move(first)),
         period_(trace_every_chunk ? ChunkPeriod{} : tracer.chunk_period()) {}
 
@@ -673,6 +706,14 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
       "{} values spilled between launches; compiled in {:.1f} ms",
       k_.name, chunks, kLanes, tracer_.blocked() ? " (4x4 blocks)" : "", why_.batches, why_.launches,
       builder_.images(), why_.spills, ms);
+  if (cfg_.sparse_core)
+    decision_log().info(
+        "  SparseCore: {} VMEM records are rows of tables a launch-time variable picks; the loader gives "
+        "each "
+        "to the SparseCore or a DMA channel, whichever has it in sooner (rows a computed index picks stay "
+        "the "
+        "DMA engine's: which elements they are is known only when the launch before has run)",
+        builder_.table_rows());
   if (replays_.hits > 0)
     decision_log().info("  {} of {} batches replayed: an earlier batch's code with their indices shifted",
                         replays_.hits, why_.batches);

@@ -93,6 +93,10 @@ struct Keep {
 struct Image {
   Bundle bundle;
   std::vector<DType> fill_dtypes;  // the dtype in each VMEM record, for listings (DEBUG=4)
+  // Per VMEM record, whether it is a table row a launch-time variable picked: rows_picked_by_variables'
+  // tables, the tile's elements at a constant stride. On a core with a SparseCore (config.h sparse_core) the
+  // loader may hand such a record to it as a lookup.
+  std::vector<bool> table_rows;
 };
 
 struct PlanLaunch {

@@ -26,6 +26,9 @@ struct BuffersTouched {
   bool reads_unknown = false;
 };
 BuffersTouched buffers_touched(const Kernel& k);
+// The buffer slots whose every load's index depends on a scalar variable: tables whose rows a launch-time
+// value picks (an embedding row at a token, a position embedding at a position).
+std::set<int> rows_picked_by_variables(const Kernel& k);
 
 // One lane's operand of a leaf tile: an element of a kernel buffer, or a constant (32-bit pattern).
 struct LeafLane {

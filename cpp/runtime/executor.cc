@@ -587,6 +587,7 @@ void check_same(const RunResult& in_order, const RunResult& ticked, uint64_t lau
   count("sxu_cycles", in_order.sxu_cycles, ticked.sxu_cycles);
   count("output_start", in_order.output_start, ticked.output_start);
   count("hbm_bytes", in_order.hbm_bytes, ticked.hbm_bytes);
+  count("sc_lookups", in_order.sc_lookups, ticked.sc_lookups);
   count("SXU busy", in_order.busy.sxu, ticked.busy.sxu);
   count("MXU busy", in_order.busy.mxu, ticked.busy.mxu);
   count("VPU busy", in_order.busy.vpu, ticked.busy.vpu);
@@ -814,6 +815,7 @@ class Segment {
     if (prefetch && clock.last && !evicts_last && !data.reads_output_of(l, *clock.last, clock.last_swap))
       load.ahead = clock.ahead();
     if (load.ahead && plan.config.hbm_channels) load.writes_before = clock.writes;
+    if (plan.config.sparse_core) load.table_rows = &l.image->table_rows;
     return load;
   }
 
@@ -855,6 +857,7 @@ class Segment {
     stats_.cycles += res.cycles;
     stats_.sxu_cycles += res.sxu_cycles;
     stats_.hbm_bytes += res.hbm_bytes;
+    stats_.sc_lookups += res.sc_lookups;
     stats_.mxu_busy += res.busy.mxu;
     stats_.vpu_busy += res.busy.vpu;
     launches_done.store(stats_.launches, std::memory_order_relaxed);
@@ -1134,6 +1137,7 @@ class Call {
       stats.cycles += s->stats().cycles;
       stats.sxu_cycles += s->stats().sxu_cycles;
       stats.hbm_bytes += s->stats().hbm_bytes;
+      stats.sc_lookups += s->stats().sc_lookups;
       stats.mxu_busy += s->stats().mxu_busy;
       stats.vpu_busy += s->stats().vpu_busy;
       stats.in_order += s->stats().in_order;

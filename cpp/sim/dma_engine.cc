@@ -51,19 +51,42 @@ int64_t beats(int bytes, int bytes_per_cycle) { return (bytes + bytes_per_cycle 
 
 int64_t hbm_beats(const TensorCoreConfig& cfg, int bytes) { return beats(bytes, cfg.hbm_bytes_per_cycle); }
 
+int64_t DmaEngine::begin(int64_t cycles, int64_t issue) const {
+  const int64_t at = std::max(issue, free_[size_t(next_)]);
+  return at < 0 && at + cycles > -paused_ ? 0 : at;  // the previous launch's writes hold the channel
+}
+
 int64_t DmaEngine::transfer(int n, int64_t issue) {
   const int64_t cycles = beats(n, bytes_per_cycle_);
-  int64_t& free = free_[size_t(next_)];
+  const int64_t at = begin(cycles, issue);
+  free_[size_t(next_)] = at + cycles;
   next_ = (next_ + 1) % channels_;
-  int64_t begin = std::max(issue, free);
-  if (begin < 0 && begin + cycles > -paused_) begin = 0;  // the previous launch's writes hold the channel
-  free = begin + cycles;
   bytes += uint64_t(n);
-  return free;
+  return at + cycles;
 }
 
 int64_t DmaEngine::read(int n, int64_t issue) { return transfer(n, issue) + latency_; }
 
+int64_t DmaEngine::would_read(int n, int64_t issue) const {
+  const int64_t cycles = beats(n, bytes_per_cycle_);
+  return begin(cycles, issue) + cycles + latency_;
+}
+
 int64_t DmaEngine::write(int n, int64_t issue) { return transfer(n, issue); }
+
+SparseCoreLookups::SparseCoreLookups(const TensorCoreConfig& cfg)
+    : bytes_per_cycle_(cfg.hbm_bytes_per_cycle), latency_(cfg.hbm_latency) {}
+
+int64_t SparseCoreLookups::would_look_up(int n, int64_t issue) const {
+  const int64_t submit = std::max(issue, free_);
+  return submit + beats(n, bytes_per_cycle_) + latency_ + 2;  // done the cycle after the data, in VMEM after
+}
+
+int64_t SparseCoreLookups::look_up(int n, int64_t issue) {
+  free_ = would_look_up(n, issue);
+  ++lookups;
+  bytes += uint64_t(n);
+  return free_;
+}
 
 }  // namespace tinytpu

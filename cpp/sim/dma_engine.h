@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <limits>
 
 #include "base/config.h"
 #include "isa/bundle.h"
@@ -29,16 +30,35 @@ class DmaEngine {
   explicit DmaEngine(const TensorCoreConfig& cfg, int64_t paused = 0);
   // A read of `bytes` requested at `issue`: the first cycle its data is visible.
   int64_t read(int bytes, int64_t issue);
+  // The same, without taking the channel: when it would be visible.
+  int64_t would_read(int bytes, int64_t issue) const;
   // A write of `bytes` requested at `issue`: the first cycle it is done.
   int64_t write(int bytes, int64_t issue);
   uint64_t bytes = 0;  // moved, both ways
 
  private:
   int64_t transfer(int bytes, int64_t issue);
+  int64_t begin(int64_t cycles, int64_t issue) const;  // of a transfer of `cycles` on the next channel
   const int channels_, bytes_per_cycle_, latency_;
   const int64_t paused_;
   std::array<int64_t, TensorCoreConfig::kMaxHbmChannels> free_;  // per channel, its first free cycle
   int next_ = 0;                                                 // the next transfer's channel
+};
+
+// The SparseCore's lookups of table rows (config.h sparse_core): bags of one index, one at a time. A bag
+// submitted in cycle T reads its row from HBM on the SparseCore's own port, requests in T+1.., and is done
+// the cycle after the data; the row is in VMEM the cycle after that, when the next bag can be submitted.
+class SparseCoreLookups {
+ public:
+  explicit SparseCoreLookups(const TensorCoreConfig& cfg);
+  // When a row of `bytes` handed over at `issue` would be in VMEM.
+  int64_t would_look_up(int bytes, int64_t issue) const;
+  int64_t look_up(int bytes, int64_t issue);  // the same, submitting it
+  uint64_t lookups = 0, bytes = 0;
+
+ private:
+  const int bytes_per_cycle_, latency_;
+  int64_t free_ = std::numeric_limits<int64_t>::min();  // the first cycle a bag can be submitted
 };
 
 }  // namespace tinytpu

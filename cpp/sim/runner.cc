@@ -79,11 +79,14 @@ std::string record_name(const Record& r, int& pc) {
 // cycle after the last of the others. A prefetched launch's loading is all `ahead` cycles earlier; do_start
 // and the first FETCH stay in this run's cycles. A resident program's records are not sent (their time is 0).
 // With HBM (hbm_channels), the core's DMA engine reads the records in the same order, one request a cycle
-// from cycle 1 (sim/dma_engine.h), and END and do_start follow the last record the SXU starts on.
+// from cycle 1 (sim/dma_engine.h), and END and do_start follow the last record the SXU starts on. With a
+// SparseCore, the loader hands a table row to it instead when it would have the row in VMEM sooner than a
+// channel (a tie goes to the channel).
 // Returns the first FETCH's cycle; `done`, when given, gets per record the first cycle it is visible in (the
-// DMA loader and a trace read it; a plain run needs no per-record list); `hbm_bytes` the bytes read.
+// DMA loader and a trace read it; a plain run needs no per-record list); `res` the HBM bytes read and the
+// SparseCore's lookups.
 uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, const LaunchLoad& launch,
-                    std::vector<uint64_t>* done, uint64_t& hbm_bytes) {
+                    std::vector<uint64_t>* done, RunResult& res) {
   auto earlier = [&](uint64_t at, uint64_t least) {
     return at > launch.ahead + least ? at - launch.ahead : least;
   };
@@ -95,6 +98,10 @@ uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, const Lau
   }
   done->assign(bundle.records.size(), 0);
   DmaEngine dma(cfg, int64_t(launch.writes_before));
+  SparseCoreLookups sparse(cfg);
+  auto table_row = [&](size_t i) {
+    return launch.table_rows && i < launch.table_rows->size() && (*launch.table_rows)[i];
+  };
   int64_t issue = 1 - int64_t(launch.ahead), dma_ready = issue;  // dma_ready: the SXU's records are in
   uint64_t c = 1, start = 0;
   for (int pass = 0; pass < 2; ++pass) {
@@ -103,7 +110,10 @@ uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, const Lau
       if (cfg.dma_overlap && is_data(bundle.records[i]) != (pass == 1)) continue;
       if (!cfg.dma_overlap && pass == 1) break;
       if (cfg.hbm_channels) {
-        const int64_t at = dma.read(record_bytes(bundle.records[i]), issue++);
+        const int bytes = record_bytes(bundle.records[i]);
+        const bool to_sparse = cfg.sparse_core && table_row(i) &&
+                               sparse.would_look_up(bytes, issue) < dma.would_read(bytes, issue);
+        const int64_t at = to_sparse ? sparse.look_up(bytes, issue++) : dma.read(bytes, issue++);
         (*done)[i] = uint64_t(std::max<int64_t>(at, 0));
         if (pass == 0) dma_ready = std::max(dma_ready, at);
         continue;
@@ -113,7 +123,8 @@ uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, const Lau
     }
     if (pass == 0) start = c + 2;  // END, do_start
   }
-  hbm_bytes = dma.bytes;
+  res.hbm_bytes = dma.bytes + sparse.bytes;
+  res.sc_lookups = sparse.lookups;
   return cfg.hbm_channels ? uint64_t(std::max<int64_t>(dma_ready + 2, 1)) : earlier(start, 1);
 }
 
@@ -255,8 +266,7 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
   if (fill) fill(tc);
   RunResult res;
   std::vector<uint64_t> done;  // per record, only when something reads it: no allocation otherwise
-  const uint64_t start =
-      load_times(bundle, cfg, launch, cfg.dma_overlap || trace ? &done : nullptr, res.hbm_bytes);
+  const uint64_t start = load_times(bundle, cfg, launch, cfg.dma_overlap || trace ? &done : nullptr, res);
   if (cfg.dma_overlap) note_arrivals(tc, bundle, done);
   if (trace) {
     trace->begin_run();

@@ -28,6 +28,7 @@ struct RunResult {
   uint64_t sxu_cycles = 0;         // P
   uint64_t output_start = 0;       // do_running_done's cycle: the output lines follow
   uint64_t hbm_bytes = 0;          // moved between HBM and the core, both ways (config.h hbm_channels)
+  uint64_t sc_lookups = 0;         // table rows the SparseCore looked up (config.h sparse_core)
   std::vector<Tile> vmem_results;  // in OUTPUT_VMEM order
   std::optional<Row> mxu_result;   // when the bundle asked for OUTPUT_MXU
   std::vector<Row> asram_results;  // in OUTPUT_ASRAM order
@@ -57,10 +58,14 @@ using Fill = std::function<void(TensorCore&)>;
 //    loader sends only its data records.
 //  - writes_before (hbm_channels with prefetch_launches): the previous launch wrote its outputs to HBM in its
 //    last writes_before cycles, during which the channels take none of this launch's reads.
+//  - table_rows (sparse_core): per record, whether it is a table row the SparseCore may look up instead of
+//  the
+//    DMA engine reading it (compiler/plan.h Image::table_rows).
 struct LaunchLoad {
   uint64_t ahead = 0;
   bool resident = false;
   uint64_t writes_before = 0;
+  const std::vector<bool>* table_rows = nullptr;
 };
 
 // run_bundle for a bundle validate() accepted before (a compiled kernel's launch, run many times with

@@ -134,7 +134,7 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
       _counters.setdefault((self.dev.device, trial), Counter()).update(
         kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles, in_order=stats.in_order,
         checked=stats.checked, batches=stats.batches, threaded=stats.threaded, streamed=stats.streamed,
-        hbm_bytes=stats.hbm_bytes, mxu_busy=stats.mxu_busy, vpu_busy=stats.vpu_busy)
+        hbm_bytes=stats.hbm_bytes, mxu_busy=stats.mxu_busy, vpu_busy=stats.vpu_busy, sc_lookups=stats.sc_lookups)
     return stats.cycles
 
 def run_mode(core, threads: int | None = None):
@@ -189,7 +189,7 @@ class TinyTPUDevice(Compiled):
 
 trace._from_env()
 COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles", "in_order", "checked", "batches", "threaded", "streamed",
-            "hbm_bytes", "mxu_busy", "vpu_busy")
+            "hbm_bytes", "mxu_busy", "vpu_busy", "sc_lookups")
 _counters: dict[tuple[str, bool], Counter] = {}  # (device, a BEAM trial run) -> totals
 _devices: weakref.WeakSet[TinyTPUDevice] = weakref.WeakSet()
 
@@ -209,7 +209,8 @@ def counters(device: str | None = None, beam: bool = False) -> dict[str, int]:
   kernels on a chip's cores overlap and copies between them take the NoC's cycles (a lone core's are its `cycles`);
   `noc_bytes` the bytes those copies moved; `hbm_bytes` the bytes the cores' DMA engines moved between HBM and the cores
   (a configuration with hbm_channels); `mxu_busy` and `vpu_busy` the cycles the MXU sequencer was not idle and the
-  VPU was dispatching or busy."""
+  VPU was dispatching or busy; `sc_lookups` the table rows the SparseCores looked up (a configuration with
+  sparse_core)."""
   devs = _matching(device)
   total = Counter({k: 0 for k in COUNTERS})
   with _lock:
