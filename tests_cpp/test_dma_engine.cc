@@ -1,6 +1,7 @@
 // The DMA engine and HBM beneath a chip configuration's core (config.h hbm_channels, sim/dma_engine.h): each
 // expected cycle is derived from the definition there, a channel's request a cycle and HBMModel's read
 // latency (hardware.md §6: readReq at T, readResp valid at T+latency).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -172,6 +173,15 @@ TEST_CASE(
   CHECK(sparse.sc_lookups == 1);
   CHECK(sparse.hbm_bytes == dma_only.hbm_bytes);  // the SparseCore reads its row from HBM too
   CHECK(sparse.vmem_results == dma_only.vmem_results);
+  // traced, the lookup is a slice of its own: handed over at 2, in VMEM at 11
+  TraceLog log;
+  run_validated(b, {}, cfg, &log, {}, {0, false, 0, &rows});
+  const auto& names = log.names();
+  const auto lookup = std::find_if(log.events().begin(), log.events().end(), [&](const TraceEvent& e) {
+    return names[e.name].rfind("SparseCore lookup VMEM[1]", 0) == 0;
+  });
+  REQUIRE(lookup != log.events().end());
+  CHECK((lookup->begin == 2 && lookup->end == 11));
   TensorCoreConfig no_hbm;
   no_hbm.sparse_core = true;
   CHECK_THROWS_WITH(no_hbm.check(), Catch::Contains("sparse_core = 1 needs HBM"));

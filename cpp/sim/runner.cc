@@ -83,10 +83,10 @@ std::string record_name(const Record& r, int& pc) {
 // SparseCore, the loader hands a table row to it instead when it would have the row in VMEM sooner than a
 // channel (a tie goes to the channel).
 // Returns the first FETCH's cycle; `done`, when given, gets per record the first cycle it is visible in (the
-// DMA loader and a trace read it; a plain run needs no per-record list); `res` the HBM bytes read and the
-// SparseCore's lookups.
+// DMA loader and a trace read it; a plain run needs no per-record list) and `looked_up` whether the
+// SparseCore brought it; `res` the HBM bytes read and the SparseCore's lookups.
 uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, const LaunchLoad& launch,
-                    std::vector<uint64_t>* done, RunResult& res) {
+                    std::vector<uint64_t>* done, std::vector<bool>& looked_up, RunResult& res) {
   auto earlier = [&](uint64_t at, uint64_t least) {
     return at > launch.ahead + least ? at - launch.ahead : least;
   };
@@ -97,6 +97,7 @@ uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, const Lau
     done = &own;
   }
   done->assign(bundle.records.size(), 0);
+  looked_up.assign(cfg.sparse_core ? bundle.records.size() : 0, false);
   DmaEngine dma(cfg, int64_t(launch.writes_before));
   SparseCoreLookups sparse(cfg);
   auto table_row = [&](size_t i) {
@@ -114,6 +115,7 @@ uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, const Lau
         const bool to_sparse = cfg.sparse_core && table_row(i) &&
                                sparse.would_look_up(bytes, issue) < dma.would_read(bytes, issue);
         const int64_t at = to_sparse ? sparse.look_up(bytes, issue++) : dma.read(bytes, issue++);
+        if (to_sparse) looked_up[i] = true;
         (*done)[i] = uint64_t(std::max<int64_t>(at, 0));
         if (pass == 0) dma_ready = std::max(dma_ready, at);
         continue;
@@ -128,15 +130,17 @@ uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, const Lau
   return cfg.hbm_channels ? uint64_t(std::max<int64_t>(dma_ready + 2, 1)) : earlier(start, 1);
 }
 
-// Cycles a record takes to load: the testbench's record_cycles, or a DMA read's channel cycles and latency.
-int64_t load_cycles(const Record& r, const TensorCoreConfig& cfg) {
-  return cfg.hbm_channels ? hbm_beats(cfg, record_bytes(r)) + cfg.hbm_latency : cfg.record_cycles;
+// Cycles a record takes to load: the testbench's record_cycles, or a DMA read's channel cycles and latency,
+// or a SparseCore lookup's (its submit and done cycles besides).
+int64_t load_cycles(const Record& r, const TensorCoreConfig& cfg, bool looked_up) {
+  if (!cfg.hbm_channels) return cfg.record_cycles;
+  return hbm_beats(cfg, record_bytes(r)) + cfg.hbm_latency + (looked_up ? 2 : 0);
 }
 
 // The loading phase on the loader track: open, the records, END, start. The DMA loader's data records
 // overlap the run: they go on a track of their own.
-void trace_loading(TraceLog& log, const Bundle& bundle, const std::vector<uint64_t>& done, uint64_t start,
-                   const TensorCoreConfig& cfg) {
+void trace_loading(TraceLog& log, const Bundle& bundle, const std::vector<uint64_t>& done,
+                   const std::vector<bool>& looked_up, uint64_t start, const TensorCoreConfig& cfg) {
   const bool dma = cfg.dma_overlap;
   log.slice(Track::kLoader, 0, 0, 1, log.name("open bundle"));
   int pc = 0;
@@ -146,8 +150,9 @@ void trace_loading(TraceLog& log, const Bundle& bundle, const std::vector<uint64
   };
   for (size_t i = 0; i < bundle.records.size(); ++i) {
     const Record& r = bundle.records[i];
-    slice(dma && is_data(r) ? Track::kDma : Track::kLoader, int64_t(done[i]) - load_cycles(r, cfg),
-          int64_t(done[i]), log.intern(record_name(r, pc)));
+    const bool sparse = i < looked_up.size() && looked_up[i];
+    slice(dma && is_data(r) ? Track::kDma : Track::kLoader, int64_t(done[i]) - load_cycles(r, cfg, sparse),
+          int64_t(done[i]), log.intern((sparse ? "SparseCore lookup " : "") + record_name(r, pc)));
   }
   slice(Track::kLoader, int64_t(start) - 2, int64_t(start) - 1, log.name("END"));
   slice(Track::kLoader, int64_t(start) - 1, int64_t(start), log.name("start"));
@@ -265,12 +270,14 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
   load(tc, bundle, out_mxu, vmem_out, asram_out);
   if (fill) fill(tc);
   RunResult res;
-  std::vector<uint64_t> done;  // per record, only when something reads it: no allocation otherwise
-  const uint64_t start = load_times(bundle, cfg, launch, cfg.dma_overlap || trace ? &done : nullptr, res);
+  std::vector<uint64_t> done;   // per record, only when something reads it: no allocation otherwise
+  std::vector<bool> looked_up;  // by the SparseCore, per record (with one)
+  const uint64_t start =
+      load_times(bundle, cfg, launch, cfg.dma_overlap || trace ? &done : nullptr, looked_up, res);
   if (cfg.dma_overlap) note_arrivals(tc, bundle, done);
   if (trace) {
     trace->begin_run();
-    trace_loading(*trace, bundle, done, start, cfg);
+    trace_loading(*trace, bundle, done, looked_up, start, cfg);
   }
   res.start = start - 1;
   res.loader_done = std::max(res.start, tc.data_arrival);
