@@ -1,0 +1,59 @@
+"""tinytpu.quant: symmetric int8/int16 quantisation, against numpy references written out here: rounding half to
+even, saturation to the symmetric range, per-channel scales, zero ranges, percentile calibration, and activations
+quantised on TINYTPU bit for bit as on the host and on tinygrad's CPU device."""
+import numpy as np
+import pytest
+from tinygrad import Tensor
+from tinytpu import quant
+
+def test_rounding_is_half_to_even_and_saturates_to_the_symmetric_range():
+  x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999, 126.5, 300.0, -300.0, -127.5], dtype=np.float32)
+  assert quant.quantize(x, np.float32(1)).tolist() == [0, 2, 2, 0, -2, -2, 2, 126, 127, -127, -127]
+  assert quant.quantize(x, np.float32(1)).dtype == np.int8
+  big = np.array([40000.0, -40000.0, 32766.5], dtype=np.float32)
+  assert quant.quantize(big, np.float32(1), bits=16).tolist() == [32767, -32767, 32766]
+  assert quant.quantize(big, np.float32(1), bits=16).dtype == np.int16
+
+def test_per_channel_scales_map_each_channels_range_onto_qmax():
+  rng = np.random.default_rng(0)
+  w = (rng.standard_normal((5, 3, 3, 3)) * np.array([0.01, 1, 10, 100, 0.5])[:, None, None, None]).astype(np.float32)
+  s = quant.scale_of(w, axis=0)
+  want = np.abs(w).reshape(5, -1).max(axis=1).astype(np.float32) / np.float32(127)
+  np.testing.assert_array_equal(s, want)
+  q = quant.quantize(w, s, axis=0)
+  assert (np.abs(q).reshape(5, -1).max(axis=1) == 127).all()  # each channel's largest value reaches qmax
+  np.testing.assert_array_equal(q, np.clip(np.round(w * (np.float32(1) / want)[:, None, None, None]), -127, 127))
+  err = np.abs(quant.dequantize(q, s, axis=0) - w)
+  assert (err <= 0.5 * s[:, None, None, None] * (1 + 1e-6)).all()  # within half a step
+  # the channel axis may be any, the last too
+  np.testing.assert_array_equal(quant.scale_of(w.transpose(1, 2, 3, 0), axis=-1), s)
+
+def test_a_range_of_zeros_gets_scale_one_and_stays_zero():
+  w = np.zeros((2, 4), dtype=np.float32)
+  w[1] = [0.5, -1.0, 0.25, 0.0]
+  s = quant.scale_of(w, axis=0)
+  assert s.tolist() == [1.0, np.float32(1.0) / np.float32(127)]
+  q = quant.quantize(w, s, axis=0)
+  assert q[0].tolist() == [0, 0, 0, 0] and q[1].tolist() == [64, -127, 32, 0]
+  assert quant.scale_of(np.zeros(7, dtype=np.float32)) == 1.0
+
+def test_a_percentile_calibration_lets_outliers_saturate():
+  x = np.concatenate([np.linspace(-1, 1, 999, dtype=np.float32), [50.0]]).astype(np.float32)
+  assert quant.scale_of(x) == np.float32(50) / np.float32(127)
+  s = quant.scale_of(x, percentile=99.0)
+  assert s == np.float32(np.percentile(np.abs(x), 99.0)) / np.float32(127) and s < np.float32(1.1) / 127
+  assert quant.quantize(x, s)[-1] == 127
+
+@pytest.mark.parametrize("device", ["TINYTPU", "CPU"])
+def test_activations_quantised_on_a_device_are_the_hosts_bit_for_bit(device):
+  rng = np.random.default_rng(1)
+  x = (rng.standard_normal(1000) * 3).astype(np.float32)
+  x[:4] = [0.5, 1.5, -2.5, 1000.0]  # ties and a saturating value, at scale 1
+  for scale, bits in ((np.float32(1), 8), (quant.scale_of(x), 8), (quant.scale_of(x, bits=16), 16)):
+    got = quant.quantize_tensor(Tensor(x, device=device), scale, bits).numpy()
+    np.testing.assert_array_equal(got, quant.quantize(x, scale, bits))
+
+def test_bad_arguments_are_named():
+  with pytest.raises(ValueError, match="bits=4"): quant.scale_of(np.ones(3), bits=4)
+  with pytest.raises(ValueError, match="percentile=0"): quant.scale_of(np.ones(3), percentile=0)
+  with pytest.raises(ValueError, match="axis=2"): quant.scale_of(np.ones((2, 2)), axis=2)
