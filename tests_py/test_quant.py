@@ -1,9 +1,11 @@
 """tinytpu.quant: symmetric int8/int16 quantisation, against numpy references written out here: rounding half to
 even, saturation to the symmetric range, per-channel scales, zero ranges, percentile calibration, and activations
-quantised on TINYTPU bit for bit as on the host and on tinygrad's CPU device."""
+quantised on TINYTPU bit for bit as on the host and on tinygrad's CPU device; quantised models (an MLP and a CNN on
+scikit-learn's digits) with the same outputs on TINYTPU as on CPU, their matmuls on the MXU."""
 import numpy as np
 import pytest
-from tinygrad import Tensor
+import tinytpu
+from tinygrad import Tensor, nn
 from tinytpu import quant
 
 def test_rounding_is_half_to_even_and_saturates_to_the_symmetric_range():
@@ -57,3 +59,47 @@ def test_bad_arguments_are_named():
   with pytest.raises(ValueError, match="bits=4"): quant.scale_of(np.ones(3), bits=4)
   with pytest.raises(ValueError, match="percentile=0"): quant.scale_of(np.ones(3), percentile=0)
   with pytest.raises(ValueError, match="axis=2"): quant.scale_of(np.ones((2, 2)), axis=2)
+
+class MLP:
+  def __init__(self): self.layers = [nn.Linear(64, 32), nn.Linear(32, 10)]
+  def __call__(self, x): return self.layers[1](self.layers[0](x).relu())
+
+class CNN:
+  def __init__(self): self.conv, self.head = nn.Conv2d(1, 8, 3, padding=1), nn.Linear(8 * 4 * 4, 10)
+  def __call__(self, x): return self.head(self.conv(x.reshape(-1, 1, 8, 8)).relu().max_pool2d(2).flatten(1))
+
+def digits() -> np.ndarray:
+  from sklearn.datasets import load_digits  # 1,797 real 8x8 images, bundled with scikit-learn
+  return (load_digits().data / 16).astype(np.float32)
+
+@pytest.mark.parametrize("Model", [MLP, CNN])
+def test_a_quantised_model_runs_on_the_mxu_with_cpus_outputs_bit_for_bit(Model):
+  """Quantised once (on CPU, calibrated on real digits), the same int8 model gives the same float outputs on TINYTPU
+  as on tinygrad's CPU device, its matmuls and convolutions on the MXU, and stays close to the float model."""
+  x = digits()
+  Tensor.manual_seed(0)
+  model = Model()
+  want_float = model(Tensor(x[:48])).numpy()
+  quant.quantize_model(model, Tensor(x[:512]))
+  assert all(isinstance(l, (quant.QuantLinear, quant.QuantConv2d)) for l in quant_layers(model))
+  on_cpu = model(Tensor(x[:48])).numpy()
+  for t in nn.state.get_state_dict(model).values(): t.replace(t.to("TINYTPU").realize())
+  tinytpu.reset_counters()
+  on_tpu = model(Tensor(x[:48], device="TINYTPU")).numpy()
+  np.testing.assert_array_equal(on_tpu, on_cpu)
+  assert tinytpu.counters()["mxu_busy"] > 0
+  assert np.abs(on_cpu - want_float).max() < 0.05 * np.abs(want_float).max()  # int8 keeps the float model's outputs
+
+def quant_layers(model) -> list:
+  return [v for v in vars(model).values() if not isinstance(v, list)] + [l for v in vars(model).values() if isinstance(v, list) for l in v]
+
+def test_a_model_whose_layers_do_not_chain_is_refused():
+  class Nothing:
+    def __call__(self, x): return x * 2
+  with pytest.raises(ValueError, match="Nothing holds no nn.Linear or nn.Conv2d"):
+    quant.quantize_model(Nothing(), Tensor(np.ones((2, 64), np.float32)))
+  class Twice:
+    def __init__(self): self.l = nn.Linear(4, 4)
+    def __call__(self, x): return self.l(self.l(x))
+  with pytest.raises(ValueError, match="must run once"):
+    quant.quantize_model(Twice(), Tensor(np.ones((2, 4), np.float32)))

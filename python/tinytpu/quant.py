@@ -7,10 +7,10 @@ int16: the range is symmetric, -128 is never produced), times `scale`. Rounding 
 its values quantise to 0 rather than dividing by 0.
 
 Weights are quantised once, on the host (numpy); activations on the device, as x * (1 / scale): a float multiply,
-IEEE on TINYTPU as on CPU, so both devices round the same products."""
+IEEE on TINYTPU as on CPU, stored before it is rounded, so both devices round the same products."""
 from __future__ import annotations
 import numpy as np
-from tinygrad import Tensor, dtypes
+from tinygrad import Tensor, dtypes, nn
 
 QMAX = {8: 127, 16: 32767}
 INT = {8: np.int8, 16: np.int16}
@@ -52,4 +52,90 @@ def quantize_tensor(x: Tensor, scale: float, bits: int = 8) -> Tensor:
   """An activation quantised on its device with a per-tensor scale: round(x * (1 / scale)), saturated, as int8 or
   int16. The reciprocal is taken once in float32 on the host, so the device does one IEEE multiply."""
   qmax, inv = _qmax(bits), float(_inverse(scale))
-  return (x.float() * inv).round().clip(-qmax, qmax).cast(dtypes.int8 if bits == 8 else dtypes.int16)
+  return _stored(_round(x.float() * inv).clip(-qmax, qmax).cast(dtypes.int8 if bits == 8 else dtypes.int16))
+
+def _stored(q: Tensor) -> Tensor:
+  """Quantised values stored as integers: the matmul or convolution after them loads int8 operands, which the
+  compiler puts on the MXU, rather than computing them from floats inside its kernel."""
+  return q.contiguous()
+
+def _round(product: Tensor) -> Tensor:
+  """A product rounded to an integer (half to even), stored first: tinygrad's CPU device would fuse the rounding's
+  add into the multiply (one rounding, an FMA), which the hardware does not, and the two would differ."""
+  return product.contiguous().round()
+
+# Post-training quantisation of a model's nn.Linear and nn.Conv2d layers: int8 weights with a scale per output channel,
+# int8 inputs with one scale per layer calibrated on sample data, int8 x int8 products accumulated in int32 (on TINYTPU
+# the MXU: the operands fit int8 when each launch runs) with the bias quantised to int32 at the product's scale, then
+# requantised to the next layer's input scale (a float multiply, round, saturate: int8) or, after the last layer,
+# dequantised to float. Between layers the values stay int8: ReLU, pooling and reshapes keep a scale. No step adds
+# to a product in float: tinygrad's CPU device fuses a float multiply-add into one rounding (an FMA), which the
+# hardware's VPU does not, and every other step is exact integer arithmetic or one IEEE operation, so TINYTPU gives
+# CPU's outputs bit for bit.
+
+class _Quantised:
+  """A layer's int8 weights and scales: `in_scale` its input's, `out_scale` the next layer's input's (None: the
+  last layer, whose output is dequantised to float)."""
+  def __init__(self, layer, in_scale: float, out_scale: float | None):
+    w, dev = layer.weight.numpy(), layer.weight.device
+    self.w_scale, self.in_scale = scale_of(w, axis=0), np.float32(in_scale)
+    self.wq = Tensor(quantize(w, self.w_scale, axis=0), device=dev)
+    product = (self.w_scale * self.in_scale).astype(np.float32)  # an accumulator unit's value, per output channel
+    self.bias = None if layer.bias is None else \
+      Tensor(np.round(layer.bias.numpy() / product).astype(np.int32), device=dev)
+    factor = product if out_scale is None else (product / np.float32(out_scale)).astype(np.float32)
+    self.factor, self.last = Tensor(factor, device=dev), out_scale is None
+  def epilogue(self, acc: Tensor, channel_shape: tuple[int, ...]) -> Tensor:
+    if self.bias is not None: acc = acc + self.bias.reshape(channel_shape)
+    out = acc.cast(dtypes.float32) * self.factor.reshape(channel_shape)
+    return out if self.last else _stored(_round(out).clip(-QMAX[8], QMAX[8]).cast(dtypes.int8))
+  def input(self, x: Tensor) -> Tensor:  # the first layer's float input is quantised here; later ones come int8
+    return (x if dtypes.is_int(x.dtype) else quantize_tensor(x, self.in_scale)).cast(dtypes.int32)
+
+class QuantLinear(_Quantised):
+  def __call__(self, x: Tensor) -> Tensor: return self.epilogue(self.input(x) @ self.wq.cast(dtypes.int32).T, (-1,))
+
+class QuantConv2d(_Quantised):
+  def __init__(self, layer, in_scale: float, out_scale: float | None):
+    super().__init__(layer, in_scale, out_scale)
+    self.args = dict(groups=layer.groups, stride=layer.stride, dilation=layer.dilation, padding=layer.padding)
+  def __call__(self, x: Tensor) -> Tensor:
+    return self.epilogue(self.input(x).conv2d(self.wq.cast(dtypes.int32), **self.args), (-1, 1, 1))
+
+def _layers(model) -> list[tuple[object, str | int, object]]:
+  """(holder, key, layer) of each nn.Linear and nn.Conv2d a model holds as an attribute or in a list of them."""
+  found = []
+  for key, value in vars(model).items():
+    for holder, k, v in ([(model, key, value)] if not isinstance(value, list) else [(value, i, x) for i, x in enumerate(value)]):
+      if isinstance(v, (nn.Linear, nn.Conv2d)): found.append((holder, k, v))
+  return found
+
+def _put(holder, key, value):
+  if isinstance(holder, list): holder[key] = value
+  else: setattr(holder, key, value)
+
+def quantize_model(model, sample: Tensor, percentile: float | None = None):
+  """The model with its nn.Linear and nn.Conv2d layers (attributes, or in lists) replaced by int8 ones, in place. The
+  float model runs once on `sample` to calibrate each layer's input scale (its inputs' absolute maximum, or that
+  percentile of their absolute values) and the order the layers run in: each layer requantises its output to the
+  next one's input scale, and the last one's output is float. Returns the model."""
+  layers, seen, order = _layers(model), {}, []
+  if not layers: raise ValueError(f"{type(model).__name__} holds no nn.Linear or nn.Conv2d layer to quantise")
+  def recording(layer):
+    def call(x: Tensor) -> Tensor:
+      if id(layer) not in seen: order.append(id(layer))
+      seen.setdefault(id(layer), []).append(x.numpy())
+      return layer(x)
+    return call
+  for holder, key, layer in layers: _put(holder, key, recording(layer))
+  try: model(sample).realize()
+  finally:
+    for holder, key, layer in layers: _put(holder, key, layer)
+  if len(order) != len(layers) or any(len(seen[i]) != 1 for i in order):
+    raise ValueError(f"{type(model).__name__}: each nn.Linear and nn.Conv2d must run once, in a chain, to be quantised")
+  scales = {i: float(scale_of(np.concatenate([a.reshape(-1) for a in seen[i]]), percentile=percentile)) for i in order}
+  for holder, key, layer in layers:
+    k = order.index(id(layer))
+    out = scales[order[k + 1]] if k + 1 < len(order) else None
+    _put(holder, key, (QuantLinear if isinstance(layer, nn.Linear) else QuantConv2d)(layer, scales[id(layer)], out))
+  return model
