@@ -103,3 +103,18 @@ def test_a_model_whose_layers_do_not_chain_is_refused():
     def __call__(self, x): return self.l(self.l(x))
   with pytest.raises(ValueError, match="must run once"):
     quant.quantize_model(Twice(), Tensor(np.ones((2, 4), np.float32)))
+
+def test_compare_prints_a_row_per_model_and_dtype_with_int8_bit_identical_to_cpu():
+  import json, subprocess, sys
+  p = subprocess.run([sys.executable, "-m", "tinytpu", "compare", "--json", "--models", "mlp,cnn", "--steps", "60",
+                      "--test", "64", "--config", "all"], capture_output=True, text=True, timeout=900)
+  assert p.returncode == 0, p.stderr
+  rows = json.loads(p.stdout)
+  assert [(r["model"], r["dtype"]) for r in rows] == [("mlp", "float32"), ("mlp", "int8"), ("cnn", "float32"), ("cnn", "int8")]
+  for r in rows:
+    assert r["config"] == "all" and 0 <= r["accuracy"] <= 1 and r["cycles"] > 0
+    assert r["accuracy"] > 0.5  # trained, on real digits: far above chance (0.1)
+  assert all(r["bit_identical_to_cpu"] is True and r["mxu_busy"] > 0 for r in rows if r["dtype"] == "int8")
+  assert all("bit_identical_to_cpu" not in r for r in rows if r["dtype"] == "float32")
+  bad = subprocess.run([sys.executable, "-m", "tinytpu", "compare", "--models", "rnn"], capture_output=True, text=True)
+  assert bad.returncode == 1 and "no model rnn" in bad.stderr

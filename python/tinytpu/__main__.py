@@ -1,4 +1,4 @@
-"""tinytpu command line: run, asm, disasm, seeds, configs, demo, profile, explore. Bad input or arguments: one line on stderr naming
+"""tinytpu command line: run, asm, disasm, seeds, configs, demo, profile, explore, compare. Bad input or arguments: one line on stderr naming
 the file or argument, exit status 1 (2 for arguments), no traceback."""
 from __future__ import annotations
 import argparse, json, os, sys, warnings
@@ -79,6 +79,14 @@ def cmd_demo(args) -> None:
   from tinytpu.demo import main as demo
   demo()
 
+def cmd_compare(args) -> None:
+  from tinytpu import compare
+  names = [n.strip() for n in args.models.split(",")]
+  if unknown := [n for n in names if n not in compare.MODELS]:
+    raise ValueError(f"--models: no model {', '.join(unknown)} (models: {', '.join(compare.MODELS)})")
+  rows = compare.compare(names, args.steps, args.test, args.percentile, args.config)
+  print(json.dumps(rows, indent=1) if args.json else compare.table(rows))
+
 def cmd_profile(args) -> None:
   from tinytpu import events, profile
   if not os.path.isfile(args.script): raise ValueError(f"{args.script}: no such file")
@@ -142,6 +150,15 @@ def main(argv: list[str] | None = None) -> int:
   exp.add_argument("--out", default="explore", help="directory for explore.png and explore.json (default ./explore)")
   exp.add_argument("--jobs", type=_whole(1), help="configurations measured at once (default: the CPU count)")
   exp.set_defaults(fn=lambda a: __import__("tinytpu.explore").explore.main(a))
+  cmp = sub.add_parser("compare", help="train small models in float32 on the digits, quantise them to int8 and "
+                       "compare float32 and int8 on TINYTPU: accuracy, agreement, logit error, cycles, MXU busy")
+  cmp.add_argument("--config", default="reference", help="the TensorCore configuration (a name or spec)")
+  cmp.add_argument("--models", default="mlp,cnn", help="comma-separated: mlp, cnn")
+  cmp.add_argument("--steps", type=_whole(1), default=300, help="float32 training steps (Adam, batch 64)")
+  cmp.add_argument("--test", type=_whole(1, 1000), default=397, help="held-out digits evaluated")
+  cmp.add_argument("--percentile", type=float, help="calibrate activations at this percentile (default: maximum)")
+  cmp.add_argument("--json", action="store_true", help="print a JSON list of rows")
+  cmp.set_defaults(fn=cmd_compare)
   sub.add_parser("demo", help="run the demo").set_defaults(fn=cmd_demo)
   prof = sub.add_parser("profile", help="run a script on TINYTPU and report where the cycles go")
   prof.add_argument("script")

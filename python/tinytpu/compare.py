@@ -1,0 +1,92 @@
+"""`python -m tinytpu compare`: float32 against int8 on real data. Each model is trained in float32 on tinygrad's CPU
+device on scikit-learn's bundled handwritten digits (1,797 8x8 images), quantised (tinytpu.quant), and run on TINYTPU
+in float32 and in int8 over the held-out digits: accuracy, agreement with float32 (top-1), logit error, cycles and
+MXU busy for each, and for int8 whether TINYTPU's outputs are CPU's bit for bit."""
+from __future__ import annotations
+import numpy as np
+from tinygrad import Tensor, TinyJit, nn
+from tinygrad.helpers import Context
+
+class MLP:
+  def __init__(self): self.layers = [nn.Linear(64, 64), nn.Linear(64, 10)]
+  def __call__(self, x: Tensor) -> Tensor: return self.layers[1](self.layers[0](x).relu())
+
+class CNN:
+  def __init__(self): self.conv, self.head = nn.Conv2d(1, 8, 3, padding=1), nn.Linear(8 * 4 * 4, 10)
+  def __call__(self, x: Tensor) -> Tensor: return self.head(self.conv(x.reshape(-1, 1, 8, 8)).relu().max_pool2d(2).flatten(1))
+
+MODELS = {"mlp": MLP, "cnn": CNN}
+
+def digits(test: int = 397) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+  """(train x, train y, test x, test y): the digits shuffled with a fixed seed, the last `test` held out."""
+  from sklearn.datasets import load_digits
+  d = load_digits()
+  order = np.random.default_rng(0).permutation(len(d.target))
+  x, y = (d.data[order] / 16).astype(np.float32), d.target[order].astype(np.int32)
+  return x[:-test], y[:-test], x[-test:], y[-test:]
+
+def train(name: str, x: np.ndarray, y: np.ndarray, steps: int = 300, batch: int = 64):
+  """A model trained in float32 on CPU (Adam, a fixed seed)."""
+  with Context(DEV="CPU"):
+    Tensor.manual_seed(0)
+    model = MODELS[name]()
+    opt = nn.optim.Adam(nn.state.get_parameters(model), lr=3e-3)
+    xs, ys = Tensor(x), Tensor(y)
+    @TinyJit
+    def step() -> Tensor:
+      with Context(TRAINING=1):
+        pick = Tensor.randint(batch, high=len(y))
+        opt.zero_grad()
+        loss = model(xs[pick]).sparse_categorical_crossentropy(ys[pick]).backward()
+        opt.step()
+        return loss
+    for _ in range(steps): step()
+  return model
+
+def _copy(name: str, model, device: str):
+  """A copy of the model's float weights on `device`."""
+  with Context(DEV=device): other = MODELS[name]()
+  nn.state.load_state_dict(other, nn.state.get_state_dict(model), verbose=False)  # each to its tensor's device
+  return other
+
+def _run(model, x: np.ndarray, device: str) -> tuple[np.ndarray, dict]:
+  import tinytpu
+  tinytpu.reset_counters()
+  logits = model(Tensor(x, device=device)).numpy()
+  return logits, tinytpu.counters()
+
+def compare(names=("mlp", "cnn"), steps: int = 300, test: int = 397, percentile: float | None = None,
+            config: str = "reference") -> list[dict]:
+  """A row per model and dtype (float32, int8) on TINYTPU's `config` (its device takes it: call before TINYTPU runs
+  anything else in the process, or on one of the same tile geometry)."""
+  from tinygrad import Device
+  from tinytpu import configs, quant
+  Device["TINYTPU"].config = configs.from_spec(config)
+  xtr, ytr, xte, yte = digits(test)
+  rows = []
+  for name in names:
+    model = train(name, xtr, ytr, steps)
+    float_logits, c = _run(_copy(name, model, "TINYTPU"), xte, "TINYTPU")
+    rows.append(_row(name, config, "float32", float_logits, float_logits, yte, c))
+    q = quant.quantize_model(_copy(name, model, "CPU"), Tensor(xtr[:512]), percentile=percentile)
+    cpu_logits, _ = _run(q, xte, "CPU")
+    for t in nn.state.get_state_dict(q).values(): t.replace(t.to("TINYTPU").realize())
+    int8_logits, c = _run(q, xte, "TINYTPU")
+    rows.append({**_row(name, config, "int8", int8_logits, float_logits, yte, c),
+                 "bit_identical_to_cpu": bool(np.array_equal(int8_logits, cpu_logits))})
+  return rows
+
+def _row(name: str, config: str, dtype: str, logits: np.ndarray, float_logits: np.ndarray, y: np.ndarray, c: dict) -> dict:
+  err = np.abs(logits - float_logits)
+  return {"model": name, "config": config, "dtype": dtype, "accuracy": float((logits.argmax(1) == y).mean()),
+          "agreement": float((logits.argmax(1) == float_logits.argmax(1)).mean()), "max_logit_error": float(err.max()),
+          "mean_logit_error": float(err.mean()), "cycles": int(c["cycles"]), "mxu_busy": float(c["mxu_busy"] / max(c["cycles"], 1))}
+
+def table(rows: list[dict]) -> str:
+  lines = [f"{'model':6s} {'config':12s} {'dtype':8s} {'accuracy':>8s} {'agree':>6s} {'max err':>8s} {'cycles':>12s} "
+           f"{'MXU busy':>8s}  bit-identical to CPU"]
+  for r in rows:
+    lines.append(f"{r['model']:6s} {r['config']:12s} {r['dtype']:8s} {r['accuracy']:8.3f} {r['agreement']:6.3f} "
+                 f"{r['max_logit_error']:8.4f} {r['cycles']:12,d} {100 * r['mxu_busy']:7.1f}%  "
+                 f"{r.get('bit_identical_to_cpu', '')}")
+  return "\n".join(lines)
