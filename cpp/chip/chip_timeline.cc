@@ -35,9 +35,12 @@ bool ChipTimeline::clockwise(int src, int dst) const {
   return 2 * ahead <= cores();
 }
 
+uint64_t ChipTimeline::packets(uint64_t bytes) const {
+  return std::max<uint64_t>(1, (bytes + uint64_t(link_bytes_) - 1) / uint64_t(link_bytes_));
+}
+
 uint64_t ChipTimeline::copy_cycles(int src, int dst, uint64_t bytes) const {
-  const uint64_t packets = std::max<uint64_t>(1, (bytes + uint64_t(link_bytes_) - 1) / uint64_t(link_bytes_));
-  return packets + 1 + uint64_t(hops(src, dst)) * uint64_t(hop_cycles_);
+  return packets(bytes) + 1 + uint64_t(hops(src, dst)) * uint64_t(hop_cycles_);
 }
 
 uint64_t ChipTimeline::run(int c, uint64_t cycles) {
@@ -48,8 +51,7 @@ uint64_t ChipTimeline::run(int c, uint64_t cycles) {
 }
 
 uint64_t ChipTimeline::copy(int src, int dst, uint64_t bytes, TraceLog* trace) {
-  const uint64_t cycles = copy_cycles(src, dst, bytes);
-  const uint64_t packets = cycles - 1 - uint64_t(hops(src, dst)) * uint64_t(hop_cycles_);
+  const uint64_t cycles = copy_cycles(src, dst, bytes), sent = packets(bytes);
   const int step = clockwise(src, dst) ? 1 : -1;
   std::vector<uint64_t>& free = step > 0 ? free_cw_ : free_ccw_;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -59,11 +61,11 @@ uint64_t ChipTimeline::copy(int src, int dst, uint64_t bytes, TraceLog* trace) {
   const uint64_t h = uint64_t(hop_cycles_);
   if (h == 0) {  // the reference's ring FIFO carries every packet of the chip
     start = std::max(start, ring_free_);
-    ring_free_ = start + packets;
+    ring_free_ = start + sent;
   }
   for (int j = 0; h > 0 && j < hops(src, dst); ++j)
     start = std::max(start, free[link(j)] - std::min(free[link(j)], j * h));
-  for (int j = 0; h > 0 && j < hops(src, dst); ++j) free[link(j)] = start + j * h + packets;
+  for (int j = 0; h > 0 && j < hops(src, dst); ++j) free[link(j)] = start + j * h + sent;
   clock_[size_t(dst)] = sending_[size_t(src)] = start + cycles;
   noc_bytes_ += bytes;
   if (trace) {

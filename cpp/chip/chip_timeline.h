@@ -45,6 +45,7 @@ class ChipTimeline {
 
  private:
   int core(int c, const char* what) const;
+  uint64_t packets(uint64_t bytes) const;  // a copy's: noc_link_bytes each, at least one
 
   const int link_bytes_, hop_cycles_;
   mutable std::mutex mutex_;

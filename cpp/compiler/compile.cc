@@ -708,11 +708,10 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
       builder_.images(), why_.spills, ms);
   if (cfg_.sparse_core)
     decision_log().info(
-        "  SparseCore: {} VMEM records are rows of tables a launch-time variable picks; the loader gives "
-        "each "
-        "to the SparseCore or a DMA channel, whichever has it in sooner (rows a computed index picks stay "
-        "the "
-        "DMA engine's: which elements they are is known only when the launch before has run)",
+        "  SparseCore: {} VMEM records are rows of tables a launch-time variable picks; "
+        "the loader gives each to the SparseCore or a DMA channel, whichever has it in sooner "
+        "(rows a computed index picks stay the DMA engine's: "
+        "which elements they are is known only when the launch before has run)",
         builder_.table_rows());
   if (replays_.hits > 0)
     decision_log().info("  {} of {} batches replayed: an earlier batch's code with their indices shifted",
