@@ -110,3 +110,15 @@ def test_mode_choice_ws_for_one_k_slice_os_for_more():
   two = tasm_of("Tensor(np.arange(32).reshape(4, 8) - 9, device='TINYTPU', dtype=dtypes.int32) @ Tensor(np.ones((8, 4)), device='TINYTPU', dtype=dtypes.int32)")
   assert "MXU_OS" not in one and "psum_write" in one
   assert "MXU_OS WMEM" in two and "MXU_OS_ACCUMULATE" in two and "LOAD_MXU_MATRIX_ROW" in two
+
+def test_chains_sharing_activation_rows_share_a_launchs_amem():
+  # 16 x 64 @ 64 x 64, which tinygrad makes a kernel of 4 output blocks (4x4) side by side per chunk: each block's
+  # sum is two OS blocks of 32 terms. The four blocks of one K-range read the same 32 activation rows: one launch
+  # loads them once beside the four runs of 8 weight tiles (WMEM's 32), so a chunk takes 2 launches, not 8.
+  rng = np.random.default_rng(5)
+  a, b = rng.integers(-128, 128, (16, 64)).astype(np.int8), rng.integers(-128, 128, (64, 64)).astype(np.int8)
+  tinytpu.reset_counters()
+  got = (Tensor(a, device="TINYTPU").cast(dtypes.int32) @ Tensor(b, device="TINYTPU").cast(dtypes.int32)).numpy()
+  np.testing.assert_array_equal(got, a.astype(np.int32) @ b.astype(np.int32))
+  c = tinytpu.counters()
+  assert c["mxu_busy"] > 0 and c["launches"] == 16 * 2, c

@@ -51,9 +51,40 @@ def test_activations_quantised_on_a_device_are_the_hosts_bit_for_bit(device):
   rng = np.random.default_rng(1)
   x = (rng.standard_normal(1000) * 3).astype(np.float32)
   x[:4] = [0.5, 1.5, -2.5, 1000.0]  # ties and a saturating value, at scale 1
+  x[4:8] = [0.49999997, -0.49999997, 126.5, -1e30]  # just below ties, a tie at the edge, far out of range
   for scale, bits in ((np.float32(1), 8), (quant.scale_of(x), 8), (quant.scale_of(x, bits=16), 16)):
     got = quant.quantize_tensor(Tensor(x, device=device), scale, bits).numpy()
     np.testing.assert_array_equal(got, quant.quantize(x, scale, bits))
+
+def test_fixed_point_multipliers_are_the_nearest_and_never_wrap_int32():
+  rng = np.random.default_rng(2)
+  for bound in (1, 1000, 64 * 128 * 127, 2**24):
+    m = np.exp(rng.uniform(np.log(1e-5), np.log(2.0), 7))
+    mul, shift = quant.fixed_point(m, bound)
+    assert mul.dtype == np.int32 and 1 <= shift <= 31
+    assert bound * int(mul.max()) + 2**(shift - 1) < 2**31  # the largest accumulator times it fits int32
+    assert shift == 31 or bound * round(float(m.max()) * 2.0**(shift + 1)) + 2**shift >= 2**31  # the largest such shift
+    np.testing.assert_array_equal(mul, np.round(m * 2.0**shift))  # the nearest at that shift
+  with pytest.raises(ValueError, match="no int32 fixed point"): quant.fixed_point(np.array([4.0]), 2**30)
+
+def test_requantisation_rounds_half_up_and_saturates_like_the_mxu():
+  # the drain's formula: (acc * mul + 2^(shift-1)) >> shift, arithmetic, then [-128, 127]
+  acc = np.array([0, 1, 2, 3, -1, -2, -3, 5, -5, 1000, -1000, 255, -257], dtype=np.int32)
+  assert quant.requantize(acc, np.int32(1), 1).tolist() == [0, 1, 1, 2, 0, -1, -1, 3, -2, 127, -128, 127, -128]
+  rng = np.random.default_rng(3)
+  acc, mul = rng.integers(-2**20, 2**20, 5000), rng.integers(1, 2000, 5000)
+  exact = [max(-128, min(127, (a * m + 2**18) // 2**19)) for a, m in zip(acc.tolist(), mul.tolist())]  # Python ints
+  assert quant.requantize(acc, mul, 19).tolist() == exact
+
+@pytest.mark.parametrize("device", ["TINYTPU", "CPU"])
+def test_requantisation_on_a_device_is_the_references_bit_for_bit(device):
+  rng = np.random.default_rng(4)
+  bound = 64 * 128 * 127
+  mul, shift = quant.fixed_point(np.array([0.003, 0.0007, 0.02, 0.0001], np.float32), bound)
+  acc = rng.integers(-bound, bound + 1, (250, 4)).astype(np.int32)
+  acc[0], acc[1] = bound, -bound  # the extremes the bound allows
+  got = quant.requantize_tensor(Tensor(acc, device=device), Tensor(mul, device=device), shift).numpy()
+  np.testing.assert_array_equal(got, quant.requantize(acc, mul, shift))
 
 def test_bad_arguments_are_named():
   with pytest.raises(ValueError, match="bits=4"): quant.scale_of(np.ones(3), bits=4)
@@ -118,3 +149,21 @@ def test_compare_prints_a_row_per_model_and_dtype_with_int8_bit_identical_to_cpu
   assert all("bit_identical_to_cpu" not in r for r in rows if r["dtype"] == "float32")
   bad = subprocess.run([sys.executable, "-m", "tinytpu", "compare", "--models", "rnn"], capture_output=True, text=True)
   assert bad.returncode == 1 and "no model rnn" in bad.stderr
+
+def test_compare_takes_a_users_arrays_and_names_bad_ones(tmp_path):
+  import json, subprocess, sys
+  rng = np.random.default_rng(6)
+  x = rng.standard_normal((200, 4, 4)).astype(np.float32)  # 4x4 images: the CNN takes them too
+  np.savez(tmp_path / "mine.npz", x=x, y=(x[:, 0, 0] > 0).astype(np.int64))
+  np.savez(tmp_path / "bad.npz", a=x)
+  run = lambda *a: subprocess.run([sys.executable, "-m", "tinytpu", "compare", *a], capture_output=True, text=True, timeout=600)
+  p = run("--json", "--data", str(tmp_path / "mine.npz"), "--test", "40", "--steps", "40")
+  assert p.returncode == 0, p.stderr
+  rows = json.loads(p.stdout)
+  assert [(r["model"], r["dtype"]) for r in rows] == [("mlp", "float32"), ("mlp", "int8"), ("cnn", "float32"), ("cnn", "int8")]
+  assert all(r["bit_identical_to_cpu"] for r in rows if r["dtype"] == "int8") and all(r["accuracy"] > 0.6 for r in rows)
+  for args, says in ((["--data", str(tmp_path / "bad.npz")], "an .npz of arrays x and y"),
+                     (["--data", str(tmp_path / "none.npz")], "no such file"),
+                     (["--data", str(tmp_path / "mine.npz"), "--test", "200"], "200 of them held out")):
+    p = run(*args)
+    assert p.returncode == 1 and says in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -439,15 +439,26 @@ struct Decisions {
     mxu_chains += int(on_mxu.size());
     if (decision_log().should_log(spdlog::level::debug))
       for (int c = first_chain; c < next_chain; ++c) {
-        int ws = 0, os = 0;
-        for (const MxuDot& m : prog.mxu) (m.os ? os : ws) += m.chain == c;
+        int ws = 0, os = 0, dispatches = 0;
+        for (const MxuDot& m : prog.mxu)
+          if (m.chain == c) {
+            ++(m.os ? os : ws);
+            dispatches += int(m.dispatches.size());
+          }
         if (ws + os == 0)
           decision_log().debug("  chain {}: VPU (vetoed: an element out of int8 range)", c);
         else
           decision_log().debug(
               "  chain {}: MXU, {} output-stationary and {} weight-stationary blocks "
-              "(the cheaper by the cycle estimate)",
-              c, os, ws);
+              "(the cheaper by the cycle estimate){}",
+              c, os, ws,
+              // hardware.md §2.3: the epilogue dispatches (42, 45, 46) are weight-stationary and clear the
+              // array when they start, so a bias, ReLU or requantisation after a longer sum runs on the VPU
+              dispatches > 1 ? fmt::format("; a bias, ReLU or requantisation after it runs on the VPU (the "
+                                           "MXU's epilogues finish one weight-stationary dispatch; this sum "
+                                           "takes {})",
+                                           dispatches)
+                             : "");
       }
   }
 };

@@ -366,14 +366,22 @@ class Fuser {
       p_.mxu.push_back(std::move(dot));
       TileNode n{Op::MXU_DOT, node(root).dtype};
       n.mxu = int(p_.mxu.size()) - 1;
-      int at = last == terms.size() && blocks.empty() ? root : slots[next_slot++];
+      // A block sits where its first term's product was: in a kernel traced K-outermost, the blocks of
+      // one K-range of chains that share activation rows are then neighbours in program order, and one
+      // launch can load those rows once for all of them.
+      int at = last == terms.size() && blocks.empty() ? root : terms[first].mul;
       p_.nodes[at] = n;
       blocks.push_back(at);
     }
     if (blocks.size() == 1) fold_epilogue(root);
-    // Partial sums of the blocks, left to right, ending at the root.
+    // Partial sums of the blocks, left to right, ending at the root, each after its operands.
+    slots.erase(
+        std::remove_if(slots.begin(), slots.end(),
+                       [&](int s) { return std::find(blocks.begin(), blocks.end(), s) != blocks.end(); }),
+        slots.end());
     int acc = blocks[0];
     for (size_t b = 1; b < blocks.size(); ++b) {
+      while (b + 1 < blocks.size() && slots[next_slot] < blocks[b]) ++next_slot;
       int at = b + 1 == blocks.size() ? root : slots[next_slot++];
       p_.nodes[at] = TileNode{Op::ADD, node(root).dtype, node(root).dtype, acc, blocks[b]};
       acc = at;

@@ -80,11 +80,18 @@ def cmd_demo(args) -> None:
   demo()
 
 def cmd_compare(args) -> None:
+  import numpy as np
   from tinytpu import compare
   names = [n.strip() for n in args.models.split(",")]
   if unknown := [n for n in names if n not in compare.MODELS]:
     raise ValueError(f"--models: no model {', '.join(unknown)} (models: {', '.join(compare.MODELS)})")
-  rows = compare.compare(names, args.steps, args.test, args.percentile, args.config)
+  data = None
+  if args.data:
+    if not os.path.isfile(args.data): raise ValueError(f"--data {args.data}: no such file")
+    with np.load(args.data) as f:
+      if "x" not in f or "y" not in f: raise ValueError(f"--data {args.data}: an .npz of arrays x and y")
+      data = (f["x"], f["y"])
+  rows = compare.compare(names, args.steps, args.test, args.percentile, args.config, data)
   print(json.dumps(rows, indent=1) if args.json else compare.table(rows))
 
 def cmd_profile(args) -> None:
@@ -155,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
   cmp.add_argument("--config", default="reference", help="the TensorCore configuration (a name or spec)")
   cmp.add_argument("--models", default="mlp,cnn", help="comma-separated: mlp, cnn")
   cmp.add_argument("--steps", type=_whole(1), default=300, help="float32 training steps (Adam, batch 64)")
-  cmp.add_argument("--test", type=_whole(1, 1000), default=397, help="held-out digits evaluated")
+  cmp.add_argument("--test", type=_whole(1), default=397, help="held-out samples evaluated")
+  cmp.add_argument("--data", metavar="FILE.npz", help="your samples instead of the digits: arrays x (one sample a row, "
+                   "or images) and y (classes from 0)")
   cmp.add_argument("--percentile", type=float, help="calibrate activations at this percentile (default: maximum)")
   cmp.add_argument("--json", action="store_true", help="print a JSON list of rows")
   cmp.set_defaults(fn=cmd_compare)

@@ -8,12 +8,19 @@ from tinygrad import Tensor, TinyJit, nn
 from tinygrad.helpers import Context
 
 class MLP:
-  def __init__(self): self.layers = [nn.Linear(64, 64), nn.Linear(64, 10)]
+  def __init__(self, features: int = 64, classes: int = 10):
+    self.layers = [nn.Linear(features, 64), nn.Linear(64, classes)]
   def __call__(self, x: Tensor) -> Tensor: return self.layers[1](self.layers[0](x).relu())
 
 class CNN:
-  def __init__(self): self.conv, self.head = nn.Conv2d(1, 8, 3, padding=1), nn.Linear(8 * 4 * 4, 10)
-  def __call__(self, x: Tensor) -> Tensor: return self.head(self.conv(x.reshape(-1, 1, 8, 8)).relu().max_pool2d(2).flatten(1))
+  """Square single-channel images, `features` = side * side pixels (an even side)."""
+  def __init__(self, features: int = 64, classes: int = 10):
+    self.side = int(round(features ** 0.5))
+    if self.side * self.side != features or self.side % 2:
+      raise ValueError(f"cnn: {features} features are not a square image of an even side")
+    self.conv, self.head = nn.Conv2d(1, 8, 3, padding=1), nn.Linear(8 * (self.side // 2) ** 2, classes)
+  def __call__(self, x: Tensor) -> Tensor:
+    return self.head(self.conv(x.reshape(-1, 1, self.side, self.side)).relu().max_pool2d(2).flatten(1))
 
 MODELS = {"mlp": MLP, "cnn": CNN}
 
@@ -21,15 +28,23 @@ def digits(test: int = 397) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
   """(train x, train y, test x, test y): the digits shuffled with a fixed seed, the last `test` held out."""
   from sklearn.datasets import load_digits
   d = load_digits()
-  order = np.random.default_rng(0).permutation(len(d.target))
-  x, y = (d.data[order] / 16).astype(np.float32), d.target[order].astype(np.int32)
+  return split(d.data / 16, d.target, test)
+
+def split(x: np.ndarray, y: np.ndarray, test: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+  """A user's samples (x: one row of features each, y: class numbers from 0) shuffled with a fixed seed, the
+  last `test` held out."""
+  x, y = np.asarray(x, dtype=np.float32).reshape(len(x), -1), np.asarray(y)
+  if len(x) != len(y) or not np.issubdtype(y.dtype, np.integer) or (y < 0).any() or not 0 < test < len(y):
+    raise ValueError(f"data: {len(x)} samples and {len(y)} labels (whole numbers from 0), {test} of them held out")
+  order = np.random.default_rng(0).permutation(len(y))
+  x, y = x[order], y[order].astype(np.int32)
   return x[:-test], y[:-test], x[-test:], y[-test:]
 
 def train(name: str, x: np.ndarray, y: np.ndarray, steps: int = 300, batch: int = 64):
-  """A model trained in float32 on CPU (Adam, a fixed seed)."""
+  """A model trained in float32 on CPU (Adam, a fixed seed), sized by the data."""
   with Context(DEV="CPU"):
     Tensor.manual_seed(0)
-    model = MODELS[name]()
+    model = MODELS[name](*_sizes(x, y))
     opt = nn.optim.Adam(nn.state.get_parameters(model), lr=3e-3)
     xs, ys = Tensor(x), Tensor(y)
     @TinyJit
@@ -43,9 +58,11 @@ def train(name: str, x: np.ndarray, y: np.ndarray, steps: int = 300, batch: int 
     for _ in range(steps): step()
   return model
 
-def _copy(name: str, model, device: str):
+def _sizes(x: np.ndarray, y: np.ndarray) -> tuple[int, int]: return x.shape[1], int(y.max()) + 1
+
+def _copy(name: str, model, device: str, sizes: tuple[int, int]):
   """A copy of the model's float weights on `device`."""
-  with Context(DEV=device): other = MODELS[name]()
+  with Context(DEV=device): other = MODELS[name](*sizes)
   nn.state.load_state_dict(other, nn.state.get_state_dict(model), verbose=False)  # each to its tensor's device
   return other
 
@@ -56,19 +73,23 @@ def _run(model, x: np.ndarray, device: str) -> tuple[np.ndarray, dict]:
   return logits, tinytpu.counters()
 
 def compare(names=("mlp", "cnn"), steps: int = 300, test: int = 397, percentile: float | None = None,
-            config: str = "reference") -> list[dict]:
+            config: str = "reference", data: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict]:
   """A row per model and dtype (float32, int8) on TINYTPU's `config` (its device takes it: call before TINYTPU runs
-  anything else in the process, or on one of the same tile geometry)."""
+  anything else in the process, or on one of the same tile geometry). `data`: a user's (x, y) instead of the
+  digits, `test` of them held out."""
   from tinygrad import Device
   from tinytpu import configs, quant
+  xtr, ytr, xte, yte = digits(test) if data is None else split(*data, test)
+  sizes = _sizes(xtr, ytr)
+  with Context(DEV="CPU"):
+    for name in names: MODELS[name](*sizes)  # a model the data cannot feed fails before any training
   Device["TINYTPU"].config = configs.from_spec(config)
-  xtr, ytr, xte, yte = digits(test)
   rows = []
   for name in names:
     model = train(name, xtr, ytr, steps)
-    float_logits, c = _run(_copy(name, model, "TINYTPU"), xte, "TINYTPU")
+    float_logits, c = _run(_copy(name, model, "TINYTPU", sizes), xte, "TINYTPU")
     rows.append(_row(name, config, "float32", float_logits, float_logits, yte, c))
-    q = quant.quantize_model(_copy(name, model, "CPU"), Tensor(xtr[:512]), percentile=percentile)
+    q = quant.quantize_model(_copy(name, model, "CPU", sizes), Tensor(xtr[:512], device="CPU"), percentile=percentile)
     cpu_logits, _ = _run(q, xte, "CPU")
     for t in nn.state.get_state_dict(q).values(): t.replace(t.to("TINYTPU").realize())
     int8_logits, c = _run(q, xte, "TINYTPU")

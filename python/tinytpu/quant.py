@@ -7,7 +7,11 @@ int16: the range is symmetric, -128 is never produced), times `scale`. Rounding 
 its values quantise to 0 rather than dividing by 0.
 
 Weights are quantised once, on the host (numpy); activations on the device, as x * (1 / scale): a float multiply,
-IEEE on TINYTPU as on CPU, stored before it is rounded, so both devices round the same products."""
+IEEE on TINYTPU as on CPU, saturated and then rounded by one IEEE add, so both devices round the same products.
+
+Between layers an int32 accumulator is requantised as the MXU's drain does it (hardware.md §2.3, Requant): times an
+integer multiplier, plus half of 2^shift, shifted right arithmetically, saturated to [-128, 127] (so an activation
+requantised this way may be -128). fixed_point picks the multiplier and shift so that int32 never wraps."""
 from __future__ import annotations
 import numpy as np
 from tinygrad import Tensor, dtypes, nn
@@ -50,28 +54,50 @@ def dequantize(q: np.ndarray, scale: np.ndarray, axis: int | None = None) -> np.
 
 def quantize_tensor(x: Tensor, scale: float, bits: int = 8) -> Tensor:
   """An activation quantised on its device with a per-tensor scale: round(x * (1 / scale)), saturated, as int8 or
-  int16. The reciprocal is taken once in float32 on the host, so the device does one IEEE multiply."""
+  int16, stored (the matmul or convolution after it then loads int8 operands, which the compiler puts on the MXU).
+  The reciprocal is taken once in float32 on the host, so the device does one IEEE multiply."""
   qmax, inv = _qmax(bits), float(_inverse(scale))
-  return _stored(_round(x.float() * inv).clip(-qmax, qmax).cast(dtypes.int8 if bits == 8 else dtypes.int16))
+  return _round_saturated(x.float() * inv, qmax).cast(dtypes.int8 if bits == 8 else dtypes.int16).contiguous()
 
-def _stored(q: Tensor) -> Tensor:
-  """Quantised values stored as integers: the matmul or convolution after them loads int8 operands, which the
-  compiler puts on the MXU, rather than computing them from floats inside its kernel."""
-  return q.contiguous()
+_ROUNDER = 1.5 * 2**23  # a float32 whose spacing is 1: adding it to |y| <= 2^22 rounds y to an integer, half to even
+_ROUNDER_BITS = 0x4B400000  # its bit pattern: the sum's bits less these are that integer
 
-def _round(product: Tensor) -> Tensor:
-  """A product rounded to an integer (half to even), stored first: tinygrad's CPU device would fuse the rounding's
-  add into the multiply (one rounding, an FMA), which the hardware does not, and the two would differ."""
-  return product.contiguous().round()
+def _round_saturated(y: Tensor, qmax: int) -> Tensor:
+  """round(y) (half to even) saturated to [-qmax, qmax], as int32: saturate, add _ROUNDER (one IEEE add, which
+  rounds), take the sum's bits less _ROUNDER's. Four VPU operations, where Tensor.round is a select of a ceiling and
+  a floor; and the saturation's selects stand between the multiply that made `y` and the add, so no device fuses
+  the two into one FMA (tinygrad's CPU device would). NaN gives 0."""
+  return (y.clip(-qmax, qmax) + _ROUNDER).bitcast(dtypes.int32) - _ROUNDER_BITS
+
+def fixed_point(multiplier: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
+  """Integers M (int32, one per multiplier) and a shift S in 1..31 with M / 2^S the nearest to `multiplier` (> 0)
+  for the largest S at which bound * max(M) + 2^(S-1) < 2^31: requantising an accumulator of magnitude up to
+  `bound` then never wraps in int32, so it is the MXU's requantisation (64-bit there) exactly."""
+  m = np.asarray(multiplier, dtype=np.float64)
+  for shift in range(31, 0, -1):
+    mul = np.round(m * 2.0**shift)
+    if bound * mul.max() + 2**(shift - 1) < 2**31: return mul.astype(np.int32), shift
+  raise ValueError(f"multipliers up to {m.max()} with accumulators up to {bound}: no int32 fixed point fits")
+
+def requantize(acc: np.ndarray, mul: np.ndarray, shift: int) -> np.ndarray:
+  """The MXU's requantisation (hardware.md, the drain of DISPATCH_MXU_REQUANT): (acc * mul + 2^(shift-1)) >> shift
+  in 64 bits, arithmetic shift, saturated to [-128, 127], int8. The numpy reference of what layers do on a device."""
+  wide = np.asarray(acc, dtype=np.int64) * np.asarray(mul, dtype=np.int64) + (1 << (shift - 1))
+  return np.clip(wide >> shift, -128, 127).astype(np.int8)
+
+def requantize_tensor(acc: Tensor, mul: Tensor | int, shift: int) -> Tensor:
+  """`requantize` on a device, in int32: exact when `mul` and `shift` come from fixed_point for `acc`'s bound."""
+  return ((acc * mul + (1 << (shift - 1))) >> shift).clip(-128, 127).cast(dtypes.int8)
 
 # Post-training quantisation of a model's nn.Linear and nn.Conv2d layers: int8 weights with a scale per output channel,
 # int8 inputs with one scale per layer calibrated on sample data, int8 x int8 products accumulated in int32 (on TINYTPU
 # the MXU: the operands fit int8 when each launch runs) with the bias quantised to int32 at the product's scale, then
-# requantised to the next layer's input scale (a float multiply, round, saturate: int8) or, after the last layer,
-# dequantised to float. Between layers the values stay int8: ReLU, pooling and reshapes keep a scale. No step adds
-# to a product in float: tinygrad's CPU device fuses a float multiply-add into one rounding (an FMA), which the
-# hardware's VPU does not, and every other step is exact integer arithmetic or one IEEE operation, so TINYTPU gives
-# CPU's outputs bit for bit.
+# requantised to the next layer's input scale in integers (the MXU's requantisation: a fixed-point multiplier per
+# output channel, a rounding shift, saturation to int8) or, after the last layer, dequantised to float (one float
+# multiply). All of it after the products is elementwise, so tinygrad fuses it into the matmul's or convolution's
+# kernel; a layer's int8 input is stored (contiguous) by the kernel that makes it, after whatever the model does
+# between layers (ReLU, pooling, reshapes keep a scale). Every step is exact integer arithmetic or one IEEE
+# operation, so TINYTPU gives tinygrad's CPU outputs bit for bit.
 
 class _Quantised:
   """A layer's int8 weights and scales: `in_scale` its input's, `out_scale` the next layer's input's (None: the
@@ -81,16 +107,20 @@ class _Quantised:
     self.w_scale, self.in_scale = scale_of(w, axis=0), np.float32(in_scale)
     self.wq = Tensor(quantize(w, self.w_scale, axis=0), device=dev)
     product = (self.w_scale * self.in_scale).astype(np.float32)  # an accumulator unit's value, per output channel
-    self.bias = None if layer.bias is None else \
-      Tensor(np.round(layer.bias.numpy() / product).astype(np.int32), device=dev)
-    factor = product if out_scale is None else (product / np.float32(out_scale)).astype(np.float32)
-    self.factor, self.last = Tensor(factor, device=dev), out_scale is None
+    bias = None if layer.bias is None else np.round(layer.bias.numpy() / product).astype(np.int32)
+    self.bias, self.last = None if bias is None else Tensor(bias, device=dev), out_scale is None
+    if self.last: self.factor = Tensor(product, device=dev)
+    else:
+      # |accumulator| <= terms * 128 * 127 (int8 inputs, weights within +-127) plus the bias
+      bound = (w.size // w.shape[0]) * 128 * 127 + (0 if bias is None else int(np.abs(bias.astype(np.int64)).max()))
+      mul, self.shift = fixed_point(product.astype(np.float64) / np.float64(np.float32(out_scale)), bound)
+      self.mul = Tensor(mul, device=dev)
   def epilogue(self, acc: Tensor, channel_shape: tuple[int, ...]) -> Tensor:
     if self.bias is not None: acc = acc + self.bias.reshape(channel_shape)
-    out = acc.cast(dtypes.float32) * self.factor.reshape(channel_shape)
-    return out if self.last else _stored(_round(out).clip(-QMAX[8], QMAX[8]).cast(dtypes.int8))
+    if self.last: return acc.cast(dtypes.float32) * self.factor.reshape(channel_shape)
+    return requantize_tensor(acc, self.mul.reshape(channel_shape), self.shift)
   def input(self, x: Tensor) -> Tensor:  # the first layer's float input is quantised here; later ones come int8
-    return (x if dtypes.is_int(x.dtype) else quantize_tensor(x, self.in_scale)).cast(dtypes.int32)
+    return (x.contiguous() if dtypes.is_int(x.dtype) else quantize_tensor(x, self.in_scale)).cast(dtypes.int32)
 
 class QuantLinear(_Quantised):
   def __call__(self, x: Tensor) -> Tensor: return self.epilogue(self.input(x) @ self.wq.cast(dtypes.int32).T, (-1,))
