@@ -21,6 +21,7 @@
 #include "compiler/tracer.h"
 #include "helpers.h"
 #include "runtime/executor.h"
+#include "sim/timing.h"
 
 using namespace tinytpu;
 using namespace tinytpu::compiler;
@@ -1176,5 +1177,33 @@ TEST_CASE("compile: chunks repeating earlier ones a whole period on are replayed
                         &want, 4) != 0;
       }
     CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE("estimated_cycles counts the SXU's stalls on the MXU as the model does (hardware.md §2.3, §2.7)") {
+  // Each program runs on the model; its estimate (records and P) plus the testbench's fixed 4 must be its
+  // cycles: back-to-back dispatches wait for the one before to be Done, reads of results for the last.
+  const std::string data =
+      "WMEM[0] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\nAMEM[0] = 1 2 3 4\nAMEM[1] = 5 6 7 8\n"
+      "AMEM[2] = 1 1 1 1\nAMEM[3] = 2 2 2 2\n";
+  for (const char* program :
+       {"MXU_OS WMEM[0], AMEM[0], k=4\nMXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=4\n"
+        "MXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=2\nLOAD_MXU_MATRIX_ROW v1, row=0\nLOAD_MXU_MATRIX_ROW v2, "
+        "row=3\n",
+        "MXU WMEM[0], AMEM[0], tiles=1, psum_write=PSUM[0], psum_row=0\n"
+        "MXU WMEM[0], AMEM[1], tiles=2, psum_acc=PSUM[0], psum_row=0\nVZERO v3\nWAIT_MXU\nPSUM_READ v0, "
+        "PSUM[0]\n",
+        "MXU_OS WMEM[0], AMEM[0], k=4\nVZERO v3\nVZERO v4\nVZERO v5\nLOAD_MXU_MATRIX_ROW v1, row=1\n"
+        "MXU_VPU_EPILOGUE v2 = GEMM(WMEM[0], AMEM[1], tiles=1) SRC2=v3 OP=ADD DST_VREG\n",
+        "VZERO v0\nVZERO v1\n"}) {
+    const std::string tasm = data + program + "HALT\nEND\n";
+    compiler::Launch launch;
+    int data_records = 0;
+    for (const Record& r : assemble(tasm).records) {
+      if (r.type == RecordType::kInstr) launch.program.push_back(r.instr);
+      data_records += is_data(r);
+    }
+    INFO(program);
+    CHECK(compiler::estimated_cycles({launch}) + kRecordCycles * data_records + 4 == test::run(tasm).cycles);
   }
 }

@@ -193,3 +193,17 @@ def test_log2_is_tinygrads_decomposition_bit_for_bit():
     [1e-4, np.nextafter(np.float32(1e-4), 0), -2.0**-128, -2.0**-128 - 2.0**-149, 0.75, 1.5, 1.0], SPECIAL, -SPECIAL)])
   got = Tensor(x, device="TINYTPU").log2().numpy()
   assert _bitwise_equal(got, _xlog2(x)).all()
+
+def test_narrow_results_already_in_range_skip_the_wrap():
+  # A clamp to int8's range cast to int8, and the larger of two int8 values, are int8 already: no wrap (AND with
+  # 255, then XOR and SUB of the sign) after them, only the cast's copy (AND of a register with itself). An int8 sum still wraps. Edges on both devices alike.
+  from helpers import tasm_of
+  clamped = tasm_of("Tensor(np.array([-300, -129, -128, 5, 127, 128, 300]), device='TINYTPU', dtype=dtypes.int32)"
+                    ".clip(-128, 127).cast(dtypes.int8).maximum(Tensor([3], device='TINYTPU', dtype=dtypes.int8))")
+  assert "[3, 3, 3, 5, 127, 127, 127]" in clamped
+  import re
+  assert "= XOR(" not in clamped and not re.search(r"= AND\((v\d+), (?!\1\))", clamped)  # the cast's copy alone
+  summed = tasm_of("Tensor(np.array([100, -100]), device='TINYTPU', dtype=dtypes.int8) + 100")
+  assert "[-56, 0]" in summed and "= XOR(" in summed
+  got, want = both(lambda x: (x.clip(-128, 127).cast(dtypes.int8).relu() - 1).cast(dtypes.int8), INT_EDGES)
+  np.testing.assert_array_equal(got, want)

@@ -61,9 +61,9 @@ def test_fixed_point_multipliers_are_the_nearest_and_never_wrap_int32():
   for bound in (1, 1000, 64 * 128 * 127, 2**24):
     m = np.exp(rng.uniform(np.log(1e-5), np.log(2.0), 7))
     mul, shift = quant.fixed_point(m, bound)
-    assert mul.dtype == np.int32 and 1 <= shift <= 31
-    assert bound * int(mul.max()) + 2**(shift - 1) < 2**31  # the largest accumulator times it fits int32
-    assert shift == 31 or bound * round(float(m.max()) * 2.0**(shift + 1)) + 2**shift >= 2**31  # the largest such shift
+    assert mul.dtype == np.int32 and 1 <= shift <= 30
+    assert bound * int(mul.max()) + 2**(shift - 1) < 2**30  # the largest accumulator times it, lifted by 2^30, fits int32
+    assert shift == 30 or bound * round(float(m.max()) * 2.0**(shift + 1)) + 2**shift >= 2**30  # the largest such shift
     np.testing.assert_array_equal(mul, np.round(m * 2.0**shift))  # the nearest at that shift
   with pytest.raises(ValueError, match="no int32 fixed point"): quant.fixed_point(np.array([4.0]), 2**30)
 

@@ -430,7 +430,8 @@ struct Decisions {
     return out;
   }
 
-  void fused(const TileProgram& prog, int first_chain, int next_chain) {
+  std::string engine;  // choose_engine's estimates, when it chose
+  void fused(const TileProgram& prog, int first_chain, int next_chain, bool on_vpu) {
     std::set<int> on_mxu;
     for (const MxuDot& m : prog.mxu) {
       ++(m.os ? os_blocks : ws_blocks);
@@ -446,7 +447,9 @@ struct Decisions {
             dispatches += int(m.dispatches.size());
           }
         if (ws + os == 0)
-          decision_log().debug("  chain {}: VPU (vetoed: an element out of int8 range)", c);
+          decision_log().debug("  chain {}: VPU ({})", c,
+                               on_vpu ? "the kernel's dot products are cheaper there"
+                                      : "vetoed: an element out of int8 range");
         else
           decision_log().debug(
               "  chain {}: MXU, {} output-stationary and {} weight-stationary blocks "
@@ -616,6 +619,8 @@ class Batches {
   PlanBuilder builder_;
   FirstChunk first_;
   Decisions why_;
+  enum class Engine { kUndecided, kMxu, kVpu };
+  Engine mxu_ = Engine::kUndecided;  // where the int8 dot products run (choose_engine)
   TileProgram prog_;
   int chains_ = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
   ReplayCache replays_;
@@ -668,16 +673,48 @@ class Batches {
     return g;
   }
 
+  // Where the kernel's int8 dot products run, decided on its first batch that has any: the MXU, unless the
+  // launches of that batch with the chains left on the VPU take fewer cycles by the estimate (a dot product
+  // of few terms, say, which the MXU takes in many short dispatches). The batch is packed and lowered both
+  // ways; `launches` and `consts` are left as the chosen way's, and prog_ packed.
+  void choose_engine(TileProgram unfused, std::vector<Launch>& launches, std::vector<Tile>& consts) {
+    std::vector<Tile> vpu_consts;
+    pack_lanes(unfused);
+    std::vector<Launch> on_vpu = lower(unfused, cfg_, vpu_consts, k_.fast_math, choices_);
+    TileProgram fused = prog_;
+    pack_lanes(fused);
+    launches = lower(fused, cfg_, consts, k_.fast_math, choices_);
+    const int64_t mxu_cycles = estimated_cycles(launches), vpu_cycles = estimated_cycles(on_vpu);
+    mxu_ = vpu_cycles < mxu_cycles ? Engine::kVpu : Engine::kMxu;
+    why_.engine = fmt::format("~{} cycles on the MXU against ~{} on the VPU (the first batch, estimated)",
+                              mxu_cycles, vpu_cycles);
+    if (mxu_ == Engine::kVpu) {
+      launches = std::move(on_vpu);
+      consts = std::move(vpu_consts);
+      prog_ = std::move(unfused);
+    } else {
+      prog_ = std::move(fused);
+    }
+  }
+
   // The batch, fused, packed, lowered and added to the plan; as kept for replays (null: not kept).
   const CompiledBatch* compile_new(bool has_shape) {
     const int first_chain = chains_;
+    std::optional<TileProgram> unfused;
+    if (mxu_ != Engine::kMxu) unfused = prog_;
     chains_ = fuse_mxu_dots(prog_, cfg_, chains_, choices_);
     why_.passed(Pass::kFuseMxu);
-    why_.fused(prog_, first_chain, chains_);
-    const int64_t stores = int64_t(prog_.stores.size());
     std::vector<Tile> consts;
     std::vector<Launch> launches;
-    if (first_.compiled && chains_ == first_chain) {  // chunk 0, packed and lowered by choose_layout
+    if (mxu_ == Engine::kUndecided && !prog_.mxu.empty())
+      choose_engine(std::move(*unfused), launches, consts);
+    else if (mxu_ == Engine::kVpu)
+      prog_ = std::move(*unfused);  // the chains keep their numbers (Choices::veto)
+    why_.fused(prog_, first_chain, chains_, mxu_ == Engine::kVpu);
+    const int64_t stores = int64_t(prog_.stores.size());
+    if (!launches.empty()) {  // lowered by choose_engine
+      why_.passed(Pass::kPack);
+    } else if (first_.compiled && chains_ == first_chain) {  // chunk 0, packed and lowered by choose_layout
       prog_ = std::move(first_.packed);
       launches = std::move(first_.launches);
       consts = std::move(first_.consts);
@@ -751,6 +788,9 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
         "  the last {} of {} runs in {} independent groups: a call may run the groups at once, on threads",
         plan_.runs.size() - plan_.independent_groups[0], plan_.runs.size(), plan_.independent_groups.size());
   if (!why_.cuts.empty()) decision_log().info("  launches ended by a full limit: {}", why_.cut_summary());
+  if (!why_.engine.empty())
+    decision_log().info("  int8 dot products on the {}: {}", mxu_ == Engine::kVpu ? "VPU" : "MXU",
+                        why_.engine);
   if (chains_ > 0)
     decision_log().info(
         "  MXU: {} of {} int8 dot-product chains, in {} output-stationary and {} weight-stationary "

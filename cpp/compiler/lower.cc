@@ -7,6 +7,7 @@
 #include "base/fp32.h"
 #include "compiler/op_table.h"
 #include "isa/instr_builders.h"
+#include "sim/controller.h"
 #include "sim/timing.h"
 
 namespace tinytpu::compiler {
@@ -54,6 +55,24 @@ bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::
 
 enum class EmitOrder { kByStore, kProgram };
 
+// The signed values a signed integer lane may hold ([lo, hi]); unsigned and float nodes are not bounded.
+struct ValueRange {
+  int64_t lo, hi;
+  bool within(const ValueRange& r) const { return lo >= r.lo && hi <= r.hi; }
+};
+std::optional<ValueRange> dtype_range(DType d) {
+  switch (d) {
+    case DType::kI8:
+      return ValueRange{INT8_MIN, INT8_MAX};
+    case DType::kI16:
+      return ValueRange{INT16_MIN, INT16_MAX};
+    case DType::kI32:
+      return ValueRange{INT32_MIN, INT32_MAX};
+    default:
+      return std::nullopt;
+  }
+}
+
 // What both emission orders read of the program, found once for the two.
 struct NodeFacts {
   // node -> uniform_bits(), which the vreg forecast asks for every leaf read in the events ahead
@@ -63,9 +82,15 @@ struct NodeFacts {
   // not events of their own; the store emits them.
   std::vector<bool> to_vmem;
 
-  explicit NodeFacts(const TileProgram& p) : to_vmem(p.nodes.size(), false) {
+  // Narrow integer results whose lanes hold a value of their dtype's range before any wrap, so that the
+  // wrap (emit_node) would change nothing: the larger of two such values, a select of them, a cast of a
+  // value the program has already bounded (a clamp, say).
+  std::vector<bool> in_range;
+
+  explicit NodeFacts(const TileProgram& p) : to_vmem(p.nodes.size(), false), in_range(p.nodes.size(), false) {
     uniform.reserve(p.nodes.size());
     for (const TileNode& n : p.nodes) uniform.push_back(uniform_bits(p, n));
+    bound_values(p);
     if (p.mxu.empty()) return;  // no MXU results (counting uses is a pass over a whole batch)
     const std::vector<int> reads = node_uses(p).count;
     for (const TileStore& st : p.stores) {
@@ -74,6 +99,71 @@ struct NodeFacts {
       const MxuDot& m = p.mxu[n.mxu];
       to_vmem[st.value] = m.single_dispatch() && !m.epilogue_op;
     }
+  }
+
+ private:
+  // The values of signed integer nodes, in program order (operands first), and in_range from them.
+  void bound_values(const TileProgram& p) {
+    std::vector<std::optional<ValueRange>> range(p.nodes.size());
+    auto of = [&](int i) { return i >= 0 ? range[i] : std::nullopt; };
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+      const TileNode& n = p.nodes[i];
+      const std::optional<ValueRange> full = dtype_range(n.dtype);
+      if (!full) continue;
+      std::optional<ValueRange> r;  // the value before any wrap
+      const auto a = of(n.a), b = of(n.b), c = of(n.c);
+      if (n.op == Op::LOAD) {
+        r = constant_range(p, n);
+      } else if (n.op == Op::CAST && a && is_signed(n.from)) {
+        r = a;
+      } else if (n.op == Op::MAX && a && b) {
+        r = ValueRange{std::max(a->lo, b->lo), std::max(a->hi, b->hi)};
+      } else if (n.op == Op::WHERE && b && c) {
+        const TileNode& cond = p.nodes[n.a];
+        if (cond.op == Op::CMPLT && cond.a == n.b && cond.b == n.c)  // p < q ? p : q, the smaller
+          r = ValueRange{std::min(b->lo, c->lo), std::min(b->hi, c->hi)};
+        else if (cond.op == Op::CMPLT && cond.a == n.c && cond.b == n.b)  // q < p ? p : q, the larger
+          r = ValueRange{std::max(b->lo, c->lo), std::max(b->hi, c->hi)};
+        else
+          r = ValueRange{std::min(b->lo, c->lo), std::max(b->hi, c->hi)};
+      }
+      in_range[i] = r && r->within(*full);
+      range[i] = in_range[i] ? r : full;
+    }
+    guarded_casts(p, range);
+  }
+  // A cast read only by a select that takes it where its operand is within constant bounds, and the bounds
+  // otherwise (tinygrad writes x.clip(lo, hi).cast(int8) as WHERE(hi < y, hi, CAST(y)) with y = MAX(x, lo)):
+  // in range when its operand is, where the select takes it.
+  void guarded_casts(const TileProgram& p, const std::vector<std::optional<ValueRange>>& range) {
+    std::optional<std::vector<int>> reads;
+    for (const TileNode& w : p.nodes) {
+      if (w.op != Op::WHERE || p.nodes[w.a].op != Op::CMPLT) continue;
+      const TileNode &cond = p.nodes[w.a], &cast = p.nodes[w.c];
+      const auto full = dtype_range(cast.dtype);
+      if (cast.op != Op::CAST || !full || in_range[w.c] || !range[cast.a]) continue;
+      const bool upper = cond.b == cast.a;  // hi < y ? .. : CAST(y); else y < lo ? .. : CAST(y)
+      if (!upper && cond.a != cast.a) continue;
+      const auto bound = constant_range(p, p.nodes[upper ? cond.a : cond.b]);
+      if (!bound) continue;
+      if (!reads) reads = node_uses(p).count;
+      if ((*reads)[w.c] != 1) continue;
+      const ValueRange& y = *range[cast.a];
+      const ValueRange taken =
+          upper ? ValueRange{y.lo, std::min(y.hi, bound->hi)} : ValueRange{std::max(y.lo, bound->lo), y.hi};
+      in_range[w.c] = taken.within(*full);
+    }
+  }
+  // A leaf of constants in every lane: their least and greatest (lanes hold values sign-extended).
+  static std::optional<ValueRange> constant_range(const TileProgram& p, const TileNode& n) {
+    if (n.op != Op::LOAD || n.dynamic || n.pinned >= 0 || !is_signed(n.dtype)) return std::nullopt;
+    std::optional<ValueRange> r;
+    for (const auto& l : p.lanes(n)) {
+      if (l.buf >= 0) return std::nullopt;
+      const int64_t v = int32_t(l.bits);
+      r = r ? ValueRange{std::min(r->lo, v), std::max(r->hi, v)} : ValueRange{v, v};
+    }
+    return r;
   }
 };
 
@@ -93,6 +183,7 @@ class Emitter {
         choices_(choices),
         uniform_(facts.uniform),
         to_vmem_(facts.to_vmem),
+        in_range_(facts.in_range),
         vreg_(p.nodes.size(), -1),
         spilled_(p.nodes.size(), false) {
     // Emission order, kByStore: the stores in program order, each preceded by whatever it needs that is
@@ -208,6 +299,7 @@ class Emitter {
   const Choices& choices_;
   const std::vector<std::optional<uint32_t>>& uniform_;  // NodeFacts'
   const std::vector<bool>& to_vmem_;                     // NodeFacts'
+  const std::vector<bool>& in_range_;                    // NodeFacts'
   std::vector<int> vreg_;  // node -> vreg holding it in the current launch, or -1
   // Nodes given a vreg in the current launch, and the (node, previous vreg) writes of the current
   // event: resetting, cutting and rolling back touch only these, so emission stays linear in the
@@ -1278,7 +1370,7 @@ class Emitter {
       info.lower(*this, {n, f, relu >= 0, d, a, b, c});
     else
       one_instruction(info, f, d, a, b);
-    if (info.wraps) wrap(n.dtype, d);
+    if (info.wraps && !in_range_[i]) wrap(n.dtype, d);
     set_vreg(i, d);
     if (last_use_[i] < 0) {  // computed only for a store that a later store overwrote
       release(d);
@@ -1482,12 +1574,61 @@ void cast(Emitter& e, const Lowered& o) {
 
 }  // namespace lowering
 
+namespace {
+
+// An MXU dispatch's cycles from its EXEC to the first cycle the Controller shows Done (controller.h's
+// intervals), or 0 for an instruction that starts no dispatch.
+int mxu_interval(const Instr& in) {
+  switch (SxuOpcode(in.op)) {
+    case SxuOpcode::kDispatchMxu:
+    case SxuOpcode::kDispatchMxuAccumulate:
+    case SxuOpcode::kDispatchMxuRequant:
+      return ws_dispatch_interval(in.mxuTLen);
+    case SxuOpcode::kDispatchMxuOs:
+    case SxuOpcode::kDispatchMxuOsAccumulate:
+      return os_dispatch_interval(in.mxuTLen);
+    default:
+      return 0;
+  }
+}
+// Instructions that wait, in EXEC, for the Controller to be Idle or Done (hardware.md §2.7 guards): the
+// synchronous epilogue dispatches, and what reads or clears the MXU.
+bool waits_for_mxu(const Instr& in) {
+  switch (SxuOpcode(in.op)) {
+    case SxuOpcode::kWaitMxu:
+    case SxuOpcode::kLoadMxuResult:
+    case SxuOpcode::kLoadMxuMatrixRow:
+    case SxuOpcode::kMxuClear:
+    case SxuOpcode::kDispatchMxuEpilogue:
+    case SxuOpcode::kDispatchMxuVpuEpilogue:
+    case SxuOpcode::kLoadEpilogueStat:
+    case SxuOpcode::kSetRequantConfig:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 int64_t estimated_cycles(const std::vector<Launch>& launches) {  // hardware.md §2.7, §4.4
   int64_t cycles = 0;
   for (const Launch& l : launches) {
     cycles +=
         kRecordCycles * int64_t(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
-    for (const Instr& in : l.program) cycles += instr_cycles(in);
+    // The SXU runs on while the MXU works, and stalls in EXEC on an instruction that needs it Done.
+    int64_t t = 0, mxu_done = 0;  // t: the cycle the next FETCH takes
+    for (const Instr& in : l.program) {
+      const int interval = mxu_interval(in);
+      if (interval > 0 || waits_for_mxu(in)) {
+        const int64_t exec = std::max(t + 1, mxu_done);
+        t = exec - 1 + instr_cycles(in);
+        mxu_done = interval > 0 ? exec + interval : std::max(mxu_done, t);
+      } else {
+        t += instr_cycles(in);
+      }
+    }
+    cycles += t;
   }
   return cycles;
 }

@@ -69,14 +69,17 @@ def _round_saturated(y: Tensor, qmax: int) -> Tensor:
   the two into one FMA (tinygrad's CPU device would). NaN gives 0."""
   return (y.clip(-qmax, qmax) + _ROUNDER).bitcast(dtypes.int32) - _ROUNDER_BITS
 
+_OFFSET_BITS = 30  # requantize_tensor lifts values by 2^30 so that they shift as unsigned (one VPU op)
+
 def fixed_point(multiplier: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
-  """Integers M (int32, one per multiplier) and a shift S in 1..31 with M / 2^S the nearest to `multiplier` (> 0)
-  for the largest S at which bound * max(M) + 2^(S-1) < 2^31: requantising an accumulator of magnitude up to
-  `bound` then never wraps in int32, so it is the MXU's requantisation (64-bit there) exactly."""
+  """Integers M (int32, one per multiplier) and a shift S in 1..30 with M / 2^S the nearest to `multiplier` (> 0)
+  for the largest S at which bound * max(M) + 2^(S-1) < 2^30: requantising an accumulator of magnitude up to
+  `bound` then never wraps in int32, even lifted by 2^30 (requantize_tensor), so it is the MXU's requantisation
+  (64-bit there) exactly."""
   m = np.asarray(multiplier, dtype=np.float64)
-  for shift in range(31, 0, -1):
+  for shift in range(_OFFSET_BITS, 0, -1):
     mul = np.round(m * 2.0**shift)
-    if bound * mul.max() + 2**(shift - 1) < 2**31: return mul.astype(np.int32), shift
+    if bound * mul.max() + 2**(shift - 1) < 2**_OFFSET_BITS: return mul.astype(np.int32), shift
   raise ValueError(f"multipliers up to {m.max()} with accumulators up to {bound}: no int32 fixed point fits")
 
 def requantize(acc: np.ndarray, mul: np.ndarray, shift: int) -> np.ndarray:
@@ -86,8 +89,11 @@ def requantize(acc: np.ndarray, mul: np.ndarray, shift: int) -> np.ndarray:
   return np.clip(wide >> shift, -128, 127).astype(np.int8)
 
 def requantize_tensor(acc: Tensor, mul: Tensor | int, shift: int) -> Tensor:
-  """`requantize` on a device, in int32: exact when `mul` and `shift` come from fixed_point for `acc`'s bound."""
-  return ((acc * mul + (1 << (shift - 1))) >> shift).clip(-128, 127).cast(dtypes.int8)
+  """`requantize` on a device, in int32: exact when `mul` and `shift` come from fixed_point for `acc`'s bound. The
+  product is lifted by 2^30 (a multiple of 2^shift) to be non-negative, shifted as unsigned, and lowered again:
+  the VPU's shift is logical, and an arithmetic one would take five operations."""
+  lifted = (acc * mul + ((1 << (shift - 1)) + (1 << _OFFSET_BITS))).cast(dtypes.uint32) >> shift
+  return (lifted.cast(dtypes.int32) - (1 << (_OFFSET_BITS - shift))).clip(-128, 127).cast(dtypes.int8)
 
 # Post-training quantisation of a model's nn.Linear and nn.Conv2d layers: int8 weights with a scale per output channel,
 # int8 inputs with one scale per layer calibrated on sample data, int8 x int8 products accumulated in int32 (on TINYTPU
