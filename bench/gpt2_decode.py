@@ -7,32 +7,12 @@ imported from a tinygrad checkout (--tinygrad, or TINYGRAD_TESTS); nothing of it
   python -m bench.gpt2_decode --tinygrad /path/to/tinygrad [--config chip4] [--tokens 8] [--json]
 """
 import argparse, json, os, sys, time
-import numpy as np
-
-SIZE = dict(dim=64, n_heads=4, n_layers=2, norm_eps=1e-5, vocab_size=128)  # as small as a real decode needs
-PROMPT = [3, 17, 42, 5]
 
 def decode(gpt2, device: str, tokens: int) -> tuple[list[int], float]:
-  """The tokens greedily decoded after PROMPT (temperature 0), and the wall seconds."""
-  from tinygrad import Tensor, Variable
-  from tinygrad.helpers import Context
-  from tinygrad.nn.state import get_state_dict
-  with Context(DEV=device):
-    model = gpt2.Transformer(**SIZE, max_seq_len=gpt2.MAX_CONTEXT)
-    rng = np.random.default_rng(0)  # the same weights on both devices
-    for name, t in sorted(get_state_dict(model).items()):
-      w = rng.standard_normal(t.shape).astype(np.float32) * (0.1 if "ln_" in name or "bias" in name else 0.02)
-      t.replace(Tensor(w + (1 if "ln_" in name and name.endswith("weight") else 0), device=device).realize())
-    # a head of unit scale: the top logits lie apart, so float rounding cannot flip an argmax
-    head = rng.standard_normal(model.lm_head.weight.shape).astype(np.float32)
-    model.lm_head.weight.replace(Tensor(head, device=device).realize())
-    out, start_pos, start = list(PROMPT), 0, time.perf_counter()
-    for _ in range(tokens):
-      new = out[start_pos:]
-      x = Variable("tokens", 0, SIZE["vocab_size"] - 1).bind(new[0]) if len(new) == 1 else Tensor([new], device=device)
-      out.append(model(x, Variable("start_pos", 1 if start_pos else 0, gpt2.MAX_CONTEXT - 1).bind(start_pos), 0.0).tolist()[0])
-      start_pos = len(out) - 1
-    return out[len(PROMPT):], time.perf_counter() - start
+  """The tokens greedily decoded after the prompt (temperature 0), and the wall seconds."""
+  from tinytpu import real
+  start = time.perf_counter()
+  return real.gpt2_tokens(gpt2, device, tokens), time.perf_counter() - start
 
 def main():
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -1,4 +1,4 @@
-"""tinygrad's examples/beautiful_mnist_multigpu.py on a chip of several cores: the same CNN (bench.mnist_train's), its
+"""tinygrad's examples/beautiful_mnist_multigpu.py on a chip of several cores: the same CNN (tinytpu.real.MnistCNN), its
 parameters copied to every device, each step's batch sharded over GPUS devices on axis 0, Adam, TinyJit, on random
 uint8 images in place of the download. For each GPUS: the losses on TINYTPU (a chip configuration, chip4 by default:
 TINYTPU:0..GPUS-1 are its cores) and on tinygrad's CPU device with as many devices, the chip's elapsed cycles per step
@@ -17,7 +17,7 @@ def train(device: str, gpus: int, bs: int, steps: int, seed: int = 0) -> tuple[l
   import tinytpu
   from tinygrad import Tensor, TinyJit, nn
   from tinygrad.helpers import Context
-  from bench.mnist_train import CNN
+  from tinytpu.real import MnistCNN as CNN
   devices = tuple(f"{device}:{i}" for i in range(gpus))
   Tensor.manual_seed(seed)
   rng = np.random.default_rng(seed)

@@ -8,17 +8,10 @@ TINYTPU's modes: in-order runs and every launch ticked), TINYTPU's cycles and la
 import argparse, collections, os, time
 import numpy as np
 import tinytpu
-from tinygrad import Tensor, TinyJit, nn, function
+from tinygrad import Tensor, TinyJit, nn
 from tinygrad.helpers import Context
 from tinytpu.device import TinyTPUProgram
-
-class CNN:
-  def __init__(self):
-    self.layers = [nn.Conv2d(1, 32, 5), Tensor.relu, nn.Conv2d(32, 32, 5), Tensor.relu, nn.BatchNorm(32), Tensor.max_pool2d,
-                   nn.Conv2d(32, 64, 3), Tensor.relu, nn.Conv2d(64, 64, 3), Tensor.relu, nn.BatchNorm(64), Tensor.max_pool2d,
-                   lambda x: x.flatten(1), nn.Linear(576, 10)]
-  @function  # as the example: the model is one function in the graph (its backward is scheduled as such)
-  def __call__(self, x: Tensor) -> Tensor: return x.sequential(self.layers)
+from tinytpu.real import MnistCNN
 
 def train(device: str, bs: int, steps: int, seed: int = 0) -> tuple[list[float], list[float]]:
   """Losses of `steps` training steps and each one's wall time (the first compiles)."""
@@ -29,7 +22,7 @@ def _train(bs: int, steps: int, seed: int) -> tuple[list[float], list[float]]:
   rng = np.random.default_rng(seed)
   x_train = Tensor(rng.standard_normal((512, 1, 28, 28), dtype=np.float32))
   y_train = Tensor(rng.integers(0, 10, 512, dtype=np.int32))
-  model = CNN()
+  model = MnistCNN()
   opt = nn.optim.Adam(nn.state.get_parameters(model))
 
   @TinyJit

@@ -1,6 +1,7 @@
 """TensorCore variants from the command line: `configs`, TINYTPU_CONFIG, `bench/benchmark.py --config` and the
 design-space search `explore` (its table, plot, data and budget search)."""
 import json, os, pathlib, subprocess, sys
+import pytest
 from PIL import Image
 from tinytpu import configs
 
@@ -52,39 +53,89 @@ GRID = ["--grid", "rows=4", "--grid", "fetch_overlap=0,1", "--grid", "record_cyc
         "--grid", "psum_buckets=8"]
 
 def test_explore_table_plot_and_data(tmp_path):
-  p = run("-m", "tinytpu", "explore", "--set", "kernels", *GRID, "--out", str(tmp_path))
+  p = run("-m", "tinytpu", "explore", "--set", "kernels", *GRID, "--objectives", "time,area", "--jobs", "2", "--out", str(tmp_path))
   assert p.returncode == 0, p.stderr
   data = json.loads((tmp_path / "explore.json").read_text())
   rows = {r["spec"]: r for r in data["rows"]}
   assert {n["name"] for n in configs.named()} <= set(rows)
   assert all("perf" in r for r in rows.values()), [r.get("error") for r in rows.values()]
+  for r in rows.values():  # time at the core's clock, energy from the counters, each workload checked
+    assert r["time_s"] == pytest.approx(sum(w["time_s"] for w in r["workloads"])) and r["energy_j"] > 0
+    assert len(r["workloads"]) == 11 and all(w["checked"] and w["time_s"] == w["cycles"] / (r["fields"]["clock_mhz"] * 1e6)
+                                             for w in r["workloads"])
   # overlapped fetch and a one-beat loader each only help
-  assert rows["overlap-beat"]["perf"] > rows["overlap"]["perf"] > rows["reference"]["perf"]
-  assert rows["overlap-beat"]["perf"] > rows["beat"]["perf"] > rows["reference"]["perf"]
-  front = data["pareto"]
-  assert front and all(rows[a]["area"] <= rows[b]["area"] and rows[a]["perf"] < rows[b]["perf"] for a, b in zip(front, front[1:]))
-  for r in rows.values():  # nothing off the front beats a front point on both axes
-    assert not any(r["area"] < rows[f]["area"] and r["perf"] > rows[f]["perf"] for f in front)
-  assert "Pareto front" in p.stdout and "overlap-beat" in p.stdout
+  assert rows["overlap-beat"]["time_s"] < rows["overlap"]["time_s"] < rows["reference"]["time_s"]
+  assert rows["overlap-beat"]["time_s"] < rows["beat"]["time_s"] < rows["reference"]["time_s"]
+  front = data["pareto"]  # time against area: along it, more area buys less time
+  assert front and all(rows[a]["area"] <= rows[b]["area"] and rows[a]["time_s"] > rows[b]["time_s"] for a, b in zip(front, front[1:]))
+  for r in rows.values():  # nothing off the front beats a front point on both
+    assert not any(r["area"] < rows[f]["area"] and r["time_s"] < rows[f]["time_s"] for f in front)
+  assert "Pareto front of time against area" in p.stdout and "overlap-beat" in p.stdout
   with Image.open(tmp_path / "explore.png") as img: assert img.format == "PNG" and img.width >= 600 and img.height >= 400
 
-def test_explore_budget_proposes_the_best_core_that_fits(tmp_path):
-  p = run("-m", "tinytpu", "explore", "--set", "kernels", *GRID, "--budget", "44", "--out", str(tmp_path))
+def test_explore_json_rows_and_a_budget_proposal(tmp_path):
+  p = run("-m", "tinytpu", "explore", "--set", "kernels", *GRID, "--budget", "44", "--json", "--jobs", "2", "--out", str(tmp_path))
   assert p.returncode == 0, p.stderr
-  rows = json.loads((tmp_path / "explore.json").read_text())["rows"]
-  fits = [r for r in rows if r["area"] <= 44]
-  best = max(fits, key=lambda r: r["perf"])
-  assert f"proposal for area <= 44.0: {best['spec']} " in p.stdout
-  assert best["perf"] > next(r["perf"] for r in rows if r["spec"] == "reference")
-  assert all(r["area"] <= 44 for r in rows)  # the search measures only cores inside the budget
+  rows = json.loads(p.stdout)
+  assert rows and all({"config", "workload", "time_s", "energy_j", "area", "checked"} <= set(r) for r in rows)
+  assert all(r["checked"] and r["area"] <= 44 for r in rows)  # only cores inside the budget are measured
+  totals = {}
+  for r in rows: totals[r["config"]] = totals.get(r["config"], 0) + r["time_s"]
+  best = min(totals, key=totals.get)
+  assert f"proposal for area <= 44.0: {best} " in p.stderr and totals[best] < totals["reference"]
 
-def test_budget_search_by_ascent_when_the_space_is_large(monkeypatch):
-  from tinytpu import explore
-  monkeypatch.setattr(explore, "EXHAUSTIVE", 0)  # as if the space were too large to measure whole
-  space = {"fetch_overlap": [0, 1], "record_cycles": [2, 1], "dma_overlap": [0], "prefetch_launches": [0],
-           "depth": [32], "vregs": [16], "psum_buckets": [8]}
-  best, rows = explore.search(["kernels"], 46.0, 2, space)
-  # reference (43) -> one field at a time: record_cycles=1 (44) is the best step, then fetch_overlap (46)
-  assert best["spec"] == "reference,fetch_overlap=1,record_cycles=1"
-  assert best["perf"] == max(r["perf"] for r in rows) and all(r["area"] <= 46.0 for r in rows)
-  assert len(rows) < len(explore.grid(space))  # it did not measure the whole space
+def start_dask(tmp_path, port: int):
+  """A real dask scheduler and two worker processes on localhost (the dask command line)."""
+  env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+  procs = [subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)]
+  import time
+  from distributed import Client
+  for _ in range(100):
+    try:
+      with Client(f"tcp://127.0.0.1:{port}", timeout=2): break
+    except OSError: time.sleep(0.3)
+  procs += [subprocess.Popen(["dask", "worker", f"tcp://127.0.0.1:{port}", "--nthreads", "1", "--no-dashboard"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path) for _ in range(2)]
+  with Client(f"tcp://127.0.0.1:{port}", timeout=10) as c: c.wait_for_workers(2, timeout=120)
+  return procs
+
+def test_a_study_on_a_dask_cluster_measures_what_a_serial_run_measures(tmp_path):
+  import socket
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+  procs = start_dask(tmp_path, port)
+  try:
+    args = ["-m", "tinytpu", "explore", "--set", "kernels", "--search", "optuna", "--trials", "4", "--seed", "3",
+            "--objectives", "time,area", *GRID, "--json"]
+    on_dask = run(*args, "--scheduler", f"tcp://127.0.0.1:{port}", "--out", str(tmp_path / "dask"))
+  finally:
+    for p in procs: p.kill()
+  serial = run(*args, "--jobs", "0", "--out", str(tmp_path / "serial"))
+  assert on_dask.returncode == 0, on_dask.stderr
+  assert serial.returncode == 0, serial.stderr
+  key = lambda r: (r["config"], r["workload"])
+  measured = lambda p: sorted((key(r), r["cycles"], r["time_s"], r["energy_j"], r["checked"]) for r in json.loads(p.stdout))
+  assert measured(on_dask) == measured(serial) and len({r["config"] for r in json.loads(serial.stdout)}) == 4
+
+def test_an_optuna_study_stopped_midway_resumes_without_measuring_again(tmp_path):
+  import signal, time, optuna
+  args = ["-m", "tinytpu", "explore", "--set", "kernels", "--search", "optuna", "--trials", "6", "--seed", "1",
+          "--objectives", "time", "--grid", "fetch_overlap=0,1", "--grid", "record_cycles=2,1", "--grid", "rows=4",
+          "--grid", "dma_overlap=0,1", "--grid", "prefetch_launches=0", "--grid", "resident_program=0,1",
+          "--grid", "depth=32", "--grid", "vregs=16", "--grid", "psum_buckets=8", "--jobs", "0", "--out", str(tmp_path)]
+  storage, study = f"sqlite:///{tmp_path / 'explore.db'}", "kernels:time:budget=None:seed=1"
+  first = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  done = lambda: [t for t in optuna.load_study(study_name=study, storage=storage).trials if t.state.name == "COMPLETE"] \
+    if (tmp_path / "explore.db").exists() else []
+  while len(done()) < 2 and first.poll() is None: time.sleep(0.5)
+  first.send_signal(signal.SIGKILL)  # stopped midway: two or more configurations measured, not six
+  first.wait()
+  before = {t.user_attrs["spec"] for t in done()}
+  assert 2 <= len(before) < 6
+  p = run(*args)
+  assert p.returncode == 0, p.stderr
+  assert f"({6 - len(before)} configurations measured)" in p.stdout  # only the ones the first run did not finish
+  after = {t.user_attrs["spec"] for t in done()}
+  assert len(after) == 6 and before <= after

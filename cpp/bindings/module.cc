@@ -161,7 +161,33 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
         return py::buffer_info(b.data(), 1, py::format_descriptor<uint8_t>::format(), 1, {b.size()}, {1});
       });
 
+  // Activity by name, in the energy model's terms (tinytpu.energy): the VPU's lane ops by VpuEnergy.
+  py::class_<Activity>(m, "Activity").def(py::init<>()).def("items", [](const Activity& a) {
+    return std::vector<std::pair<std::string, uint64_t>>{
+        {"instructions", a.instructions},
+        {"vpu_int_ops", a.vpu_lane_ops[size_t(VpuEnergy::kInt)]},
+        {"vpu_int_mul_ops", a.vpu_lane_ops[size_t(VpuEnergy::kIntMul)]},
+        {"vpu_fp_add_ops", a.vpu_lane_ops[size_t(VpuEnergy::kFpAdd)]},
+        {"vpu_fp_mul_ops", a.vpu_lane_ops[size_t(VpuEnergy::kFpMul)]},
+        {"xlu_ops", a.xlu_ops},
+        {"mxu_macs", a.mxu_macs},
+        {"vreg_reads", a.vreg_reads},
+        {"vreg_writes", a.vreg_writes},
+        {"vmem_reads", a.vmem_reads},
+        {"vmem_writes", a.vmem_writes},
+        {"wsram_reads", a.wsram_reads},
+        {"wsram_writes", a.wsram_writes},
+        {"asram_reads", a.asram_reads},
+        {"asram_writes", a.asram_writes},
+        {"psum_accesses", a.psum_accesses},
+        {"program_writes", a.program_writes},
+        {"data_bytes", a.data_bytes},
+        {"program_bytes", a.program_bytes},
+        {"output_bytes", a.output_bytes}};
+  });
+
   py::class_<KernelStats>(m, "KernelStats")
+      .def_readonly("activity", &KernelStats::activity)
       .def_readonly("launches", &KernelStats::launches)
       .def_readonly("cycles", &KernelStats::cycles)
       .def_readonly("sxu_cycles", &KernelStats::sxu_cycles)

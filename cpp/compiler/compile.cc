@@ -368,6 +368,9 @@ class PlanBuilder {
     for (const SlotFill& f : l.fills) image.fill_dtypes.push_back(f.dtype);
     image.table_rows = std::move(rows);
     validate(image.bundle, plan_.config);
+    const std::optional<Activity> activity = straight_line_activity(image.bundle, plan_.config);
+    if (!activity) throw SimError("internal: a compiled launch's program does not run straight through");
+    image.activity = *activity;
     same_hash.push_back(std::make_shared<const Image>(std::move(image)));
     return same_hash.back();
   }

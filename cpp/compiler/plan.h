@@ -8,6 +8,7 @@
 #include "compiler/ir.h"
 #include "compiler/tracer.h"
 #include "isa/bundle.h"
+#include "sim/activity.h"
 
 namespace tinytpu::compiler {
 
@@ -97,6 +98,7 @@ struct Image {
   // tables, the tile's elements at a constant stride. On a core with a SparseCore (config.h sparse_core) the
   // loader may hand such a record to it as a lookup.
   std::vector<bool> table_rows;
+  Activity activity;  // what one run of it does (straight-line: the compiler's programs have no branches)
 };
 
 struct PlanLaunch {

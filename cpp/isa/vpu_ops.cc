@@ -293,13 +293,15 @@ constexpr Lane2 fmin = fbin<fp32::min_of>;
 constexpr int32_t kFOne = int32_t(fp32::kOne);
 
 constexpr VpuKind C = VpuKind::kComb, FR = VpuKind::kFpReduce, TR = VpuKind::kTransc;
+constexpr VpuEnergy I = VpuEnergy::kInt, IM = VpuEnergy::kIntMul, FA = VpuEnergy::kFpAdd,
+                    FM = VpuEnergy::kFpMul;
 constexpr uint8_t steps(TranscOp op) { return uint8_t(transc_steps(op)); }
 
 }  // namespace
 
 const std::array<VpuOpInfo, kNumVpuOps> kVpuOps = {{
-#define X(opcode, name, mnemonic, arity, kind, transc_steps, ...) \
-  {uint8_t(VpuOpcode::name), mnemonic, arity, kind, transc_steps, __VA_ARGS__},
+#define X(opcode, name, mnemonic, arity, kind, energy, transc_steps, ...) \
+  {uint8_t(VpuOpcode::name), mnemonic, arity, kind, energy, transc_steps, __VA_ARGS__},
 #include "isa/vpu_ops.def"
 #undef X
 }};

@@ -10,6 +10,8 @@ namespace tinytpu {
 // How the VPU executes an op (hardware.md §2.4): combinationally (result readable next cycle), through
 // the shared FpReducer (16 cycles), or through the shared TranscUnit (16 lanes x `transc_steps`).
 enum class VpuKind : uint8_t { kComb, kFpReduce, kTransc };
+// The datapath a lane's op exercises, which the energy model prices (vpu_ops.def says which each op is).
+enum class VpuEnergy : uint8_t { kInt, kIntMul, kFpAdd, kFpMul };
 
 // Semantics: out = op(a, b). `prev` is the VPU result register before this op (only SELECT reads it).
 // Multi-cycle ops compute their final value here too; the VPU model supplies the timing.
@@ -41,6 +43,7 @@ struct VpuOpInfo {
   const char* name;  // TASM mnemonic, e.g. "ADD", "FSUM_REDUCE_TILE"
   uint8_t arity;     // 1: src2 ignored; 2: binary
   VpuKind kind;
+  VpuEnergy energy;
   uint8_t transc_steps;  // FP ops per lane in the TranscUnit (kTransc only)
   VpuFn fn;
 };

@@ -860,6 +860,11 @@ class Segment {
     stats_.sc_lookups += res.sc_lookups;
     stats_.mxu_busy += res.busy.mxu;
     stats_.vpu_busy += res.busy.vpu;
+    stats_.activity += l.image->activity;
+    if (load.resident) {  // its program and output list are not sent again
+      stats_.activity.program_writes -= l.image->activity.program_writes;
+      stats_.activity.program_bytes -= l.image->activity.program_bytes;
+    }
     launches_done.store(stats_.launches, std::memory_order_relaxed);
     cycles_done.store(stats_.cycles, std::memory_order_relaxed);
     poll_();
@@ -1140,6 +1145,7 @@ class Call {
       stats.sc_lookups += s->stats().sc_lookups;
       stats.mxu_busy += s->stats().mxu_busy;
       stats.vpu_busy += s->stats().vpu_busy;
+      stats.activity += s->stats().activity;
       stats.in_order += s->stats().in_order;
       stats.checked += s->stats().checked;
       stats.batches += s->stats().batches;

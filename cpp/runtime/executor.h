@@ -27,6 +27,7 @@ struct KernelStats {
   uint64_t hbm_bytes = 0;               // moved between HBM and the core (config.h hbm_channels)
   uint64_t mxu_busy = 0, vpu_busy = 0;  // the launches' UnitBusy (sim/runner.h)
   uint64_t sc_lookups = 0;              // table rows the SparseCore looked up (config.h sparse_core)
+  Activity activity;                    // what the launches did, by action (sim/activity.h)
   uint64_t in_order = 0;                // launches run in order, their counters the timing cache's (RunMode)
   uint64_t checked = 0;                 // of those, the launches ticked as well and compared
   uint64_t batches = 0;                 // the batches they ran in (sim/runner.h BatchRunner)

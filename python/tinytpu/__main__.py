@@ -145,17 +145,33 @@ def main(argv: list[str] | None = None) -> int:
   cfgs = sub.add_parser("configs", help="list the TensorCore variants TINYTPU_CONFIG selects, with their cost proxies")
   cfgs.add_argument("--json", action="store_true", help="print a JSON list of objects")
   cfgs.set_defaults(fn=cmd_configs)
-  exp = sub.add_parser("explore", help="run workloads on TensorCore variants: a table and the Pareto plot of "
-                       "performance against cost; --budget searches for the best core that fits")
+  exp = sub.add_parser("explore", help="run workloads on TensorCore variants: time, energy and area, and the Pareto "
+                       "front of two objectives; --search optuna searches a space too large to measure whole")
   exp.add_argument("--set", default="kernels,train", help="workload sets, comma-separated: kernels (the 11 "
-                   "benchmark kernels), train (an MLP's training step), extended (large kernels: slow); default "
-                   "kernels,train")
+                   "benchmark kernels), train (an MLP's training step), extended (large kernels: slow), real (an MNIST "
+                   "CNN's training step, an attention block, int8 digits, a GPT-2 decode: minutes; on the named "
+                   "configurations unless --grid); default kernels,train")
   exp.add_argument("--grid", action="append", metavar="FIELD=V1,V2",
                    help="values a field takes (repeatable; default: the fields and values in tinytpu.explore.SPACE)")
-  exp.add_argument("--budget", type=float, metavar="AREA", help="search mode: propose the best configuration with "
-                   "area at most AREA (all of the space that fits, when it is small; else coordinate ascent)")
+  exp.add_argument("--objectives", default="time,area", help="comma-separated, of time, energy, edp, area, perf, "
+                   "perf_per_area: each but the last plotted against the last with its Pareto front (explore.png the "
+                   "first's, explore-NAME.png the others'); the first is what --budget optimises, and a search all")
+  exp.add_argument("--budget", type=float, metavar="AREA", help="propose the best configuration with area at most AREA")
+  exp.add_argument("--search", choices=("grid", "optuna"), default="grid",
+                   help="grid: measure every configuration (default); optuna: an Optuna study of --trials of them")
+  exp.add_argument("--trials", type=_whole(1), default=48, help="configurations an Optuna search measures (default 48)")
+  exp.add_argument("--seed", type=int, default=0, help="the Optuna sampler's seed")
+  exp.add_argument("--batch", type=_whole(1), default=4, help="configurations an Optuna search asks for and measures "
+                   "at once (default 4): the study depends on it, not on the cluster's size")
+  exp.add_argument("--storage", help="the Optuna study's database URL (default sqlite:///OUT/explore.db): a study "
+                   "of the same name found there is resumed")
+  exp.add_argument("--study", help="the Optuna study's name (default: from the sets, objectives, budget and seed)")
+  exp.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="a dask.distributed scheduler to measure on "
+                   "(default: a LocalCluster of --jobs worker processes)")
+  exp.add_argument("--json", action="store_true", help="print a JSON list of rows, one per configuration and workload")
   exp.add_argument("--out", default="explore", help="directory for explore.png and explore.json (default ./explore)")
-  exp.add_argument("--jobs", type=_whole(1), help="configurations measured at once (default: the CPU count)")
+  exp.add_argument("--jobs", type=_whole(0), help="worker processes of the local cluster (default: the CPU count; 0: "
+                   "measure one configuration after another in this process)")
   exp.set_defaults(fn=lambda a: __import__("tinytpu.explore").explore.main(a))
   cmp = sub.add_parser("compare", help="train small models in float32 on the digits, quantise them to int8 and "
                        "compare float32 and int8 on TINYTPU: accuracy, agreement, logit error, cycles, MXU busy")

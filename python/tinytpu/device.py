@@ -109,7 +109,7 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
       if not wait: return None
       self.dev.synchronize()
       cycles = done.result()
-    return cycles * 1e-9 if wait else None  # simulated seconds at a nominal 1 GHz
+    return cycles / (self.dev.config.clock_mhz * 1e6) if wait else None  # simulated seconds at the core's clock
 
   def _run(self, bufs, vals: list[int], trial: bool, progress: _Progress, threads: int | None) -> int:
     """One call, on the calling thread: its cycles, counted on the device's counters and its chip's timeline."""
@@ -134,7 +134,8 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
       _counters.setdefault((self.dev.device, trial), Counter()).update(
         kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles, in_order=stats.in_order,
         checked=stats.checked, batches=stats.batches, threaded=stats.threaded, streamed=stats.streamed,
-        hbm_bytes=stats.hbm_bytes, mxu_busy=stats.mxu_busy, vpu_busy=stats.vpu_busy, sc_lookups=stats.sc_lookups)
+        hbm_bytes=stats.hbm_bytes, mxu_busy=stats.mxu_busy, vpu_busy=stats.vpu_busy, sc_lookups=stats.sc_lookups,
+        **dict(stats.activity.items()))
     return stats.cycles
 
 def run_mode(core, threads: int | None = None):
@@ -188,8 +189,9 @@ class TinyTPUDevice(Compiled):
     if self.queue is not None: self.queue.synchronize()
 
 trace._from_env()
+ACTIVITY = tuple(name for name, _ in _core.Activity().items())  # what the launches did, by action (sim/activity.h)
 COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles", "in_order", "checked", "batches", "threaded", "streamed",
-            "hbm_bytes", "mxu_busy", "vpu_busy", "sc_lookups")
+            "hbm_bytes", "mxu_busy", "vpu_busy", "sc_lookups") + ACTIVITY
 _counters: dict[tuple[str, bool], Counter] = {}  # (device, a BEAM trial run) -> totals
 _devices: weakref.WeakSet[TinyTPUDevice] = weakref.WeakSet()
 
@@ -210,7 +212,9 @@ def counters(device: str | None = None, beam: bool = False) -> dict[str, int]:
   `noc_bytes` the bytes those copies moved; `hbm_bytes` the bytes the cores' DMA engines moved between HBM and the cores
   (a configuration with hbm_channels); `mxu_busy` and `vpu_busy` the cycles the MXU sequencer was not idle and the
   VPU was dispatching or busy; `sc_lookups` the table rows the SparseCores looked up (a configuration with
-  sparse_core)."""
+  sparse_core); ACTIVITY's counters what the launches did by action (tinytpu.energy prices them): instructions
+  fetched, VPU lane ops by datapath, XLU ops, MXU multiply-accumulates, and the tiles and rows read and written in
+  the vector registers, VMEM, WeightSRAM, ActivationSRAM, PSUM and program memory."""
   devs = _matching(device)
   total = Counter({k: 0 for k in COUNTERS})
   with _lock:

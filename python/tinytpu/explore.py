@@ -1,14 +1,21 @@
-"""Design-space search over TensorCore configurations: run a workload set on each, print a table, draw performance
-against the cost proxy with the Pareto front (PNG, and the data as JSON beside it); with a budget, search for the
-best configuration whose area fits it.
+"""Design-space search over TensorCore configurations: run workload sets on each, report time, energy and area per
+configuration and workload, plot the Pareto front of two objectives (PNG, and the data as JSON beside it), and search
+a space too large to measure whole with Optuna.
 
-Performance is the geomean of elements (or MACs) per cycle over the set's workloads, each result checked against
-numpy. Cost is the core's area proxy (`python -m tinytpu configs` says how it is counted). Each configuration
-runs in its own process: a device's core is chosen when it opens (TINYTPU_CONFIG)."""
+A configuration's measurement is `measure()`: its workloads in a process of their own (a device's core is chosen
+when it opens, TINYTPU_CONFIG), every result checked against tinygrad's CPU device (numpy for the kernels), its
+counters turned into time and energy (tinytpu.energy). Measurements run on a dask.distributed cluster: a LocalCluster
+of worker processes on this host by default, or the cluster whose scheduler `scheduler` names. They are functions of
+the configuration alone (cycles and counters, never wall time), so a cluster gives what a serial run gives.
+
+Objectives (OBJECTIVES): time, energy and energy-delay of the workloads, area, and performance (the geomean of
+elements or MACs per cycle) and performance per area. The search (`optuna_search`) is an Optuna study over the
+space's fields, multi-objective (NSGA-II) for two or more objectives and TPE for one, persisted in its storage
+(SQLite by default) so that a study stopped midway resumes without measuring a configuration again."""
 from __future__ import annotations
-import itertools, json, os, subprocess, sys
-from concurrent.futures import ThreadPoolExecutor
-from tinytpu import _core, configs
+import itertools, json, math, os, subprocess, sys
+from typing import Callable
+from tinytpu import _core, configs, energy
 from tinytpu.workloads import SETS, geomean
 
 # The fields a search may change, and the values it tries by default (--grid FIELD=... tries others): each
@@ -19,145 +26,271 @@ SPACE = {"rows": sorted(core.TensorCoreConfig.ROWS for core in configs.CORES),
          **{f["name"]: f["explore"] for f in _core.config_fields() if f["explore"]}}
 REFERENCE = _core.TensorCoreConfig()
 
+# name -> (the row's value, whether larger is better, its label)
+OBJECTIVES: dict[str, tuple[Callable[[dict], float], bool, str]] = {
+  "time": (lambda r: r["time_s"], False, "time of the workloads, s (at each core's clock)"),
+  "energy": (lambda r: r["energy_j"], False, "dynamic energy of the workloads, J"),
+  "edp": (lambda r: r["energy_j"] * r["time_s"], False, "energy x delay, J s"),
+  "area": (lambda r: r["area"], False, "area proxy (PE equivalents)"),
+  "perf": (lambda r: r["perf"], True, "geomean elements per cycle"),
+  "perf_per_area": (lambda r: r["perf"] / r["area"], True, "geomean elements per cycle per area"),
+}
+
+def objectives_of(text: str) -> list[str]:
+  names = [n.strip() for n in text.split(",")]
+  for n in names:
+    if n not in OBJECTIVES: raise ValueError(f"--objectives {n}: no such objective (known: {', '.join(OBJECTIVES)})")
+  return names
+
 def spec_of(base: str, changes: dict[str, int]) -> str:
   """The shortest spec: the base name and the fields that differ from it."""
   have = configs.fields(configs.from_spec(base))
   return ",".join([base] + [f"{k}={v}" for k, v in sorted(changes.items()) if have[k] != v])
 
+def area_of(spec: str) -> float: return configs.cost(configs.from_spec(spec))["area"]
+
 def measure(spec: str, sets: list[str]) -> dict:
-  """One configuration on the sets, in a fresh process. A configuration that cannot run a workload (too small a
-  core, a wrong result) is reported with its error, not left out silently."""
+  """One configuration on the sets, in a fresh process: a row with its cost, each workload's cycles, time, energy
+  and check, and their totals. A workload the core cannot run (too small a core) or gets wrong is in the row with
+  its error, and so is the configuration's first error: nothing is left out silently."""
   config = configs.from_spec(spec)
   row = {"spec": spec, **configs.cost(config), "fields": configs.fields(config)}
   env = {**os.environ, configs.ENV: spec}
   p = subprocess.run([sys.executable, "-m", "tinytpu.workloads", ",".join(sets)], capture_output=True, text=True, env=env)
   if p.returncode != 0:
     last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
-    return {**row, "error": last.removeprefix("tinytpu._core.").split(" than an empty launch")[0]}
-  runs = json.loads(p.stdout)
-  per = lambda rs: geomean([r["elems_per_cycle"] for r in rs])
-  return {**row, "perf": per(runs), "cycles": sum(r["cycles"] for r in runs),
-          "by_set": {s: per([r for r in runs if r["set"] == s]) for s in sets},
-          "workloads": {r["name"]: r["cycles"] for r in runs}}
+    return {**row, "error": last.removeprefix("tinytpu._core.").split(" than an empty launch")[0], "workloads": []}
+  runs = []
+  for r in json.loads(p.stdout):
+    w = {"workload": r["name"], "set": r["set"], "checked": r["checked"]}
+    if "error" in r: w["error"] = r["error"]
+    elif r.get("cycles") is not None:
+      c = r["counters"]
+      w.update(cycles=r["cycles"], elems_per_cycle=r["elems_per_cycle"], time_s=energy.time_s(c, config),
+               energy_j=energy.energy_j(c, config), energy_by_unit=energy.breakdown(c, config))
+    runs.append(w)
+  row["workloads"] = runs
+  failed = next((w for w in runs if "error" in w or not w["checked"]), None)
+  if failed: return {**row, "error": f"{failed['workload']}: {failed.get('error', 'wrong result')}"}
+  counted = [w for w in runs if "cycles" in w]
+  per = lambda ws: geomean([w["elems_per_cycle"] for w in ws])
+  return {**row, "perf": per(counted), "cycles": sum(w["cycles"] for w in counted),
+          "time_s": sum(w["time_s"] for w in counted), "energy_j": sum(w["energy_j"] for w in counted),
+          "by_set": {s: per([w for w in counted if w["set"] == s]) for s in sets}}
 
-def pareto(rows: list[dict]) -> list[dict]:
-  """The rows no other row beats on both cost (lower area) and performance (higher), by area."""
-  ok = sorted((r for r in rows if "perf" in r), key=lambda r: (r["area"], -r["perf"]))
-  front, best = [], -1.0
-  for r in ok:
-    if r["perf"] > best: front, best = front + [r], r["perf"]
-  return front
+def workload_rows(rows: list[dict]) -> list[dict]:
+  """A row per configuration and workload: `explore --json`."""
+  out = []
+  for r in rows:
+    for w in r.get("workloads", []):
+      out.append({"config": r["spec"], "workload": w["workload"], "set": w["set"], "area": r["area"],
+                  "checked": w["checked"], **{k: w[k] for k in ("cycles", "time_s", "energy_j", "error") if k in w}})
+  return out
+
+def evaluate(specs: list[str], sets: list[str], jobs: int, scheduler: str | None = None, progress=None) -> list[dict]:
+  """measure() of each spec, in order: on the dask.distributed cluster whose scheduler is `scheduler` (tcp://HOST:PORT),
+  else on a LocalCluster of `jobs` worker processes (one thread each), else (jobs 0) here, one after another."""
+  if not specs: return []
+  if jobs == 0 and scheduler is None:
+    rows = []
+    for s in specs:
+      rows.append(measure(s, sets))
+      if progress: progress(rows[-1])
+    return rows
+  from dask.distributed import Client, LocalCluster, as_completed
+  cluster = None if scheduler else LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
+                                                dashboard_address=None)
+  try:
+    with Client(scheduler or cluster) as client:
+      futures = [client.submit(measure, s, sets, key=f"measure-{i}-{s}", pure=False, retries=0) for i, s in enumerate(specs)]
+      done = {}
+      for f in as_completed(futures):
+        done[f.key] = f.result()
+        if progress: progress(done[f.key])
+      return [done[f.key] for f in futures]
+  finally:
+    if cluster: cluster.close()
+
+def pareto(rows: list[dict], objectives: list[str]) -> list[dict]:
+  """The rows no other row beats on every objective (at least as good on all, better on one), sorted by the last."""
+  ok = [r for r in rows if "error" not in r]
+  score = lambda r: [OBJECTIVES[o][0](r) * (-1 if OBJECTIVES[o][1] else 1) for o in objectives]  # smaller is better
+  def beaten(r):
+    s = score(r)
+    return any(all(a <= b for a, b in zip(score(o), s)) and score(o) != s for o in ok)
+  return sorted((r for r in ok if not beaten(r)), key=lambda r: score(r)[::-1])
 
 def grid(space: dict[str, list[int]]) -> list[str]:
   """The named configurations and every combination of the space's values, each once."""
   specs = [n["name"] for n in configs.named()]
   specs += [spec_of("reference", dict(zip(space, values))) for values in itertools.product(*space.values())]
+  return _distinct(specs)
+
+def _distinct(specs: list[str]) -> list[str]:
   seen, out = set(), []
   for s in specs:
-    key = tuple(configs.fields(configs.from_spec(s)).items())
+    key = configs.key(configs.from_spec(s))
     if key not in seen: seen.add(key); out.append(s)
   return out
 
-def run_all(specs: list[str], sets: list[str], jobs: int, progress=None) -> list[dict]:
-  with ThreadPoolExecutor(jobs) as pool:
-    rows = []
-    for r in pool.map(lambda s: measure(s, sets), specs):
-      rows.append(r)
-      if progress: progress(r)
-  return rows
-
 EXHAUSTIVE = 256  # a space with this many configurations within the budget is measured whole
 
-def search(sets: list[str], budget: float, jobs: int, space: dict[str, list[int]], progress=None) -> tuple[dict, list[dict]]:
-  """The best configuration whose area fits the budget, and every configuration measured. Up to EXHAUSTIVE
-  configurations of the space (and the named ones) within the budget are all measured, so the proposal is the best
-  of them. A larger space is searched by coordinate ascent from the reference: every configuration one field away,
-  move to the best, stop when none is better (which can stop short of the best)."""
-  perf = lambda r: r.get("perf", 0)
-  area = lambda spec: configs.cost(configs.from_spec(spec))["area"]
-  if area("reference") > budget: raise ValueError(f"budget {budget}: the reference core alone needs area {area('reference')}")
-  fits = [s for s in grid(space) if area(s) <= budget]
-  if len(fits) <= EXHAUSTIVE:
-    rows = run_all(fits, sets, jobs, progress)
-    return max(rows, key=perf), rows
-  cache: dict[str, dict] = {}
-  def run(specs):
-    for r in run_all([s for s in dict.fromkeys(specs) if s not in cache], sets, jobs, progress): cache[r["spec"]] = r
-  current = {k: configs.fields(REFERENCE)[k] for k in space}
-  run([spec_of("reference", current)])
-  best = cache[spec_of("reference", current)]
-  while True:
-    cands = [spec_of("reference", {**current, k: v}) for k in space for v in space[k] if v != current[k]]
-    cands = [c for c in cands if area(c) <= budget]
-    run(cands)
-    step = max((cache[c] for c in cands), key=perf, default=None)
-    if step is None or perf(step) <= perf(best): return best, list(cache.values())
-    best, current = step, {k: step["fields"][k] for k in space}
+def best_within(rows: list[dict], objective: str, budget: float | None) -> dict | None:
+  fn, larger, _ = OBJECTIVES[objective]
+  ok = [r for r in rows if "error" not in r and (budget is None or r["area"] <= budget)]
+  return (max if larger else min)(ok, key=fn, default=None)
+
+def optuna_search(sets: list[str], space: dict[str, list[int]], objectives: list[str], trials: int, seed: int,
+                  budget: float | None, storage: str, study_name: str, run: Callable[[list[str]], list[dict]],
+                  batch: int = 1, progress=None) -> tuple[list[dict], int]:
+  """An Optuna study over the space (a categorical parameter per field) that measures at most `trials`
+  configurations: NSGA-II for two or more objectives, TPE for one, seeded. `run` measures a batch of specs (ask a
+  batch, measure it at once, tell in ask order: the same seed gives the same study). A configuration over the area
+  budget is pruned unmeasured, one asked again takes its earlier measurement, and a study found in `storage` goes
+  on from its trials (each keeps its measurement): none is measured twice. Returns every configuration measured in
+  the study (resumed ones too) and how many this call measured."""
+  import optuna
+  optuna.logging.set_verbosity(optuna.logging.WARNING)
+  directions = ["maximize" if OBJECTIVES[o][1] else "minimize" for o in objectives]
+  sampler = optuna.samplers.NSGAIISampler(seed=seed) if len(objectives) > 1 else optuna.samplers.TPESampler(seed=seed)
+  study = optuna.create_study(study_name=study_name, storage=storage, directions=directions, sampler=sampler,
+                              load_if_exists=True)
+  known = {t.user_attrs["spec"]: t.user_attrs["row"] for t in study.trials
+           if t.state == optuna.trial.TrialState.COMPLETE and "row" in t.user_attrs}
+  measured = asks = 0
+  values = lambda row: [OBJECTIVES[o][0](row) for o in objectives]
+  while len(known) < trials and asks < 50 * trials:  # a sampler that keeps asking for measured cores stops here
+    pending: list[tuple[object, str]] = []
+    while len(pending) < batch and len(known) + len({s for _, s in pending}) < trials and asks < 50 * trials:
+      t = study.ask()
+      asks += 1
+      spec = spec_of("reference", {k: t.suggest_categorical(k, v) for k, v in space.items()})
+      if budget is not None and area_of(spec) > budget:
+        study.tell(t, state=optuna.trial.TrialState.PRUNED)
+      elif spec in known:
+        t.set_user_attr("spec", spec)
+        t.set_user_attr("row", known[spec])
+        study.tell(t, values(known[spec]) if "error" not in known[spec] else None,
+                   state=None if "error" not in known[spec] else optuna.trial.TrialState.FAIL)
+      else:
+        pending.append((t, spec))
+    specs = list(dict.fromkeys(s for _, s in pending))
+    rows = dict(zip(specs, run(specs)))
+    measured += len(specs)
+    for t, spec in pending:
+      row = rows[spec]
+      known[spec] = row
+      t.set_user_attr("spec", spec)
+      t.set_user_attr("row", row)
+      if "error" in row: study.tell(t, state=optuna.trial.TrialState.FAIL)
+      else: study.tell(t, values(row))
+      if progress: progress(row, len(known), trials)
+  return list(known.values()), measured
 
 def table(rows: list[dict], front: list[dict]) -> str:
   on_front = {r["spec"] for r in front}
   sets = next((list(r["by_set"]) for r in rows if "by_set" in r), [])
   w = max(len(r["spec"]) for r in rows)
-  out = [f"{'configuration':{w}} {'area':>6} {'SRAM B':>7} {'ports':>5} {'perf':>7} " + " ".join(f"{s:>9}" for s in sets) + "  pareto"]
-  for r in sorted(rows, key=lambda r: -r.get("perf", 0)):
+  out = [f"{'configuration':{w}} {'area':>6} {'SRAM B':>7} {'ports':>5} {'time s':>10} {'energy J':>10} {'perf':>7} " +
+         " ".join(f"{s:>9}" for s in sets) + "  pareto"]
+  for r in sorted(rows, key=lambda r: r.get("time_s", math.inf)):
     if "error" in r:
       out.append(f"{r['spec']:{w}} {r['area']:6.1f} {r['sram_bytes']:7d} {r['ports']:5d}  failed: {r['error']}")
       continue
-    out.append(f"{r['spec']:{w}} {r['area']:6.1f} {r['sram_bytes']:7d} {r['ports']:5d} {r['perf']:7.3f} " +
-               " ".join(f"{r['by_set'][s]:9.3f}" for s in sets) + ("  *" if r["spec"] in on_front else ""))
+    out.append(f"{r['spec']:{w}} {r['area']:6.1f} {r['sram_bytes']:7d} {r['ports']:5d} {r['time_s']:10.4g} "
+               f"{r['energy_j']:10.4g} {r['perf']:7.3f} " + " ".join(f"{r['by_set'][s]:9.3f}" for s in sets) +
+               ("  *" if r["spec"] in on_front else ""))
   return "\n".join(out)
 
-def plot(rows: list[dict], front: list[dict], sets: list[str], path: str) -> None:
+def plot(rows: list[dict], front: list[dict], x: str, y: str, title: str, path: str) -> None:
+  """y against x for every configuration measured, the Pareto front of the two, the named configurations labelled."""
   try: import matplotlib
   except ImportError: raise ValueError("explore draws its plot with matplotlib: pip install matplotlib") from None
   matplotlib.use("Agg")  # files only, no display
   import matplotlib.pyplot as plt
-  ok = [r for r in rows if "perf" in r]
+  ok = [r for r in rows if "error" not in r]
+  fx, fy = OBJECTIVES[x][0], OBJECTIVES[y][0]
   named = {n["name"] for n in configs.named()}
   fig, ax = plt.subplots(figsize=(8, 5))
-  ax.scatter([r["area"] for r in ok], [r["perf"] for r in ok], s=18, color="tab:grey", label="configurations measured")
-  ax.plot([r["area"] for r in front], [r["perf"] for r in front], "o-", color="tab:blue", label="Pareto front")
+  ax.scatter([fx(r) for r in ok], [fy(r) for r in ok], s=18, color="tab:grey", label="configurations measured")
+  ax.plot([fx(r) for r in front], [fy(r) for r in front], "o-", color="tab:blue", label="Pareto front")
   for r in ok:
-    if r["spec"] in named: ax.annotate(r["spec"], (r["area"], r["perf"]), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    if r["spec"] in named: ax.annotate(r["spec"], (fx(r), fy(r)), fontsize=7, xytext=(4, 4), textcoords="offset points")
   ref = next((r for r in ok if r["spec"] == "reference"), None)
-  if ref: ax.scatter([ref["area"]], [ref["perf"]], s=60, marker="*", color="tab:red", zorder=3, label="reference core")
-  ax.set_xscale("log")  # three geometries: 4x4, 8x8 and 16x16 cores are each ~3.5x the area of the last
-  ax.set_xlabel("area proxy, log scale (PE equivalents: a PE, 256 SRAM bytes or a port each count 1)")
-  ax.set_ylabel(f"geomean elements per cycle ({'+'.join(sets)})")
-  ax.set_title("TinyTPU TensorCore variants: performance against cost")
-  low, high = min(r["perf"] for r in ok), max(r["perf"] for r in ok)
-  ax.set_ylim(low - 0.35 * (high - low or 1), high + 0.1 * (high - low or 1))  # room for the legend below
-  ax.legend(loc="lower right", fontsize=8)
+  if ref: ax.scatter([fx(ref)], [fy(ref)], s=60, marker="*", color="tab:red", zorder=3, label="reference core")
+  for axis, name in (("x", x), ("y", y)):
+    values = [OBJECTIVES[name][0](r) for r in ok]
+    if values and min(values) > 0 and max(values) / min(values) > 20: getattr(ax, f"set_{axis}scale")("log")
+  ax.set_xlabel(OBJECTIVES[x][2])
+  ax.set_ylabel(OBJECTIVES[y][2])
+  ax.set_title(title)
+  ax.legend(fontsize=8)
   fig.tight_layout()
   fig.savefig(path, dpi=100)
   plt.close(fig)
 
-def main(args) -> None:
-  sets = args.set.split(",")
-  for s in sets:
-    if s not in SETS: raise ValueError(f"--set {s}: no such workload set (known: {', '.join(SETS)})")
+def _space(args) -> dict[str, list[int]]:
   space = dict(SPACE)
   for g in args.grid or []:
     field, _, values = g.partition("=")
     try: space[field] = [int(v) for v in values.split(",")]
     except ValueError: raise ValueError(f"--grid {g}: expected field=v1,v2,...") from None
     for v in space[field]: configs.from_spec(f"reference,{field}={v}")  # an unknown field or a bad value: ValueError
-  jobs = args.jobs or os.cpu_count() or 1
-  say = lambda r: print(f"  {r['spec']}: " + (f"{r['perf']:.3f}" if "perf" in r else f"failed ({r['error']})"), file=sys.stderr, flush=True)
-  if args.budget is not None:
-    best, rows = search(sets, args.budget, jobs, space, say)
-  else:
-    specs = grid(space)
-    print(f"explore: {len(specs)} configurations x workload set {'+'.join(sets)}, {jobs} at a time", file=sys.stderr)
-    rows = run_all(specs, sets, jobs, say)
-  front = pareto(rows)
-  print(table(rows, front))
-  os.makedirs(args.out, exist_ok=True)
-  png, data = os.path.join(args.out, "explore.png"), os.path.join(args.out, "explore.json")
-  plot(rows, front, sets, png)
-  with open(data, "w") as f: json.dump({"sets": sets, "space": space, "rows": rows, "pareto": [r["spec"] for r in front]}, f, indent=1)
-  print("\nPareto front (area -> perf): " + ", ".join(f"{r['spec']} ({r['area']:.1f} -> {r['perf']:.3f})" for r in front))
-  if args.budget is not None:
-    print(f"proposal for area <= {args.budget}: {best['spec']} (area {best['area']:.1f}, perf {best.get('perf', 0):.3f})")
-  print(f"wrote {png} and {data}")
+  return space
 
+def main(args) -> None:
+  sets = args.set.split(",")
+  for s in sets:
+    if s not in SETS: raise ValueError(f"--set {s}: no such workload set (known: {', '.join(SETS)})")
+  objectives = objectives_of(args.objectives)
+  if len(objectives) < 2 and args.search != "optuna": raise ValueError("--objectives: at least two, to plot a front")
+  space = _space(args)
+  if args.storage is None: args.storage = f"sqlite:///{os.path.abspath(os.path.join(args.out, 'explore.db'))}"
+  if args.study is None:
+    args.study = f"{'+'.join(sets)}:{'+'.join(objectives)}:budget={args.budget}:seed={args.seed}"
+  os.makedirs(args.out, exist_ok=True)
+  jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
+  say = lambda r, *n: print(f"  {f'[{n[0]}/{n[1]}] ' if n else ''}{r['spec']}: " +
+                            (f"{r['time_s']:.4g} s, {r['energy_j']:.4g} J" if "error" not in r else
+                             f"failed ({r['error']})"), file=sys.stderr, flush=True)
+  run = lambda specs: evaluate(specs, sets, jobs, args.scheduler, say)
+  measured = None
+  if args.search == "optuna":
+    rows, measured = optuna_search(sets, space, objectives, args.trials, args.seed, args.budget, args.storage,
+                                   args.study, lambda specs: evaluate(specs, sets, jobs, args.scheduler),
+                                   batch=args.batch, progress=say)
+  else:
+    # the real workloads take seconds each: the named configurations unless a grid is asked for
+    specs = grid(space) if args.grid or "real" not in sets else _distinct([n["name"] for n in configs.named()])
+    if args.budget is not None:
+      if area_of("reference") > args.budget:
+        raise ValueError(f"budget {args.budget}: the reference core alone needs area {area_of('reference')}")
+      specs = [s for s in specs if area_of(s) <= args.budget]
+      if len(specs) > EXHAUSTIVE: raise ValueError(f"--budget: {len(specs)} configurations fit; search them with --search optuna")
+    print(f"explore: {len(specs)} configurations x workload set {'+'.join(sets)}", file=sys.stderr)
+    rows = run(specs)
+  # one front and plot per objective against the last (area, by default): explore.png the first's, explore-NAME.png
+  # the others'
+  x = objectives[-1]
+  fronts = {y: pareto(rows, [y, x]) for y in objectives[:-1]}
+  front = fronts.get(objectives[0], [])
+  if args.json: print(json.dumps(workload_rows(rows), indent=1))
+  else: print(table(rows, front))
+  pngs = []
+  for i, (y, f) in enumerate(fronts.items()):
+    pngs.append(os.path.join(args.out, "explore.png" if i == 0 else f"explore-{y}.png"))
+    plot(rows, f, x, y, f"TinyTPU TensorCore variants on {'+'.join(sets)}: {y} against {x}", pngs[-1])
+  data = os.path.join(args.out, "explore.json")
+  with open(data, "w") as f:
+    json.dump({"sets": sets, "space": space, "objectives": objectives, "rows": rows,
+               "pareto": [r["spec"] for r in front], "fronts": {y: [r["spec"] for r in f] for y, f in fronts.items()}},
+              f, indent=1)
+  out = sys.stderr if args.json else sys.stdout
+  for y, f in fronts.items(): print(f"\nPareto front of {y} against {x}: " + ", ".join(r["spec"] for r in f), file=out)
+  if args.budget is not None or args.search == "optuna":
+    best = best_within(rows, objectives[0], args.budget)
+    within = f" for area <= {args.budget}" if args.budget is not None else ""
+    how = f" ({measured} configurations measured)" if measured is not None else ""
+    if best: print(f"proposal{within}: {best['spec']} (area {best['area']:.1f}, {objectives[0]} "
+                   f"{OBJECTIVES[objectives[0]][0](best):.6g}){how}", file=out)
+  print(f"wrote {', '.join(pngs + [data])}", file=out)

@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 from tinygrad import Tensor
 import tinytpu
+from tinytpu import real
 
 @dataclass(frozen=True)
 class Kernel:
@@ -18,6 +19,8 @@ class Kernel:
   floor: int | None = None             # fewest cycles any correct program takes (see DEFAULT)
   reference: int | None = None         # the TinyTPU project's cycles (its README)
   rtol: float = 1e-5                   # float results: numpy's allclose tolerance
+  atol: float | None = None            # and its absolute one (None: rtol / 100)
+  warm: bool = True                    # counted on a second call (False: the first, for workloads of seconds)
 
 def i32(a, device: str) -> Tensor: return Tensor(np.asarray(a, dtype=np.int32), device=device)
 def ar(n: int) -> np.ndarray: return np.arange(n, dtype=np.int32)
@@ -85,7 +88,8 @@ class WrongResult(Exception): pass
 
 def check(k: Kernel, got: np.ndarray) -> None:
   want = np.asarray(k.expected())
-  ok = got.shape == want.shape and (np.allclose(got, want, rtol=k.rtol, atol=k.rtol * 1e-2) if got.dtype.kind == "f" else (got == want).all())
+  atol = k.rtol * 1e-2 if k.atol is None else k.atol
+  ok = got.shape == want.shape and (np.allclose(got, want, rtol=k.rtol, atol=atol) if got.dtype.kind == "f" else (got == want).all())
   if not ok: raise WrongResult(f"{k.name}: wrong result on TINYTPU\n  got  {got.ravel()[:8]}...\n  want {want.ravel()[:8]}...")
 
 
@@ -107,11 +111,12 @@ def run_kernel(k: Kernel, warm_runs: int = 3) -> dict:
   `first_cycles`. A core that keeps something between calls (resident programs) loads less on the second
   (and on the first, what earlier kernels left resident); the reference keeps nothing, so its two calls take
   the same cycles. The wall time is the median of `warm_runs` more calls."""
-  first, _ = _counted_call(k)
-  c, warm_ms = _counted_call(k)
+  first, first_ms = _counted_call(k)
+  c, warm_ms = _counted_call(k) if k.warm else (first, first_ms)
   walls = [timed(k, "TINYTPU")[1] for _ in range(warm_runs)]
   r = {"name": k.name, "work_elems": k.work, "launches": c["launches"], "kernels": c["kernels"], "first_cycles": first["cycles"],
-       "wall_ms": float(np.median(walls)) if walls else warm_ms, "floor": k.floor, "reference": k.reference}
+       "wall_ms": float(np.median(walls)) if walls else warm_ms, "floor": k.floor, "reference": k.reference, "checked": True,
+       "counters": c}
   if c["kernels"] == 0:  # tinygrad ran no device kernel: nothing to count
     r.update(cycles=None, sxu_cycles=None, elems_per_cycle=None, compute_elems_per_cycle=None, bytes_per_cycle=None)
   else:
@@ -124,11 +129,31 @@ def geomean(values: list[float]) -> float | None:
   if any(v <= 0 for v in values): raise ValueError(f"geomean of a non-positive value: {values}")
   return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
-SETS = {"kernels": DEFAULT, "extended": EXTENDED, "train": TRAIN}
+def _on_cpu(fn: Callable[[str], Tensor]) -> Callable[[], np.ndarray]: return lambda: fn("CPU").numpy()
+
+# Workloads from real programs (tinytpu.real), each checked against tinygrad's CPU device: float32 within a tolerance
+# for sums taken in another order, int8 logits and decoded tokens exactly. Work is their MACs.
+REAL = [
+  Kernel("mnist_step", real.mnist_step, _on_cpu(real.mnist_step), 3 * real.MNIST_MACS, rtol=1e-3, atol=1e-4, warm=False),
+  Kernel("attention", real.attention, _on_cpu(real.attention), real.ATTENTION_MACS, rtol=1e-4, warm=False),
+  Kernel("int8_digits", real.int8_digits, _on_cpu(real.int8_digits), real.DIGITS_MACS, rtol=0, atol=0, warm=False),
+  Kernel("gpt2_decode", real.gpt2_decode, _on_cpu(real.gpt2_decode), real.GPT2_MACS, warm=False),
+]
+
+SETS = {"kernels": DEFAULT, "extended": EXTENDED, "train": TRAIN, "real": REAL}
 
 def run_set(names: list[str]) -> list[dict]:
-  """Every workload of the named sets on TINYTPU (as TINYTPU_CONFIG selects it), each checked and counted once."""
-  return [dict(run_kernel(k, warm_runs=0), set=name) for name in names for k in SETS[name]]
+  """Every workload of the named sets on TINYTPU (as TINYTPU_CONFIG selects it), each checked and counted once. A
+  workload whose result is wrong is a row with checked False; one that cannot run on the core (too small a core, a
+  missing tinygrad checkout) a row with its error."""
+  rows = []
+  for name in names:
+    for k in SETS[name]:
+      try: rows.append(dict(run_kernel(k, warm_runs=0), set=name))
+      except WrongResult as e: rows.append({"name": k.name, "set": name, "checked": False, "error": str(e).splitlines()[0]})
+      except (ValueError, RuntimeError, NotImplementedError) as e:
+        rows.append({"name": k.name, "set": name, "checked": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"})
+  return rows
 
 if __name__ == "__main__":  # python -m tinytpu.workloads SET[,SET...]: one JSON list (explore runs it per configuration)
   import json, sys

@@ -1,0 +1,180 @@
+#include "sim/activity.h"
+
+#include "base/tile.h"
+#include "isa/sxu_ops.h"
+#include "sim/dma_engine.h"
+
+namespace tinytpu {
+
+Activity& Activity::operator+=(const Activity& o) {
+  instructions += o.instructions;
+  for (size_t i = 0; i < vpu_lane_ops.size(); ++i) vpu_lane_ops[i] += o.vpu_lane_ops[i];
+  xlu_ops += o.xlu_ops;
+  mxu_macs += o.mxu_macs;
+  vreg_reads += o.vreg_reads;
+  vreg_writes += o.vreg_writes;
+  vmem_reads += o.vmem_reads;
+  vmem_writes += o.vmem_writes;
+  wsram_reads += o.wsram_reads;
+  wsram_writes += o.wsram_writes;
+  asram_reads += o.asram_reads;
+  asram_writes += o.asram_writes;
+  psum_accesses += o.psum_accesses;
+  program_writes += o.program_writes;
+  data_bytes += o.data_bytes;
+  program_bytes += o.program_bytes;
+  output_bytes += o.output_bytes;
+  return *this;
+}
+
+namespace {
+
+constexpr uint64_t kTileLanes = uint64_t(kRows) * kRows;
+
+void vpu_op(Activity& a, VpuOpcode opcode, int vreg_reads) {
+  const VpuOpInfo& op = kVpuOps[size_t(opcode)];
+  a.vpu_lane_ops[size_t(op.energy)] += kTileLanes * (op.transc_steps > 0 ? op.transc_steps : 1);
+  a.vreg_reads += vreg_reads;
+  a.vreg_writes += 1;
+}
+
+// One MXU dispatch of `len` activation rows against one weight tile (hardware.md §2.3: WS sums len vectors,
+// OS takes len terms; either way each PE multiplies len pairs).
+void mxu_dispatch(Activity& a, int len) {
+  a.mxu_macs += kTileLanes * uint64_t(len);
+  a.wsram_reads += 1;
+  a.asram_reads += uint64_t(len);
+}
+
+// One instruction's actions, by its semantics (hardware.md §2.7); what only fetches and sequences (WAIT_MXU,
+// HALT, READ_CYCLE, predicates) is its fetch alone.
+void count(Activity& a, const Instr& in, int depth) {
+  const int len = in.mxuTLen % depth;  // the Controller's length operand keeps log2(depth) bits
+  switch (SxuOpcode(in.op)) {
+    case SxuOpcode::kLoadVreg:
+      ++a.vmem_reads, ++a.vreg_writes;
+      break;
+    case SxuOpcode::kStoreVreg:
+      ++a.vmem_writes, ++a.vreg_reads;
+      break;
+    case SxuOpcode::kDispatchVpu:
+    case SxuOpcode::kDispatchVpuBg:
+      vpu_op(a, VpuOpcode(in.vpuOp), kVpuOps[size_t(in.vpuOp) % kNumVpuOps].arity);
+      break;
+    case SxuOpcode::kDispatchSelect:  // a COPY of the false tile, then the SELECT
+      vpu_op(a, VpuOpcode::kCopy, 1);
+      vpu_op(a, VpuOpcode::kSelect, 2);
+      break;
+    case SxuOpcode::kVzero:
+    case SxuOpcode::kVfill:
+      ++a.vreg_writes;
+      break;
+    case SxuOpcode::kVmov:
+    case SxuOpcode::kVneg:
+    case SxuOpcode::kVabs:
+      vpu_op(a, VpuOpcode::kCopy, 1);
+      break;
+    case SxuOpcode::kDispatchXluBroadcast:
+    case SxuOpcode::kBroadcastScalar:
+    case SxuOpcode::kBroadcastRow:
+    case SxuOpcode::kBroadcastCol:
+    case SxuOpcode::kDispatchXluTranspose:
+    case SxuOpcode::kDispatchXluRotate:
+      ++a.xlu_ops, ++a.vreg_reads, ++a.vreg_writes;
+      break;
+    case SxuOpcode::kLoadVpuResult:
+    case SxuOpcode::kLoadXluResult:
+    case SxuOpcode::kLoadMxuResult:
+    case SxuOpcode::kLoadMxuMatrixRow:
+    case SxuOpcode::kLoadEpilogueStat:
+    case SxuOpcode::kLoadLoopDepth:
+      ++a.vreg_writes;
+      break;
+    case SxuOpcode::kDispatchMxu:
+    case SxuOpcode::kDispatchMxuAccumulate:
+    case SxuOpcode::kDispatchMxuOs:
+    case SxuOpcode::kDispatchMxuOsAccumulate:
+      mxu_dispatch(a, len);
+      break;
+    case SxuOpcode::kDispatchMxuRequant:  // its int8 row into ActivationSRAM
+      mxu_dispatch(a, len);
+      ++a.asram_writes;
+      break;
+    case SxuOpcode::kDispatchMxuEpilogue:  // its 4x4 result into VMEM (vpuOp bit 4) or a vreg; bias from a
+                                           // vreg
+      mxu_dispatch(a, len);
+      ++a.vreg_reads;
+      ++((in.vpuOp & 0x10) ? a.vmem_writes : a.vreg_writes);
+      break;
+    case SxuOpcode::kDispatchMxuVpuEpilogue:  // op(column sums, src2 row 0) into VMEM (vregSrc2 bit 0) or a
+                                              // vreg
+      mxu_dispatch(a, len);
+      ++a.vreg_reads;
+      ++((in.vregSrc2 & 1) ? a.vmem_writes : a.vreg_writes);
+      break;
+    case SxuOpcode::kPsumWrite:
+    case SxuOpcode::kPsumAccumulate:
+    case SxuOpcode::kPsumAccumulateRow:
+      ++a.psum_accesses, ++a.vreg_reads;
+      break;
+    case SxuOpcode::kPsumRead:
+    case SxuOpcode::kPsumReadRow:
+      ++a.psum_accesses, ++a.vreg_writes;
+      break;
+    case SxuOpcode::kPsumClear:
+      ++a.psum_accesses;
+      break;
+    case SxuOpcode::kPsumClearAll:
+      a.psum_accesses += TensorCoreConfig::kMaxPsumBuckets;
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+std::optional<Activity> straight_line_activity(const Bundle& bundle, const TensorCoreConfig& cfg) {
+  Activity a;
+  bool halted = false;
+  for (const Record& r : bundle.records) {
+    (is_data(r) ? a.data_bytes : a.program_bytes) += uint64_t(record_bytes(r));
+    if (r.type == RecordType::kOutputVmem || r.type == RecordType::kOutputAsram ||
+        (r.type == RecordType::kOutputMxu && r.addr != 0))
+      a.output_bytes += uint64_t(output_bytes(r.type));
+    switch (r.type) {
+      case RecordType::kWeightTile:
+        ++a.wsram_writes;
+        break;
+      case RecordType::kActTile:
+        ++a.asram_writes;
+        break;
+      case RecordType::kVmemTile:
+        ++a.vmem_writes;
+        break;
+      case RecordType::kOutputVmem:
+        ++a.vmem_reads;
+        break;
+      case RecordType::kOutputAsram:
+        ++a.asram_reads;
+        break;
+      case RecordType::kInstr: {
+        const SxuOpcode op = SxuOpcode(r.instr.op);
+        if (halted || op == SxuOpcode::kLoopBegin || op == SxuOpcode::kLoopEnd ||
+            op == SxuOpcode::kSkipIfPred || op == SxuOpcode::kSkipIfNotPred)
+          return std::nullopt;  // not run straight through: its actions depend on its run
+        ++a.program_writes;
+        ++a.instructions;
+        count(a, r.instr, cfg.depth);
+        halted = op == SxuOpcode::kHalt;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  if (!halted) return std::nullopt;
+  return a;
+}
+
+}  // namespace tinytpu
