@@ -6,7 +6,7 @@
 #include "helpers.h"
 #include "sim/activity.h"
 
-    using namespace tinytpu;
+using namespace tinytpu;
 
 namespace {
 
