@@ -13,7 +13,7 @@ elements or MACs per cycle) and performance per area. The search (`optuna_search
 space's fields, multi-objective (NSGA-II) for two or more objectives and TPE for one, persisted in its storage
 (SQLite by default) so that a study stopped midway resumes without measuring a configuration again."""
 from __future__ import annotations
-import itertools, json, math, os, subprocess, sys
+import contextlib, itertools, json, math, os, subprocess, sys
 from typing import Callable
 from tinytpu import _core, configs, energy
 from tinytpu.workloads import SETS, geomean
@@ -66,7 +66,8 @@ def measure(spec: str, sets: list[str]) -> dict:
     if "error" in r: w["error"] = r["error"]
     elif r.get("cycles") is not None:
       c = r["counters"]
-      w.update(cycles=r["cycles"], elems_per_cycle=r["elems_per_cycle"], time_s=energy.time_s(c, config),
+      w.update(cycles=r["cycles"], sxu_cycles=c["sxu_cycles"], mxu_busy=c["mxu_busy"], vpu_busy=c["vpu_busy"],
+               elems_per_cycle=r["elems_per_cycle"], time_s=energy.time_s(c, config),
                energy_j=energy.energy_j(c, config), energy_by_unit=energy.breakdown(c, config))
     runs.append(w)
   row["workloads"] = runs
@@ -87,29 +88,44 @@ def workload_rows(rows: list[dict]) -> list[dict]:
                   "checked": w["checked"], **{k: w[k] for k in ("cycles", "time_s", "energy_j", "error") if k in w}})
   return out
 
-def evaluate(specs: list[str], sets: list[str], jobs: int, scheduler: str | None = None, progress=None) -> list[dict]:
-  """measure() of each spec, in order: on the dask.distributed cluster whose scheduler is `scheduler` (tcp://HOST:PORT),
-  else on a LocalCluster of `jobs` worker processes (one thread each), else (jobs 0) here, one after another."""
-  if not specs: return []
+@contextlib.contextmanager
+def measurer(sets: list[str], jobs: int, scheduler: str | None = None, progress=None):
+  """A function measuring a list of specs, in order, for the block's duration: on the dask.distributed cluster whose
+  scheduler is `scheduler` (tcp://HOST:PORT), else on a LocalCluster of `jobs` worker processes (one thread each),
+  else (jobs 0) here, one after another. A worker lost mid-measurement costs that configuration's row (its error),
+  not the run."""
   if jobs == 0 and scheduler is None:
-    rows = []
-    for s in specs:
-      rows.append(measure(s, sets))
-      if progress: progress(rows[-1])
-    return rows
+    def serial(specs: list[str]) -> list[dict]:
+      rows = []
+      for s in specs:
+        rows.append(measure(s, sets))
+        if progress: progress(rows[-1])
+      return rows
+    yield serial
+    return
   from dask.distributed import Client, LocalCluster, as_completed
   cluster = None if scheduler else LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
                                                 dashboard_address=None)
   try:
     with Client(scheduler or cluster) as client:
-      futures = [client.submit(measure, s, sets, key=f"measure-{i}-{s}", pure=False, retries=0) for i, s in enumerate(specs)]
-      done = {}
-      for f in as_completed(futures):
-        done[f.key] = f.result()
-        if progress: progress(done[f.key])
-      return [done[f.key] for f in futures]
+      def on_cluster(specs: list[str]) -> list[dict]:
+        futures = {client.submit(measure, s, sets, pure=False): s for s in specs}
+        done = {}
+        for f in as_completed(futures):
+          try: done[f] = f.result()
+          except Exception as e:  # the worker died (a crash, a kill): this configuration's row says so
+            s = futures[f]
+            done[f] = {"spec": s, **configs.cost(configs.from_spec(s)), "workloads": [],
+                       "fields": configs.fields(configs.from_spec(s)), "error": f"{type(e).__name__}: {e}"}
+          if progress: progress(done[f])
+        return [done[f] for f in futures]
+      yield on_cluster
   finally:
     if cluster: cluster.close()
+
+def evaluate(specs: list[str], sets: list[str], jobs: int, scheduler: str | None = None, progress=None) -> list[dict]:
+  """measure() of each spec, in order (measurer's ways)."""
+  with measurer(sets, jobs, scheduler, progress) as run: return run(specs)
 
 def pareto(rows: list[dict], objectives: list[str]) -> list[dict]:
   """The rows no other row beats on every objective (at least as good on all, better on one), sorted by the last."""
@@ -253,12 +269,11 @@ def main(args) -> None:
   say = lambda r, *n: print(f"  {f'[{n[0]}/{n[1]}] ' if n else ''}{r['spec']}: " +
                             (f"{r['time_s']:.4g} s, {r['energy_j']:.4g} J" if "error" not in r else
                              f"failed ({r['error']})"), file=sys.stderr, flush=True)
-  run = lambda specs: evaluate(specs, sets, jobs, args.scheduler, say)
   measured = None
   if args.search == "optuna":
-    rows, measured = optuna_search(sets, space, objectives, args.trials, args.seed, args.budget, args.storage,
-                                   args.study, lambda specs: evaluate(specs, sets, jobs, args.scheduler),
-                                   batch=args.batch, progress=say)
+    with measurer(sets, jobs, args.scheduler) as run:
+      rows, measured = optuna_search(sets, space, objectives, args.trials, args.seed, args.budget, args.storage,
+                                     args.study, run, batch=args.batch, progress=say)
   else:
     # the real workloads take seconds each: the named configurations unless a grid is asked for
     specs = grid(space) if args.grid or "real" not in sets else _distinct([n["name"] for n in configs.named()])
@@ -268,7 +283,7 @@ def main(args) -> None:
       specs = [s for s in specs if area_of(s) <= args.budget]
       if len(specs) > EXHAUSTIVE: raise ValueError(f"--budget: {len(specs)} configurations fit; search them with --search optuna")
     print(f"explore: {len(specs)} configurations x workload set {'+'.join(sets)}", file=sys.stderr)
-    rows = run(specs)
+    rows = evaluate(specs, sets, jobs, args.scheduler, say)
   # one front and plot per objective against the last (area, by default): explore.png the first's, explore-NAME.png
   # the others'
   x = objectives[-1]
