@@ -171,8 +171,8 @@ def optuna_search(sets: list[str], space: dict[str, list[int]], objectives: list
   sampler = optuna.samplers.NSGAIISampler(seed=seed) if len(objectives) > 1 else optuna.samplers.TPESampler(seed=seed)
   study = optuna.create_study(study_name=study_name, storage=storage, directions=directions, sampler=sampler,
                               load_if_exists=True)
-  known = {t.user_attrs["spec"]: t.user_attrs["row"] for t in study.trials
-           if t.state == optuna.trial.TrialState.COMPLETE and "row" in t.user_attrs}
+  ended = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)  # a failed core is measured, too
+  known = {t.user_attrs["spec"]: t.user_attrs["row"] for t in study.trials if t.state in ended and "row" in t.user_attrs}
   measured = asks = 0
   values = lambda row: [OBJECTIVES[o][0](row) for o in objectives]
   while len(known) < trials and asks < 50 * trials:  # a sampler that keeps asking for measured cores stops here
