@@ -230,8 +230,17 @@ def plot(rows: list[dict], front: list[dict], x: str, y: str, title: str, path: 
   fig, ax = plt.subplots(figsize=(8, 5))
   ax.scatter([fx(r) for r in ok], [fy(r) for r in ok], s=18, color="tab:grey", label="configurations measured")
   ax.plot([fx(r) for r in front], [fy(r) for r in front], "o-", color="tab:blue", label="Pareto front")
-  for r in ok:
-    if r["spec"] in named: ax.annotate(r["spec"], (fx(r), fy(r)), fontsize=7, xytext=(4, 4), textcoords="offset points")
+  # named points that overlap on the plot (the same value to 3 digits, within half again along x: configurations that
+  # differ where these workloads do not) share a label
+  groups: list[list[dict]] = []
+  for r in sorted((r for r in ok if r["spec"] in named), key=lambda r: (f"{fy(r):.3g}", fx(r))):
+    g = groups[-1] if groups else None
+    if g and f"{fy(g[0]):.3g}" == f"{fy(r):.3g}" and fx(r) <= 1.5 * fx(g[0]): g.append(r)
+    else: groups.append([r])
+  for group in groups:
+    names = [r["spec"] for r in group]
+    label = ", ".join(names) if len(names) <= 3 else f"{', '.join(names[:2])} and {len(names) - 2} more"
+    ax.annotate(label, (fx(group[0]), fy(group[0])), fontsize=7, xytext=(4, 4), textcoords="offset points")
   ref = next((r for r in ok if r["spec"] == "reference"), None)
   if ref: ax.scatter([fx(ref)], [fy(ref)], s=60, marker="*", color="tab:red", zorder=3, label="reference core")
   for axis, name in (("x", x), ("y", y)):
