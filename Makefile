@@ -4,7 +4,7 @@ JOBS ?= 2
 DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang libclang-rt-14-dev chromium
 PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothesis cmake ninja matplotlib pillow \
   mkdocs==1.6.1 mkdocstrings==1.0.8 mkdocstrings-python==2.0.11 scikit-learn==1.9.1 optuna==5.0.0 \
-  dask==2026.8.0 distributed==2026.8.0
+  dask==2026.8.0 distributed==2026.8.0 tqdm==4.70.1
 WHEEL_BUILD := build/wheel
 
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
@@ -24,7 +24,7 @@ deps:
 	fi
 	@$(PYTHON) -c "import importlib.metadata as m, sys; sys.exit(m.version('tinygrad') != '0.14.0')" 2>/dev/null \
 	  && $(PYTHON) -c "import pybind11, scikit_build_core, numpy, pytest, hypothesis, matplotlib, PIL, \
-	     mkdocs, mkdocstrings, mkdocstrings_handlers.python, sklearn, optuna, distributed" 2>/dev/null \
+	     mkdocs, mkdocstrings, mkdocstrings_handlers.python, sklearn, optuna, distributed, tqdm" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q $(PY_PACKAGES)
 
 # An explicit build directory keeps rebuilds incremental; a plain `pip install .` builds in a temporary one.

@@ -275,11 +275,17 @@ def main(args) -> None:
     args.study = f"{'+'.join(sets)}:{'+'.join(objectives)}:budget={args.budget}:seed={args.seed}"
   os.makedirs(args.out, exist_ok=True)
   jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
-  say = lambda r, *n: print(f"  {f'[{n[0]}/{n[1]}] ' if n else ''}{r['spec']}: " +
-                            (f"{r['time_s']:.4g} s, {r['energy_j']:.4g} J" if "error" not in r else
-                             f"failed ({r['error']})"), file=sys.stderr, flush=True)
+  from tqdm import tqdm
+  bar = tqdm(unit="config", file=sys.stderr, dynamic_ncols=True, disable=None)  # a bar on a terminal, else quiet
+  def say(r: dict, *done) -> None:  # a line per configuration measured, above the bar
+    tqdm.write(f"  {r['spec']}: " + (f"{r['time_s']:.4g} s, {r['energy_j']:.4g} J" if "error" not in r else
+                                     f"failed ({r['error']})"), file=sys.stderr)
+    if done: bar.n = done[0]
+    else: bar.update()
+    bar.refresh()
   measured = None
   if args.search == "optuna":
+    bar.reset(total=args.trials)
     with measurer(sets, jobs, args.scheduler) as run:
       rows, measured = optuna_search(sets, space, objectives, args.trials, args.seed, args.budget, args.storage,
                                      args.study, run, batch=args.batch, progress=say)
@@ -291,8 +297,10 @@ def main(args) -> None:
         raise ValueError(f"budget {args.budget}: the reference core alone needs area {area_of('reference')}")
       specs = [s for s in specs if area_of(s) <= args.budget]
       if len(specs) > EXHAUSTIVE: raise ValueError(f"--budget: {len(specs)} configurations fit; search them with --search optuna")
-    print(f"explore: {len(specs)} configurations x workload set {'+'.join(sets)}", file=sys.stderr)
+    tqdm.write(f"explore: {len(specs)} configurations x workload set {'+'.join(sets)}", file=sys.stderr)
+    bar.reset(total=len(specs))
     rows = evaluate(specs, sets, jobs, args.scheduler, say)
+  bar.close()
   # one front and plot per objective against the last (area, by default): explore.png the first's, explore-NAME.png
   # the others'
   x = objectives[-1]
