@@ -13,5 +13,5 @@ def test_the_real_set_runs_checked_and_a_missing_checkout_is_named():
     assert r["checked"] and r["cycles"] > 0 and r["counters"]["cycles"] == r["cycles"], r
   assert rows["mnist_step"]["counters"]["vpu_fp_mul_ops"] > 0  # a float32 training step: the VPU's float datapath
   assert rows["int8_digits"]["counters"]["mxu_macs"] > 0  # int8 layers on the MXU
-  gpt2 = rows["gpt2_decode"]
-  assert not gpt2["checked"] and "TINYGRAD_TESTS" in gpt2["error"] and "cycles" not in gpt2
+  gpt2 = rows["gpt2_decode"]  # not run here: not a failure, and the row says what it needs
+  assert not gpt2["checked"] and "TINYGRAD_TESTS" in gpt2["unavailable"] and "error" not in gpt2 and "cycles" not in gpt2

@@ -144,12 +144,13 @@ SETS = {"kernels": DEFAULT, "extended": EXTENDED, "train": TRAIN, "real": REAL}
 
 def run_set(names: list[str]) -> list[dict]:
   """Every workload of the named sets on TINYTPU (as TINYTPU_CONFIG selects it), each checked and counted once. A
-  workload whose result is wrong is a row with checked False; one that cannot run on the core (too small a core, a
-  missing tinygrad checkout) a row with its error."""
+  workload whose result is wrong is a row with checked False; one that cannot run on the core (too small a core) a
+  row with its error; one that needs what this machine lacks a row saying so."""
   rows = []
   for name in names:
     for k in SETS[name]:
       try: rows.append(dict(run_kernel(k, warm_runs=0), set=name))
+      except real.Unavailable as e: rows.append({"name": k.name, "set": name, "checked": False, "unavailable": str(e)})
       except WrongResult as e: rows.append({"name": k.name, "set": name, "checked": False, "error": str(e).splitlines()[0]})
       except (ValueError, RuntimeError, NotImplementedError) as e:
         rows.append({"name": k.name, "set": name, "checked": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"})
