@@ -42,9 +42,8 @@ void TensorCoreConfig::check() const {
   for (const ConfigField& f : config_fields()) f.check(f.get(*this));
   if (sparse_core && !hbm_channels)
     throw std::invalid_argument(
-        "TensorCoreConfig.sparse_core = 1 needs HBM (hbm_channels > 0): the SparseCore reads its table's "
-        "rows "
-        "from HBM");
+        "TensorCoreConfig.sparse_core = 1 needs HBM (hbm_channels > 0): "
+        "the SparseCore reads its table's rows from HBM");
 }
 
 std::string TensorCoreConfig::describe() const {

@@ -684,9 +684,8 @@ class Batches {
     std::vector<Tile> vpu_consts;
     pack_lanes(unfused);
     std::vector<Launch> on_vpu = lower(unfused, cfg_, vpu_consts, k_.fast_math, choices_);
-    TileProgram fused = prog_;
-    pack_lanes(fused);
-    launches = lower(fused, cfg_, consts, k_.fast_math, choices_);
+    pack_lanes(prog_);
+    launches = lower(prog_, cfg_, consts, k_.fast_math, choices_);
     const int64_t mxu_cycles = estimated_cycles(launches), vpu_cycles = estimated_cycles(on_vpu);
     mxu_ = vpu_cycles < mxu_cycles ? Engine::kVpu : Engine::kMxu;
     why_.engine = fmt::format("~{} cycles on the MXU against ~{} on the VPU (the first batch, estimated)",
@@ -695,8 +694,6 @@ class Batches {
       launches = std::move(on_vpu);
       consts = std::move(vpu_consts);
       prog_ = std::move(unfused);
-    } else {
-      prog_ = std::move(fused);
     }
   }
 

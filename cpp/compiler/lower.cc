@@ -1577,30 +1577,22 @@ void cast(Emitter& e, const Lowered& o) {
 namespace {
 
 // An MXU dispatch's cycles from its EXEC to the first cycle the Controller shows Done (controller.h's
-// intervals), or 0 for an instruction that starts no dispatch.
+// intervals), or 0 for an instruction that starts no asynchronous dispatch.
 int mxu_interval(const Instr& in) {
-  switch (SxuOpcode(in.op)) {
-    case SxuOpcode::kDispatchMxu:
-    case SxuOpcode::kDispatchMxuAccumulate:
-    case SxuOpcode::kDispatchMxuRequant:
-      return ws_dispatch_interval(in.mxuTLen);
-    case SxuOpcode::kDispatchMxuOs:
-    case SxuOpcode::kDispatchMxuOsAccumulate:
-      return os_dispatch_interval(in.mxuTLen);
-    default:
-      return 0;
-  }
+  const std::optional<MxuStart> start = mxu_start_of(SxuOpcode(in.op));
+  if (!start || synchronous(*start)) return 0;
+  return output_stationary(*start) ? os_dispatch_interval(in.mxuTLen) : ws_dispatch_interval(in.mxuTLen);
 }
 // Instructions that wait, in EXEC, for the Controller to be Idle or Done (hardware.md §2.7 guards): the
 // synchronous epilogue dispatches, and what reads or clears the MXU.
 bool waits_for_mxu(const Instr& in) {
+  const std::optional<MxuStart> start = mxu_start_of(SxuOpcode(in.op));
+  if (start) return synchronous(*start);
   switch (SxuOpcode(in.op)) {
     case SxuOpcode::kWaitMxu:
     case SxuOpcode::kLoadMxuResult:
     case SxuOpcode::kLoadMxuMatrixRow:
     case SxuOpcode::kMxuClear:
-    case SxuOpcode::kDispatchMxuEpilogue:
-    case SxuOpcode::kDispatchMxuVpuEpilogue:
     case SxuOpcode::kLoadEpilogueStat:
     case SxuOpcode::kSetRequantConfig:
       return true;

@@ -2,6 +2,7 @@
 
 #include "base/tile.h"
 #include "isa/sxu_ops.h"
+#include "sim/controller.h"
 #include "sim/dma_engine.h"
 
 namespace tinytpu {
@@ -31,10 +32,11 @@ namespace {
 
 constexpr uint64_t kTileLanes = uint64_t(kRows) * kRows;
 
-void vpu_op(Activity& a, VpuOpcode opcode, int vreg_reads) {
+// A VPU op on a whole tile: its operands read from vregs, its result written to one.
+void vpu_op(Activity& a, VpuOpcode opcode) {
   const VpuOpInfo& op = kVpuOps[size_t(opcode)];
   a.vpu_lane_ops[size_t(op.energy)] += kTileLanes * (op.transc_steps > 0 ? op.transc_steps : 1);
-  a.vreg_reads += vreg_reads;
+  a.vreg_reads += op.arity;
   a.vreg_writes += 1;
 }
 
@@ -49,7 +51,19 @@ void mxu_dispatch(Activity& a, int len) {
 // One instruction's actions, by its semantics (hardware.md §2.7); what only fetches and sequences (WAIT_MXU,
 // HALT, READ_CYCLE, predicates) is its fetch alone.
 void count(Activity& a, const Instr& in, int depth) {
-  const int len = in.mxuTLen % depth;  // the Controller's length operand keeps log2(depth) bits
+  if (const std::optional<MxuStart> start = mxu_start_of(SxuOpcode(in.op))) {
+    mxu_dispatch(a, in.mxuTLen % depth);  // the Controller's length operand keeps log2(depth) bits
+    if (*start == MxuStart::kRequant) ++a.asram_writes;  // its int8 row into ActivationSRAM
+    if (*start == MxuStart::kEpilogue) {  // a bias vreg in; its tile to VMEM (vpuOp bit 4) or a vreg
+      ++a.vreg_reads;
+      ++((in.vpuOp & 0x10) ? a.vmem_writes : a.vreg_writes);
+    }
+    if (*start == MxuStart::kGeneric) {  // src2 in; its row to VMEM (vregSrc2 bit 0) or a vreg
+      ++a.vreg_reads;
+      ++((in.vregSrc2 & 1) ? a.vmem_writes : a.vreg_writes);
+    }
+    return;
+  }
   switch (SxuOpcode(in.op)) {
     case SxuOpcode::kLoadVreg:
       ++a.vmem_reads, ++a.vreg_writes;
@@ -59,11 +73,11 @@ void count(Activity& a, const Instr& in, int depth) {
       break;
     case SxuOpcode::kDispatchVpu:
     case SxuOpcode::kDispatchVpuBg:
-      vpu_op(a, VpuOpcode(in.vpuOp), kVpuOps[size_t(in.vpuOp) % kNumVpuOps].arity);
+      vpu_op(a, VpuOpcode(in.vpuOp));
       break;
     case SxuOpcode::kDispatchSelect:  // a COPY of the false tile, then the SELECT
-      vpu_op(a, VpuOpcode::kCopy, 1);
-      vpu_op(a, VpuOpcode::kSelect, 2);
+      vpu_op(a, VpuOpcode::kCopy);
+      vpu_op(a, VpuOpcode::kSelect);
       break;
     case SxuOpcode::kVzero:
     case SxuOpcode::kVfill:
@@ -72,7 +86,7 @@ void count(Activity& a, const Instr& in, int depth) {
     case SxuOpcode::kVmov:
     case SxuOpcode::kVneg:
     case SxuOpcode::kVabs:
-      vpu_op(a, VpuOpcode::kCopy, 1);
+      vpu_op(a, VpuOpcode::kCopy);
       break;
     case SxuOpcode::kDispatchXluBroadcast:
     case SxuOpcode::kBroadcastScalar:
@@ -89,28 +103,6 @@ void count(Activity& a, const Instr& in, int depth) {
     case SxuOpcode::kLoadEpilogueStat:
     case SxuOpcode::kLoadLoopDepth:
       ++a.vreg_writes;
-      break;
-    case SxuOpcode::kDispatchMxu:
-    case SxuOpcode::kDispatchMxuAccumulate:
-    case SxuOpcode::kDispatchMxuOs:
-    case SxuOpcode::kDispatchMxuOsAccumulate:
-      mxu_dispatch(a, len);
-      break;
-    case SxuOpcode::kDispatchMxuRequant:  // its int8 row into ActivationSRAM
-      mxu_dispatch(a, len);
-      ++a.asram_writes;
-      break;
-    case SxuOpcode::kDispatchMxuEpilogue:  // its 4x4 result into VMEM (vpuOp bit 4) or a vreg; bias from a
-                                           // vreg
-      mxu_dispatch(a, len);
-      ++a.vreg_reads;
-      ++((in.vpuOp & 0x10) ? a.vmem_writes : a.vreg_writes);
-      break;
-    case SxuOpcode::kDispatchMxuVpuEpilogue:  // op(column sums, src2 row 0) into VMEM (vregSrc2 bit 0) or a
-                                              // vreg
-      mxu_dispatch(a, len);
-      ++a.vreg_reads;
-      ++((in.vregSrc2 & 1) ? a.vmem_writes : a.vreg_writes);
       break;
     case SxuOpcode::kPsumWrite:
     case SxuOpcode::kPsumAccumulate:
@@ -139,9 +131,6 @@ std::optional<Activity> straight_line_activity(const Bundle& bundle, const Tenso
   bool halted = false;
   for (const Record& r : bundle.records) {
     (is_data(r) ? a.data_bytes : a.program_bytes) += uint64_t(record_bytes(r));
-    if (r.type == RecordType::kOutputVmem || r.type == RecordType::kOutputAsram ||
-        (r.type == RecordType::kOutputMxu && r.addr != 0))
-      a.output_bytes += uint64_t(output_bytes(r.type));
     switch (r.type) {
       case RecordType::kWeightTile:
         ++a.wsram_writes;
@@ -152,11 +141,16 @@ std::optional<Activity> straight_line_activity(const Bundle& bundle, const Tenso
       case RecordType::kVmemTile:
         ++a.vmem_writes;
         break;
-      case RecordType::kOutputVmem:
+      case RecordType::kOutputVmem:  // an output line each, read from its memory
         ++a.vmem_reads;
+        a.output_bytes += uint64_t(output_bytes(r.type));
         break;
       case RecordType::kOutputAsram:
         ++a.asram_reads;
+        a.output_bytes += uint64_t(output_bytes(r.type));
+        break;
+      case RecordType::kOutputMxu:
+        if (r.addr != 0) a.output_bytes += uint64_t(output_bytes(r.type));
         break;
       case RecordType::kInstr: {
         const SxuOpcode op = SxuOpcode(r.instr.op);

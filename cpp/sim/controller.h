@@ -1,8 +1,10 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 
 #include "isa/instr.h"
+#include "isa/sxu_ops.h"
 #include "sim/memories.h"
 #include "sim/systolic_array.h"
 
@@ -32,6 +34,13 @@ enum class MxuStart : uint8_t {
   kRequant,       // DISPATCH_MXU_REQUANT (45)
   kGeneric,       // DISPATCH_MXU_VPU_EPILOGUE (46)
 };
+
+// The start method an SXU instruction calls, by its opcode (the table above); none for one that starts no
+// dispatch. The cost models read it (the exec functions of sim/sxu.cc name their own).
+std::optional<MxuStart> mxu_start_of(SxuOpcode op);
+constexpr bool output_stationary(MxuStart s) { return s == MxuStart::kOS || s == MxuStart::kOSAccumulate; }
+// The epilogue dispatches hold the SXU until they are Done (hardware.md §2.7: 42, 46); the others are async.
+constexpr bool synchronous(MxuStart s) { return s == MxuStart::kEpilogue || s == MxuStart::kGeneric; }
 
 // Unstalled MXU timing, from one dispatch's EXEC to the EXEC of a dispatch issued right behind it (the
 // second fires in the first cycle the Controller shows Done). A dispatch followed by WAIT_MXU takes 2

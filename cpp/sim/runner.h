@@ -58,9 +58,8 @@ using Fill = std::function<void(TensorCore&)>;
 //    loader sends only its data records.
 //  - writes_before (hbm_channels with prefetch_launches): the previous launch wrote its outputs to HBM in its
 //    last writes_before cycles, during which the channels take none of this launch's reads.
-//  - table_rows (sparse_core): per record, whether it is a table row the SparseCore may look up instead of
-//  the
-//    DMA engine reading it (compiler/plan.h Image::table_rows).
+//  - table_rows (sparse_core): per record, whether it is a table row that the SparseCore may look up in
+//    place of a DMA read (compiler/plan.h Image::table_rows).
 struct LaunchLoad {
   uint64_t ahead = 0;
   bool resident = false;

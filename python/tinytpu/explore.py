@@ -49,12 +49,17 @@ def spec_of(base: str, changes: dict[str, int]) -> str:
 
 def area_of(spec: str) -> float: return configs.cost(configs.from_spec(spec))["area"]
 
+def _row(spec: str) -> dict:
+  """A configuration's row before its measurement: its spec, cost and fields."""
+  config = configs.from_spec(spec)
+  return {"spec": spec, **configs.cost(config), "fields": configs.fields(config)}
+
 def measure(spec: str, sets: list[str]) -> dict:
   """One configuration on the sets, in a fresh process: a row with its cost, each workload's cycles, time, energy
   and check, and their totals. A workload the core cannot run (too small a core) or gets wrong is in the row with
   its error, and so is the configuration's first error: nothing is left out silently."""
   config = configs.from_spec(spec)
-  row = {"spec": spec, **configs.cost(config), "fields": configs.fields(config)}
+  row = _row(spec)
   env = {**os.environ, configs.ENV: spec}
   p = subprocess.run([sys.executable, "-m", "tinytpu.workloads", ",".join(sets)], capture_output=True, text=True, env=env)
   if p.returncode != 0:
@@ -116,9 +121,7 @@ def measurer(sets: list[str], jobs: int, scheduler: str | None = None, progress=
         for f in as_completed(futures):
           try: done[f] = f.result()
           except Exception as e:  # the worker died (a crash, a kill): this configuration's row says so
-            s = futures[f]
-            done[f] = {"spec": s, **configs.cost(configs.from_spec(s)), "workloads": [],
-                       "fields": configs.fields(configs.from_spec(s)), "error": f"{type(e).__name__}: {e}"}
+            done[f] = {**_row(futures[f]), "workloads": [], "error": f"{type(e).__name__}: {e}"}
           if progress: progress(done[f])
         return [done[f] for f in futures]
       yield on_cluster
