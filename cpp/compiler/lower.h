@@ -3,7 +3,7 @@
 
 #include "base/tile.h"
 #include "compiler/mxu_dot.h"
-#include "compiler/tracer.h"
+#include "compiler/tile_program.h"
 #include "isa/instr.h"
 
 namespace tinytpu::compiler {

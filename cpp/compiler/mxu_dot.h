@@ -2,7 +2,7 @@
 #include <map>
 #include <set>
 
-#include "compiler/tracer.h"
+#include "compiler/tile_program.h"
 
 namespace tinytpu::compiler {
 

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "compiler/tracer.h"
+#include "compiler/tile_program.h"
 
 namespace tinytpu::compiler {
 

@@ -16,6 +16,7 @@
 #include "compiler/ir.h"
 #include "compiler/mxu_dot.h"
 #include "compiler/plan.h"
+#include "compiler/tracer.h"
 #include "runtime/device_memory.h"
 #include "sim/runner.h"
 #include "sim/trace.h"
