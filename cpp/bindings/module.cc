@@ -70,6 +70,13 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       [](TensorCoreConfig& c, int v) { c.set(#name, v); }, doc);
 #include "base/config_fields.def"
 #undef X
+  py::class_<LoaderFacts>(m, "LoaderFacts")
+      .def_readonly("shares_channels", &LoaderFacts::shares_channels)
+      .def_readonly("moved", &LoaderFacts::moved);
+  config.def_property_readonly(
+      "loader", &loader_facts,
+      "The loader the configuration has (sim/loader.h): whether its reads and writes "
+      "share HBM channels, and the counters that sum the bytes it moves in and out");
   m.def(
       "config_fields",
       [] {

@@ -814,7 +814,7 @@ class Segment {
       load.resident = core->load(l.image, plan.config.prog_depth * (prefetch ? 2 : 1), evicts_last);
     if (prefetch && clock.last && !evicts_last && !data.reads_output_of(l, *clock.last, clock.last_swap))
       load.ahead = clock.ahead();
-    if (load.ahead && plan.config.hbm_channels) load.writes_before = clock.writes;
+    if (load.ahead && loader_facts(plan.config).shares_channels) load.writes_before = clock.writes;
     if (plan.config.sparse_core) load.table_rows = &l.image->table_rows;
     return load;
   }

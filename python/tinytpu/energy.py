@@ -59,10 +59,10 @@ def breakdown(c: dict, config) -> dict[str, float]:
     "act_sram": sram(c["asram_reads"], c["asram_writes"], config.depth, rows),
     "psum": sram(c["psum_accesses"], 0, config.psum_buckets, tile),
     "program": sram(c["instructions"], c["program_writes"], config.prog_depth, INSTRUCTION_BYTES),
-    # what moves into and out of the core: HBM's bytes; on a core the testbench loads, the same records and output
-    # lines, charged as HBM bytes too (the host's memory stands where HBM would)
-    "hbm": (c["hbm_bytes"] if config.hbm_channels else c["data_bytes"] + c["program_bytes"] + c["output_bytes"]) *
-           OPS["hbm_byte"][0],
+    # what moves into and out of the core, as its loader counts it (config.loader): HBM's bytes; on a core the
+    # testbench loads, the same records and output lines, charged as HBM bytes too (the host's memory stands where
+    # HBM would)
+    "hbm": sum(c[k] for k in config.loader.moved) * OPS["hbm_byte"][0],
     "noc": c.get("noc_bytes", 0) * OPS["noc_byte"][0],
   }
   return {unit: e * 1e-12 for unit, e in pj.items()}
