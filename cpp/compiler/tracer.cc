@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include "compiler/op_table.h"

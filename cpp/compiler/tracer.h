@@ -2,7 +2,6 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
