@@ -584,9 +584,7 @@ class Emitter {
   // FETCH, which reads no vreg, so every later instruction sees it and the op costs 2 cycles, not
   // DISPATCH_VPU's 3 (the collect's cycle is bsc's schedule, checked on the reference: test_sxu.cc).
   void vpu(VpuOpcode op, int d, int a, int b = 0) {
-    Instr in = instr::vpu(op, d, a, b);
-    if (kVpuOps[size_t(op)].kind == VpuKind::kComb) in.op = uint8_t(SxuOpcode::kDispatchVpuBg);
-    emit(in);
+    emit(kVpuOps[size_t(op)].kind == VpuKind::kComb ? instr::vpu_bg(d, op, a, b) : instr::vpu(d, op, a, b));
   }
 
   // A VMEM tile filled by the loader (a leaf, a constant, or a spilled value), loaded into a fresh vreg.
@@ -624,7 +622,7 @@ class Emitter {
       // (two free vregs: the palette's and the constant's; with fewer, a fill of its own takes one)
       int palette = palette_vreg();
       r = alloc_vreg();
-      emit(instr::xlu(SxuOpcode::kBroadcastScalar, r, palette, lane));
+      emit(instr::broadcast_scalar(r, palette, lane / kRows, lane % kRows));
       release(palette);
     } else if (int s = slot_holding(const_content(value)); s >= 0) {
       r = alloc_vreg();  // filled earlier in this launch: LOAD it again
@@ -922,7 +920,8 @@ class Emitter {
     for (const auto& ds : m.dispatches) a.push_back(act_fill(m.acts[ds.act], ds.k, m.chain));
     for (size_t i = 0; i < m.dispatches.size(); ++i) {
       const auto& ds = m.dispatches[i];
-      emit(instr::mxu_os(w[ds.weight], a[i], ds.k, ds.accumulate));
+      emit(ds.accumulate ? instr::mxu_os_accumulate(w[ds.weight], a[i], ds.k)
+                         : instr::mxu_os(w[ds.weight], a[i], ds.k));
     }
     int t = alloc_vreg();
     if (!m.live_rows[0]) emit(instr::psum_clear(/*bucket*/ 0));
@@ -952,9 +951,12 @@ class Emitter {
     if (m.single_dispatch()) {  // synchronous: the result is in place when the SXU moves on
       const auto& ds = m.dispatches[0];
       VpuOpcode op = m.epilogue_op.value_or(kEpiloguePassThrough);
-      emit(out_slot >= 0 ? instr::mxu_vpu_epilogue_to_vmem(out_slot, w[ds.weight], a[ds.act], /*tiles*/ 1, op)
-                         : instr::mxu_vpu_epilogue(d, w[ds.weight], a[ds.act], /*tiles*/ 1,
-                                                   m.epilogue_op ? epilogue_src : d, op));
+      const bool to_vmem = out_slot >= 0;
+      emit(instr::mxu_vpu_epilogue(to_vmem ? 0 : d, w[ds.weight], a[ds.act], /*tiles*/ 1,
+                                   to_vmem         ? 0
+                                   : m.epilogue_op ? epilogue_src
+                                                   : d,
+                                   op, to_vmem, to_vmem ? out_slot : 0));
       return;
     }
     for (const auto& ds : m.dispatches) {
@@ -1579,28 +1581,10 @@ namespace {
 // An MXU dispatch's cycles from its EXEC to the first cycle the Controller shows Done (controller.h's
 // intervals), or 0 for an instruction that starts no asynchronous dispatch.
 int mxu_interval(const Instr& in) {
-  const std::optional<MxuStart> start = mxu_start_of(SxuOpcode(in.op));
+  const std::optional<MxuStart> start = kSxuOps[in.op].mxu_start;
   if (!start || synchronous(*start)) return 0;
   return output_stationary(*start) ? os_dispatch_interval(in.mxuTLen) : ws_dispatch_interval(in.mxuTLen);
 }
-// Instructions that wait, in EXEC, for the Controller to be Idle or Done (hardware.md §2.7 guards): the
-// synchronous epilogue dispatches, and what reads or clears the MXU.
-bool waits_for_mxu(const Instr& in) {
-  const std::optional<MxuStart> start = mxu_start_of(SxuOpcode(in.op));
-  if (start) return synchronous(*start);
-  switch (SxuOpcode(in.op)) {
-    case SxuOpcode::kWaitMxu:
-    case SxuOpcode::kLoadMxuResult:
-    case SxuOpcode::kLoadMxuMatrixRow:
-    case SxuOpcode::kMxuClear:
-    case SxuOpcode::kLoadEpilogueStat:
-    case SxuOpcode::kSetRequantConfig:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 int64_t estimated_cycles(const std::vector<Launch>& launches) {  // hardware.md §2.7, §4.4
@@ -1612,7 +1596,7 @@ int64_t estimated_cycles(const std::vector<Launch>& launches) {  // hardware.md 
     int64_t t = 0, mxu_done = 0;  // t: the cycle the next FETCH takes
     for (const Instr& in : l.program) {
       const int interval = mxu_interval(in);
-      if (interval > 0 || waits_for_mxu(in)) {
+      if (kSxuOps[in.op].waits_for_mxu) {
         const int64_t exec = std::max(t + 1, mxu_done);
         t = exec - 1 + instr_cycles(in);
         mxu_done = interval > 0 ? exec + interval : std::max(mxu_done, t);

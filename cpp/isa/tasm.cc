@@ -388,6 +388,22 @@ int expect_mem(const std::vector<std::string>& t, size_t& pos, const char* name)
   return int(*v);
 }
 
+// The operands a builder takes (instr_from_operands), in the order the template reads them: each placeholder,
+// and the condition field of each "f&mask=value" group, at its first appearance.
+void builder_operands(const std::vector<Node>& nodes, std::vector<const Node*>& out) {
+  for (const Node& n : nodes) {
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const Node* o) {
+      return o->kind == n.kind &&
+             (n.kind == Node::kOperand ? o->text == n.text : o->cond_slot.field == n.cond_slot.field);
+    });
+    if (n.kind == Node::kOperand && !seen) out.push_back(&n);
+    if (n.kind == Node::kGroup) {
+      if (n.cond == Node::kMask && !seen) out.push_back(&n);
+      builder_operands(n.children, out);
+    }
+  }
+}
+
 }  // namespace
 
 std::string format_instr(const Instr& in) {
@@ -543,6 +559,29 @@ std::string disassemble(const Bundle& b) {
 void validate_instr(const Instr& in) {
   if (in.op >= kNumSxuOps) return;  // undefined opcodes load fine and hang when fetched: a SimError
   check_operands(canonical(in.op).nodes, in, kSxuOps[in.op].name);
+}
+
+Instr instr_from_operands(SxuOpcode op, std::initializer_list<int64_t> operands) {
+  static const auto* table = [] {
+    auto* t = new std::array<std::vector<const Node*>, kNumSxuOps>;
+    for (int o = 0; o < kNumSxuOps; ++o) builder_operands(canonical(o).nodes, (*t)[o]);
+    return t;
+  }();
+  const std::vector<const Node*>& fields = (*table)[size_t(op)];
+  if (operands.size() > fields.size())
+    throw std::logic_error(std::string(kSxuOps[size_t(op)].name) + " takes " + std::to_string(fields.size()) +
+                           " operands");
+  Instr in;
+  in.op = uint8_t(op);
+  const int64_t* v = operands.begin();
+  for (size_t k = 0; k < operands.size(); ++k) {
+    const Node& n = *fields[k];
+    if (n.kind == Node::kOperand)
+      write_operand(n, in, v[k]);
+    else
+      in.*(n.cond_slot.field) = uint8_t(v[k]);
+  }
+  return in;
 }
 
 }  // namespace tinytpu

@@ -2,7 +2,6 @@
 
 #include "base/tile.h"
 #include "isa/sxu_ops.h"
-#include "sim/controller.h"
 #include "sim/dma_engine.h"
 
 namespace tinytpu {
@@ -51,7 +50,7 @@ void mxu_dispatch(Activity& a, int len) {
 // One instruction's actions, by its semantics (hardware.md §2.7); what only fetches and sequences (WAIT_MXU,
 // HALT, READ_CYCLE, predicates) is its fetch alone.
 void count(Activity& a, const Instr& in, int depth) {
-  if (const std::optional<MxuStart> start = mxu_start_of(SxuOpcode(in.op))) {
+  if (const std::optional<MxuStart> start = in.op < kNumSxuOps ? kSxuOps[in.op].mxu_start : std::nullopt) {
     mxu_dispatch(a, in.mxuTLen % depth);  // the Controller's length operand keeps log2(depth) bits
     if (*start == MxuStart::kRequant) ++a.asram_writes;  // its int8 row into ActivationSRAM
     if (*start == MxuStart::kEpilogue) {  // a bias vreg in; its tile to VMEM (vpuOp bit 4) or a vreg
