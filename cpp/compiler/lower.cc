@@ -5,10 +5,9 @@
 #include <map>
 
 #include "base/fp32.h"
+#include "compiler/cost.h"
 #include "compiler/op_table.h"
 #include "isa/instr_builders.h"
-#include "sim/controller.h"
-#include "sim/timing.h"
 
 namespace tinytpu::compiler {
 
@@ -912,64 +911,20 @@ class Emitter {
     for (int r = 0; r < k; ++r) cur_.mxu_fills.push_back({false, base + r, rows[r], {chain}});
     return base;
   }
-  // Output-stationary: MXU_OS then MXU_OS_ACCUMULATE per slice; the live matrix rows come back one
-  // LOAD_MXU_MATRIX_ROW each (row 0 of a vreg) and are stacked in PSUM bucket 0 (the first by
-  // PSUM_WRITE when it is row 0, else after PSUM_CLEAR), then read as one tile.
-  void mxu_os(int d, const MxuDot& m, const std::vector<int>& w) {
-    std::vector<int> a;
-    for (const auto& ds : m.dispatches) a.push_back(act_fill(m.acts[ds.act], ds.k, m.chain));
-    for (size_t i = 0; i < m.dispatches.size(); ++i) {
-      const auto& ds = m.dispatches[i];
-      emit(ds.accumulate ? instr::mxu_os_accumulate(w[ds.weight], a[i], ds.k)
-                         : instr::mxu_os(w[ds.weight], a[i], ds.k));
-    }
-    int t = alloc_vreg();
-    if (!m.live_rows[0]) emit(instr::psum_clear(/*bucket*/ 0));
-    for (int r = 0; r < kRows; ++r) {
-      if (!m.live_rows[r]) continue;
-      emit(instr::load_mxu_matrix_row(t, r));
-      if (r == 0)  // rows 1-3 of t are zero: the whole bucket is set
-        emit(instr::psum_write(/*bucket*/ 0, t));
-      else
-        emit(instr::psum_accumulate_row(/*bucket*/ 0, r, t));
-    }
-    release(t);
-    emit(instr::psum_read(d, /*bucket*/ 0));
-  }
-  // WS dispatches of one activation row each, their column sums written or accumulated into PSUM rows,
-  // then the whole bucket read once the MXU is done (bucket 0 is free again after the read); results
-  // that live in row 0 alone with one PSUM_READ_ROW. A single dispatch is one MXU_VPU_EPILOGUE: its
-  // column sums land in d (row 0) when it finishes, combined with the epilogue's operand or, by an op
-  // the Controller does not wire (hardware.md §2.3), unchanged.
-  static constexpr VpuOpcode kEpiloguePassThrough = VpuOpcode::kOr;
-  // `out_slot` >= 0 (a single dispatch with no epilogue op): written to that VMEM slot, not to d.
+  // The operands in WMEM and AMEM, then mxu_dot.h's instructions (OS: a scratch vreg taken for the
+  // read-back). `out_slot` >= 0 (a single dispatch with no epilogue op): written to that VMEM slot, not to d.
   void mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot = -1) {
-    std::vector<int> w, a;
-    for (const auto& t : m.weights) w.push_back(weight_fill(t, m.chain));
-    if (m.os) return mxu_os(d, m, w);
-    for (const auto& t : m.acts) a.push_back(act_fill(t, 1, m.chain));
-    if (m.single_dispatch()) {  // synchronous: the result is in place when the SXU moves on
-      const auto& ds = m.dispatches[0];
-      VpuOpcode op = m.epilogue_op.value_or(kEpiloguePassThrough);
-      const bool to_vmem = out_slot >= 0;
-      emit(instr::mxu_vpu_epilogue(to_vmem ? 0 : d, w[ds.weight], a[ds.act], /*tiles*/ 1,
-                                   to_vmem         ? 0
-                                   : m.epilogue_op ? epilogue_src
-                                                   : d,
-                                   op, to_vmem, to_vmem ? out_slot : 0));
-      return;
-    }
-    for (const auto& ds : m.dispatches) {
-      PsumMode psum = ds.accumulate ? PsumMode::kAccumulate : PsumMode::kWrite;
-      emit(instr::mxu(w[ds.weight], a[ds.act], /*tiles*/ 1, psum, /*bucket*/ 0, ds.row));
-    }
-    emit(instr::wait_mxu());
-    bool row0_only =
-        std::all_of(m.dispatches.begin(), m.dispatches.end(), [](auto& ds) { return ds.row == 0; });
-    if (row0_only)
-      emit(instr::psum_read_row(d, /*bucket*/ 0, /*row*/ 0));
-    else
-      emit(instr::psum_read(d, /*bucket*/ 0));
+    MxuDotPlaces at{{}, {}, d, epilogue_src, out_slot};
+    for (const auto& t : m.weights) at.weights.push_back(weight_fill(t, m.chain));
+    std::vector<int> rows;  // WS: the AMEM row of each activation row
+    if (!m.os)
+      for (const auto& t : m.acts) rows.push_back(act_fill(t, 1, m.chain));
+    for (const auto& ds : m.dispatches)
+      at.acts.push_back(m.os ? act_fill(m.acts[ds.act], ds.k, m.chain) : rows[ds.act]);
+    for (const Instr& in : mxu_dot_dispatches(m, at)) emit(in);
+    if (m.os) at.scratch = alloc_vreg();
+    for (const Instr& in : mxu_dot_readback(m, at)) emit(in);
+    if (m.os) release(at.scratch);
   }
 
   // Exact division a0 / b0 in two halves (compiler/divide.h): a0/b0 = (a0*s)/(b0*s) with s a power of two
@@ -1575,39 +1530,6 @@ void cast(Emitter& e, const Lowered& o) {
 }
 
 }  // namespace lowering
-
-namespace {
-
-// An MXU dispatch's cycles from its EXEC to the first cycle the Controller shows Done (controller.h's
-// intervals), or 0 for an instruction that starts no asynchronous dispatch.
-int mxu_interval(const Instr& in) {
-  const std::optional<MxuStart> start = kSxuOps[in.op].mxu_start;
-  if (!start || synchronous(*start)) return 0;
-  return output_stationary(*start) ? os_dispatch_interval(in.mxuTLen) : ws_dispatch_interval(in.mxuTLen);
-}
-}  // namespace
-
-int64_t estimated_cycles(const std::vector<Launch>& launches) {  // hardware.md §2.7, §4.4
-  int64_t cycles = 0;
-  for (const Launch& l : launches) {
-    cycles +=
-        kRecordCycles * int64_t(l.fills.size() + l.mxu_fills.size() + l.program.size() + l.drains.size());
-    // The SXU runs on while the MXU works, and stalls in EXEC on an instruction that needs it Done.
-    int64_t t = 0, mxu_done = 0;  // t: the cycle the next FETCH takes
-    for (const Instr& in : l.program) {
-      const int interval = mxu_interval(in);
-      if (kSxuOps[in.op].waits_for_mxu) {
-        const int64_t exec = std::max(t + 1, mxu_done);
-        t = exec - 1 + instr_cycles(in);
-        mxu_done = interval > 0 ? exec + interval : std::max(mxu_done, t);
-      } else {
-        t += instr_cycles(in);
-      }
-    }
-    cycles += t;
-  }
-  return cycles;
-}
 
 std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
                           bool fast_math, const Choices& choices) {

@@ -44,13 +44,7 @@ struct Launch {
 
 // Instruction selection, register and VMEM allocation, and splitting into launches.
 // Constant tiles the code needs are returned in `constants` (uniform values, and each launch's palette). An
-// MXU operand with the values of one already loaded in the launch (`choices`) reuses it. What the testbench
-// takes to run launches, as far as code generation changes it: two cycles per record, and each instruction's
-// cycles with its FETCH (VPU ops from their table; the few other multi-cycle instructions counted as two),
-// and the SXU's stalls on the MXU: a dispatch or a read of results waits for the dispatch before it to be
-// Done.
-int64_t estimated_cycles(const std::vector<Launch>& launches);
-
+// MXU operand with the values of one already loaded in the launch (`choices`) reuses it.
 std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
                           bool fast_math = false, const Choices& choices = {});
 
