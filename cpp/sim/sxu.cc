@@ -118,15 +118,9 @@ void Sxu::collect_xlu(DP& tc) {
 }
 
 template <bool kTraced>
-void Sxu::tick(Datapath& tc) {
-  collecting = vpu_wb_pending && tc.vpu.is_done();
-  vpu_wait = false;
-  if (xlu_busy) collect_xlu(tc);
-  if (collecting) tc.vrf[vpu_wb_dst] = tc.vpu.result;  // first, so a main-FSM write overrides it
-  Exec outcome = Exec::kFired;                         // what the cycle did, for a trace
+inline Exec Sxu::advance(Datapath& tc, bool& fetch_now) {
   // On to the next instruction in sequence. Overlapped fetch (a variant, config.h) fetches it in this same
   // cycle; traced, after the trace saw this one retire, so the fetch is left to the end of the cycle.
-  bool fetch_now = false;
   auto retire = [&] {
     ++pc;
     phase = Phase::kFetch;
@@ -137,59 +131,68 @@ void Sxu::tick(Datapath& tc) {
         overlapped_fetch();
     }
   };
-  if (phase == Phase::kIdle || phase == Phase::kHalted) {
-    if (collecting) vpu_wb_pending = false;
-    return;
-  } else if (phase == Phase::kVpuCollect) {  // synchronous DISPATCH_VPU / SELECT waiting for its result
-    ++cycles;
-    if (collecting) {
-      retire();
-      outcome = Exec::kNext;
-    } else {
+  if (phase == Phase::kVpuCollect) {  // synchronous DISPATCH_VPU / SELECT waiting for its result
+    if (!collecting) {
       ++stall_cycles;
-      outcome = Exec::kStallVpuResult;
       vpu_wait = true;
+      return Exec::kStallVpuResult;
     }
-  } else if (phase == Phase::kFetch) {
-    ++cycles;
+    retire();
+    return Exec::kNext;
+  }
+  if (phase == Phase::kFetch) {
     if constexpr (kTraced) {
       fetch_pc = pc;
       fetch_cycle = tc.cycle;
     }
     fetch(tc);
-    if (halted()) outcome = Exec::kNext;  // HALT retires in its FETCH cycle
-  } else if (hold) [[unlikely]] {
-    ++cycles;
-    if (--hold == 0) {
-      outcome = held;
-      if (held == Exec::kNext)
-        retire();
-      else
-        phase = Phase::kFetch;
-    }
-  } else {
-    ++cycles;
-    switch (outcome = exec(*this, tc)) {
-      case Exec::kFired:
-        ++step;
-        break;
-      case Exec::kNext:
-        if (hold_to_row(outcome)) break;
-        retire();
-        break;
-      case Exec::kJump:  // the next pc is known only now: fetched next cycle, overlapped or not
-        if (hold_to_row(outcome)) break;
-        phase = Phase::kFetch;
-        break;
-      case Exec::kAwaitCollect:
-        phase = Phase::kVpuCollect;
-        break;
-      default:  // a stall
-        ++stall_cycles;
-        vpu_wait = outcome == Exec::kStallVpuBusy;
-        break;
-    }
+    return halted() ? Exec::kNext : Exec::kFired;  // HALT retires in its FETCH cycle
   }
+  if (hold) [[unlikely]] {
+    if (--hold > 0) return Exec::kFired;
+    if (held == Exec::kNext)
+      retire();
+    else
+      phase = Phase::kFetch;
+    return held;
+  }
+  Exec outcome = exec(*this, tc);
+  switch (outcome) {
+    case Exec::kFired:
+      ++step;
+      break;
+    case Exec::kNext:
+      if (hold_to_row(outcome)) break;
+      retire();
+      break;
+    case Exec::kJump:  // the next pc is known only now: fetched next cycle, overlapped or not
+      if (hold_to_row(outcome)) break;
+      phase = Phase::kFetch;
+      break;
+    case Exec::kAwaitCollect:
+      phase = Phase::kVpuCollect;
+      break;
+    default:  // a stall
+      ++stall_cycles;
+      vpu_wait = outcome == Exec::kStallVpuBusy;
+      break;
+  }
+  return outcome;
+}
+
+template <bool kTraced>
+void Sxu::tick(Datapath& tc) {
+  collecting = vpu_wb_pending && tc.vpu.is_done();
+  vpu_wait = false;
+  if (xlu_busy) collect_xlu(tc);
+  if (collecting) tc.vrf[vpu_wb_dst] = tc.vpu.result;  // first, so a main-FSM write overrides it
+  if (phase == Phase::kIdle || phase == Phase::kHalted) {
+    if (collecting) vpu_wb_pending = false;
+    return;
+  }
+  ++cycles;
+  bool fetch_now = false;                                // traced: an overlapped fetch at the cycle's end
+  const Exec outcome = advance<kTraced>(tc, fetch_now);  // what the cycle did, for a trace
   if constexpr (kTraced) {
     trace_cycle(tc, outcome);
     if (fetch_now) {

@@ -108,6 +108,10 @@ struct Sxu {
     step = 0;
     phase = SxuOpcode(cur.op) == SxuOpcode::kHalt ? Phase::kHalted : Phase::kExec;
   }
+  // The main FSM's cycle in its phase (VPU_COLLECT, FETCH, EXEC or held in it): what the cycle did.
+  // `fetch_now`: set when a traced cycle leaves an overlapped fetch to its end.
+  template <bool kTraced>
+  Exec advance(Datapath& tc, bool& fetch_now);
   void trace_cycle(Datapath& tc, Exec outcome);
   template <class DP>
   void collect_xlu(DP& tc);  // the XLU's result into its destination vreg
