@@ -24,13 +24,11 @@ constexpr bool names_mnemonic(std::string_view fn, std::string_view tasm) {
   return true;
 }
 
-#define X(opcode, name, mnemonic, fn, ...)                                                \
-  static_assert(names_mnemonic(#fn, kSxuOps[opcode].tasm[0]), "sxu_ops.def: " #fn         \
-                                                              " is not "                  \
-                                                              "its template's mnemonic"); \
-  template <class... Operands>                                                            \
-  Instr fn(Operands... operands) {                                                        \
-    return instr_from_operands(SxuOpcode::name, {int64_t(operands)...});                  \
+#define X(opcode, name, mnemonic, fn, ...)                                                    \
+  static_assert(names_mnemonic(#fn, kSxuOps[opcode].tasm[0]), #fn ": not its TASM mnemonic"); \
+  template <class... Operands>                                                                \
+  Instr fn(Operands... operands) {                                                            \
+    return instr_from_operands(SxuOpcode::name, {int64_t(operands)...});                      \
   }
 #include "isa/sxu_ops.def"
 #undef X

@@ -29,8 +29,8 @@ std::string format_instr(const Instr& instr);  // one instruction's TASM; assemb
 void validate_instr(const Instr& instr);
 // An instruction of `op` from its operands, in the order its canonical template reads them: each placeholder,
 // and the condition field of an optional group "f&mask=value" (written whole), at its first appearance.
-// Operands left out are 0; values go into the fields as write_operand masks them (validate_instr checks
-// ranges). isa/instr_builders.h names one builder per opcode with it.
+// Operands left out are 0; each value goes into its bits as the assembler puts it there (validate_instr
+// checks ranges). isa/instr_builders.h names one builder per opcode with it.
 Instr instr_from_operands(SxuOpcode op, std::initializer_list<int64_t> operands);
 
 }  // namespace tinytpu
