@@ -13,7 +13,6 @@
 
 #include "base/config.h"
 #include "compiler/compile.h"
-#include "compiler/cost.h"
 #include "compiler/ir.h"
 #include "compiler/log.h"
 #include "compiler/lower.h"

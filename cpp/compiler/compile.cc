@@ -10,7 +10,6 @@
 #include <unordered_map>
 
 #include "base/errors.h"
-#include "compiler/cost.h"
 #include "compiler/divide.h"
 #include "compiler/independent.h"
 #include "compiler/lane_pack.h"

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "compiler/lower.h"
 #include "isa/sxu_ops.h"
 #include "sim/controller.h"
 #include "sim/timing.h"
@@ -35,13 +34,6 @@ int64_t estimated_cycles(int64_t data_records, const std::vector<Instr>& program
     }
   }
   return kRecordCycles * (data_records + int64_t(program.size())) + t;
-}
-
-int64_t estimated_cycles(const std::vector<Launch>& launches) {
-  int64_t cycles = 0;
-  for (const Launch& l : launches)
-    cycles += estimated_cycles(int64_t(l.fills.size() + l.mxu_fills.size() + l.drains.size()), l.program);
-  return cycles;
 }
 
 }  // namespace tinytpu::compiler

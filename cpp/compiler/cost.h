@@ -6,8 +6,6 @@
 
 namespace tinytpu::compiler {
 
-struct Launch;
-
 // The compiler's one cycle estimate: what the reference testbench takes to run code, as far as the choices of
 // code generation change it (hardware.md §2.7, §4.4). Every pass that weighs alternatives emits the
 // instructions each would run and counts them here: kRecordCycles for every data record and every
@@ -16,7 +14,5 @@ struct Launch;
 // asynchronous dispatch before it to be Done (controller.h's intervals). The testbench's fixed 4 cycles a
 // launch are left out.
 int64_t estimated_cycles(int64_t data_records, const std::vector<Instr>& program);
-// Launches, their fills, MXU fills and drains being the data records.
-int64_t estimated_cycles(const std::vector<Launch>& launches);
 
 }  // namespace tinytpu::compiler

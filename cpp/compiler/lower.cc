@@ -1531,6 +1531,13 @@ void cast(Emitter& e, const Lowered& o) {
 
 }  // namespace lowering
 
+int64_t estimated_cycles(const std::vector<Launch>& launches) {
+  int64_t cycles = 0;
+  for (const Launch& l : launches)
+    cycles += estimated_cycles(int64_t(l.fills.size() + l.mxu_fills.size() + l.drains.size()), l.program);
+  return cycles;
+}
+
 std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
                           bool fast_math, const Choices& choices) {
   // Both emission orders, and the one whose launches take fewer cycles.
