@@ -196,7 +196,8 @@ def test_log2_is_tinygrads_decomposition_bit_for_bit():
 
 def test_narrow_results_already_in_range_skip_the_wrap():
   # A clamp to int8's range cast to int8, and the larger of two int8 values, are int8 already: no wrap (AND with
-  # 255, then XOR and SUB of the sign) after them, only the cast's copy (AND of a register with itself). An int8 sum still wraps. Edges on both devices alike.
+  # 255, then XOR and SUB of the sign) after them, only the cast's copy (AND of a register with itself). An int8 sum still
+  # wraps. Edges on both devices alike.
   from helpers import tasm_of
   clamped = tasm_of("Tensor(np.array([-300, -129, -128, 5, 127, 128, 300]), device='TINYTPU', dtype=dtypes.int32)"
                     ".clip(-128, 127).cast(dtypes.int8).maximum(Tensor([3], device='TINYTPU', dtype=dtypes.int8))")

@@ -7,7 +7,7 @@ from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
 from tinygrad.codegen.opt import search
 from tinytpu import _core, chip, configs, trace
-from tinytpu.renderer import TinyTPURenderer
+from tinytpu.renderer import TinyTPURenderer, track_float64_tensors
 
 # A kernel call that stops before its end (Ctrl-C, an error) leaves the buffers it writes part written, and tinygrad made
 # them its tensors' storage before the call: reading one would hand back the part as the whole result. Their bytes are
@@ -237,3 +237,7 @@ def _time_program(*args, **kwargs):
   try: return _tinygrad_time_program(*args, **kwargs)
   finally: _beam_trials -= 1
 _tinygrad_time_program, search._time_program = search._time_program, _time_program
+
+# Importing this module registers the device: tinygrad finds devices only as tinygrad.runtime.ops_<name>.
+sys.modules.setdefault("tinygrad.runtime.ops_tinytpu", sys.modules[__name__])
+track_float64_tensors()

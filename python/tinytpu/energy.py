@@ -3,8 +3,9 @@
 Time is cycles at the configuration's clock (its clock_mhz field; a chip's elapsed cycles, chip_cycles). Energy is
 dynamic energy: each action the launches did (the counters of device.ACTIVITY, hbm_bytes, noc_bytes) times its energy
 below. What moves into and out of the core is charged as HBM traffic: HBM's bytes on a core fed from HBM, and on a
-core the testbench loads the bytes of its records and output lines, which a host's memory would supply. Leakage is not modelled: the sources give no figure for this core, and it would add a term proportional to
-area x time, which the search reports beside energy anyway.
+core the testbench loads the bytes of its records and output lines, which a host's memory would supply. Leakage is
+not modelled: the sources give no figure for this core, and it would add a term proportional to area x time, which the
+search reports beside energy anyway.
 
 The energies are 45 nm figures, from two measurements and one model:
 
