@@ -150,20 +150,10 @@ KernelStats Call::run(const Plan& plan, bool keep_tasm, TraceLog* trace, CoreSta
   }
   KernelStats stats = std::move(main.stats());
   for (const auto& s : others) {
-    stats.launches += s->stats().launches;
-    stats.cycles += s->stats().cycles;
-    stats.sxu_cycles += s->stats().sxu_cycles;
-    stats.hbm_bytes += s->stats().hbm_bytes;
-    stats.sc_lookups += s->stats().sc_lookups;
-    stats.mxu_busy += s->stats().mxu_busy;
-    stats.vpu_busy += s->stats().vpu_busy;
-    stats.activity += s->stats().activity;
-    stats.in_order += s->stats().in_order;
-    stats.checked += s->stats().checked;
-    stats.batches += s->stats().batches;
-    stats.threaded += s->stats().launches;
-    stats.streamed += s->stats().streamed;
+    s->stats().threaded = s->stats().launches;  // the other threads' launches
+    stats += s->stats();
   }
+  stats.kernels = 1;
   segments_.clear();
   if (trace) trace->span(Track::kKernel, 0, kernel_begin, trace->base, trace->intern(kernel_));
   return stats;

@@ -15,25 +15,12 @@
 #include "compiler/mxu_dot.h"
 #include "compiler/plan.h"
 #include "runtime/device_memory.h"
+#include "runtime/kernel_stats.h"
 #include "runtime/timing_cache.h"
 #include "sim/runner.h"
 #include "sim/trace.h"
 
 namespace tinytpu {
-
-struct KernelStats {
-  uint64_t launches = 0, cycles = 0, sxu_cycles = 0;
-  uint64_t hbm_bytes = 0;               // moved between HBM and the core (config.h hbm_channels)
-  uint64_t mxu_busy = 0, vpu_busy = 0;  // the launches' UnitBusy (sim/runner.h)
-  uint64_t sc_lookups = 0;              // table rows the SparseCore looked up (config.h sparse_core)
-  Activity activity;                    // what the launches did, by action (sim/activity.h)
-  uint64_t in_order = 0;                // launches run in order, their counters the timing cache's (RunMode)
-  uint64_t checked = 0;                 // of those, the launches ticked as well and compared
-  uint64_t batches = 0;                 // the batches they ran in (sim/runner.h BatchRunner)
-  uint64_t threaded = 0;                // launches run by the call's other threads (RunMode::threads)
-  uint64_t streamed = 0;                // launches run as streams of independent groups (RunMode::streams)
-  std::vector<std::string> tasm;        // each launch's program, when asked for
-};
 
 // How a call runs its launches. A launch's counters are a function of its timing key: its image (program and
 // records), how it is loaded (sim/runner.h LaunchLoad: the cross-launch state its timing reads) and the

@@ -46,18 +46,9 @@ void check_same(const RunResult& in_order, const RunResult& ticked, uint64_t lau
     if (kept != now && differs.empty())
       differs = std::string(name) + " " + std::to_string(kept) + " kept, " + std::to_string(now) + " ticked";
   };
-  count("cycles", in_order.cycles, ticked.cycles);
-  count("start", in_order.start, ticked.start);
-  count("loader_done", in_order.loader_done, ticked.loader_done);
-  count("sxu_cycles", in_order.sxu_cycles, ticked.sxu_cycles);
-  count("output_start", in_order.output_start, ticked.output_start);
-  count("hbm_bytes", in_order.hbm_bytes, ticked.hbm_bytes);
-  count("sc_lookups", in_order.sc_lookups, ticked.sc_lookups);
-  count("SXU busy", in_order.busy.sxu, ticked.busy.sxu);
-  count("MXU busy", in_order.busy.mxu, ticked.busy.mxu);
-  count("VPU busy", in_order.busy.vpu, ticked.busy.vpu);
-  count("XLU busy", in_order.busy.xlu, ticked.busy.xlu);
-  count("SXU stalls", in_order.busy.sxu_stall, ticked.busy.sxu_stall);
+#define RUN(name, type, combine, energy, doc) count(#name, in_order.name, ticked.name);
+#define BUSY(unit, name, type, doc) count(#name, in_order.busy.unit, ticked.busy.unit);
+#include "sim/counters.def"
   if (differs.empty() &&
       (in_order.vmem_results != ticked.vmem_results || in_order.asram_results != ticked.asram_results ||
        in_order.mxu_result != ticked.mxu_result))
@@ -242,12 +233,7 @@ void Segment::run_launch(const LaunchRun& run, const PlanLaunch& l, bool keep_ta
 
 void Segment::count(const PlanLaunch& l, const LaunchLoad& load, const RunResult& res) {
   ++stats_.launches;
-  stats_.cycles += res.cycles;
-  stats_.sxu_cycles += res.sxu_cycles;
-  stats_.hbm_bytes += res.hbm_bytes;
-  stats_.sc_lookups += res.sc_lookups;
-  stats_.mxu_busy += res.busy.mxu;
-  stats_.vpu_busy += res.busy.vpu;
+  stats_.add(res);
   stats_.activity += l.image->activity;
   if (load.resident) {  // its program and output list are not sent again
     stats_.activity.program_writes -= l.image->activity.program_writes;
