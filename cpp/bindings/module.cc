@@ -3,6 +3,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstddef>
+
 #include "base/errors.h"
 #include "chip/chip_timeline.h"
 #include "compiler/ir.h"
@@ -160,6 +162,7 @@ void bind_bundles(py::module_& m) {
       py::arg("poll") = nullptr);
 }
 
+// A run's trace, and its format: its tracks and the layout of its events.
 void bind_trace(py::module_& m) {
   py::class_<TraceLog>(m, "TraceLog")
       .def(py::init<>())
@@ -177,7 +180,31 @@ void bind_trace(py::module_& m) {
         return py::bytes(reinterpret_cast<const char*>(t.events().data()),
                          t.events().size() * sizeof(TraceEvent));
       });
-  m.attr("TRACKS") = kTrackNames;
+  m.def(
+      "tracks",
+      [] {
+        py::list out;
+#define TRACK(name, text, title, nested, unit) \
+  out.append(py::dict("name"_a = text, "title"_a = title, "nested"_a = nested, "unit"_a = unit));
+#include "sim/trace_format.def"
+        return out;
+      },
+      "A trace's tracks, in trace_format.def's order (a TraceEvent's track): name, the title a viewer shows, "
+      "what "
+      "a depth-1 slice of it is, whether it is a unit with busy cycles");
+  m.def(
+      "trace_event_format",
+      [] {
+        py::list names, formats, offsets;
+#define FIELD(type, name, doc)                           \
+  names.append(#name);                                   \
+  formats.append(py::format_descriptor<type>::format()); \
+  offsets.append(offsetof(TraceEvent, name));
+#include "sim/trace_format.def"
+        return py::dict("names"_a = names, "formats"_a = formats, "offsets"_a = offsets,
+                        "itemsize"_a = sizeof(TraceEvent));
+      },
+      "TraceLog.events' records (TraceEvent, trace_format.def's FIELD rows) as numpy.dtype takes them");
 }
 
 // Kernels tinygrad compiled for the device, the buffers they run on, and how they run.
@@ -247,7 +274,7 @@ void bind_chip(py::module_& m) {
       .def("reset", &ChipTimeline::reset);
 }
 
-// What the renderer asks of the compiler: the ops it lowers, whether a kernel's IR is one it can.
+// What the renderer asks of the compiler: the dtypes and ops it lowers, whether a kernel's IR is one it can.
 void bind_compiler(py::module_& m) {
   m.attr("DEFAULT_CUT_NODES") = compiler::TraceLimits{}.cut_nodes;
   m.def(
@@ -259,6 +286,20 @@ void bind_compiler(py::module_& m) {
     compiler::parse_kernel(ir);
     return py::bytes(ir);
   });
+  m.def(
+      "dtypes",
+      [] {
+        py::list out;
+        auto row = [&](const char* code, const char* tinygrad, bool storage) {
+          out.append(py::dict("code"_a = code, "tinygrad"_a = tinygrad, "storage"_a = storage));
+        };
+#define LANES(name, code, tinygrad, bytes, is_float, is_signed, storage) row(code, tinygrad, storage);
+#define NO_LANES(code, tinygrad) row(code, tinygrad, false);
+#include "compiler/dtypes.def"
+        return out;
+      },
+      "The IR's dtypes, in dtypes.def's order: code, tinygrad's name, whether a tensor of it may live on "
+      "TINYTPU");
 }
 
 }  // namespace
