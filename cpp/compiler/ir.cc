@@ -18,8 +18,8 @@ struct DTypeRow {
   int bytes;
   bool is_signed;
 };
+// Indexed by DType: the LANES rows, which make the enum in the same order.
 constexpr DTypeRow kDTypes[] = {
-    // indexed by DType
 #define LANES(name, code, tinygrad, bytes, is_float, is_signed, storage) \
   {DType::name, code, bytes, is_signed},
 #include "compiler/dtypes.def"
