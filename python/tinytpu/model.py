@@ -17,11 +17,12 @@ class RunResult:
   unit_busy: dict[str, int] = field(default_factory=dict)
   output: str = ""             # the testbench's stdout
 
+_BUSY = [f["unit"] for f in _core.counter_fields() if f["struct"] == "busy"]  # a run's UnitBusy fields
+
 def _result(r) -> RunResult:
-  b = r.busy
   return RunResult(r.cycles, r.sxu_cycles, [list(t) for t in r.vmem_results],
                    list(r.mxu_result) if r.mxu_result is not None else None, [list(a) for a in r.asram_results],
-                   {"sxu": b.sxu, "mxu": b.mxu, "vpu": b.vpu, "xlu": b.xlu, "sxu_stall": b.sxu_stall}, r.output())
+                   {unit: getattr(r.busy, unit) for unit in _BUSY}, r.output())
 
 def poll() -> None:
   """The model calls it during a long run (looked up at each run): Python runs, so a pending Ctrl-C raises here."""
