@@ -1,4 +1,6 @@
 #pragma once
+#include <initializer_list>
+#include <optional>
 #include <vector>
 
 #include "compiler/constant_tiles.h"

@@ -1,8 +1,8 @@
-// IEEE-rounded float32 arithmetic from the VPU's ops, where the VPU has no exact instruction: int32 to
-// float32 rounded to nearest, division, reciprocal and square root (within an ulp or so of a midpoint, as
-// IEEE rounds; fast math: the estimates alone), exp2 and log2 operation for operation as tinygrad's own
-// decompositions, and truncation. Each writes its result into d from its operands' vregs, taking and
-// releasing the scratch vregs and constants it needs (the op table's lowerings call them: lower.cc).
+// The float32 arithmetic the VPU has no instruction for, as sequences of its ops: int32 to float32 rounded to
+// nearest, division and square root rounded as IEEE's (but for results within ~2^-21 ulp of a midpoint), a
+// reciprocal within an ulp or two, truncation, and exp2 and log2 operation for operation as tinygrad's own
+// decompositions. Each writes its result into d from its operands' vregs and takes and releases the scratch
+// vregs and constants it needs; the op table's lowerings (lower.cc) call them.
 #include "compiler/emitter.h"
 #include "isa/instr_builders.h"
 

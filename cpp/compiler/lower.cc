@@ -11,6 +11,10 @@
 
 namespace tinytpu::compiler {
 
+// Instruction selection (emitter.h): a node's instructions by its op table row (its one instruction, or one
+// of the lowerings below), a store's outputs, and the integer, comparison and MXU sequences the lowerings are
+// made of.
+
 namespace {
 
 // The VPU reduce opcode of a LANE_REDUCE (the op table's reduce columns): integer ones wrap, the float

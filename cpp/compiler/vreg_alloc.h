@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <bitset>
 #include <map>
 #include <optional>
