@@ -12,7 +12,6 @@ Emitter::Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreC
       fast_math_(fast_math),
       choices_(choices),
       facts_(facts),
-      uniform_(facts.uniform),
       schedule_(schedule(p, facts.to_vmem, order)),
       cutter_(cfg, int(p.nodes.size())),
       regs_(p, cutter_.lim.vregs),
@@ -222,7 +221,7 @@ int Emitter::fill_leaf(int node) {
   // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
   if (n.dynamic && !cutter_.spilled(n.a) && !is_leaf(n.a))
     return no_room("gather indices computed in this launch");
-  if (auto bits = uniform_[node]) {
+  if (auto bits = facts_.uniform[node]) {
     forecast_.for_leaf = true;
     int r = constant(int32_t(*bits), n.dtype);
     forecast_.for_leaf = false;

@@ -34,7 +34,6 @@ class Emitter {
   bool fast_math_;
   const Choices& choices_;
   const NodeFacts& facts_;
-  const std::vector<std::optional<uint32_t>>& uniform_;  // facts_'
   const Schedule schedule_;
   LaunchCutter cutter_;
   VregAllocator regs_;
@@ -76,7 +75,7 @@ class Emitter {
   void emit_node(int i);
   void emit_store(int s);
   void one_instruction(const OpInfo& info, bool f, int d, int a, int b);
-  bool zero_leaf(int node) const { return uniform_[node] == 0u; }
+  bool zero_leaf(int node) const { return facts_.uniform[node] == 0u; }
   int relu_input(const TileNode& n) const;
   void wrap(DType d, int r);
   void isnan(int d, int x);
@@ -88,7 +87,7 @@ class Emitter {
   void mxu_os(int d, const MxuDot& m, const std::vector<int>& w);
   void mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot = -1);
 
-  // IEEE-rounded float32 arithmetic the VPU has no instruction for (float_sequences.cc).
+  // The float32 arithmetic the VPU has no instruction for (float_sequences.cc).
   void int_to_float(int d, int x, bool is_signed);
   void reciprocal(int d, int x, bool in_range = false);
   void div_scale(int d, int b0, int e);

@@ -73,7 +73,7 @@ void Emitter::float_ne(int d, const TileNode& n, int a, int b) {
     return;
   }
   for (auto [node, x] : {std::pair{n.b, a}, {n.a, b}}) {
-    const auto c = uniform_[node];
+    const auto c = facts_.uniform[node];
     if (!c || fp32::is_nan(*c)) continue;
     if ((*c & 0x7FFFFFFFu) != 0) {
       vpu(VpuOpcode::kCmpne, d, a, b);
@@ -91,7 +91,7 @@ void Emitter::float_ne(int d, const TileNode& n, int a, int b) {
   vpu(VpuOpcode::kFcmplt, t, b, a);
   vpu(VpuOpcode::kOr, d, d, t);
   for (auto [node, r] : {std::pair{n.a, a}, {n.b, b}}) {
-    auto bits = uniform_[node];
+    auto bits = facts_.uniform[node];
     if (bits && !fp32::is_nan(*bits)) continue;
     isnan(t, r);
     vpu(VpuOpcode::kOr, d, d, t);
