@@ -5,6 +5,7 @@
 
 #include "compiler/constant_tiles.h"
 #include "compiler/launch_cutter.h"
+#include "compiler/mxu_dot.h"
 #include "compiler/node_facts.h"
 #include "compiler/op_table.h"
 #include "compiler/schedule.h"

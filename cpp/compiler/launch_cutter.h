@@ -1,7 +1,8 @@
 #pragma once
 #include <vector>
 
-#include "compiler/lower.h"
+#include "base/config.h"
+#include "compiler/launch.h"
 
 namespace tinytpu::compiler {
 

@@ -1,7 +1,8 @@
 #pragma once
 #include <vector>
 
-#include "compiler/lower.h"
+#include "compiler/launch.h"
+#include "compiler/mxu_dot.h"
 
 namespace tinytpu::compiler {
 
