@@ -2,7 +2,7 @@
 
 namespace tinytpu::compiler {
 
-class Emitter;  // lower.cc: the lowering's state (vregs, constants, launches) and its instruction helpers
+class Emitter;  // emitter.h: one emission of a batch, the instruction selection the lowerings are part of
 struct TileNode;
 
 // What a lowering is given: the node, whether its lanes are float32, whether MAX is a RELU (one operand), and
