@@ -1,16 +1,16 @@
 # `make demo` and `make test` work on a fresh machine: each installs what is missing first.
 PYTHON ?= python3
 JOBS ?= 2
-DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang libclang-rt-14-dev chromium
+DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang clang-format libclang-rt-14-dev chromium
 PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothesis cmake ninja matplotlib pillow \
   mkdocs==1.6.1 mkdocstrings==1.0.8 mkdocstrings-python==2.0.11 scikit-learn==1.9.1 optuna==5.0.0 \
-  dask==2026.8.0 distributed==2026.8.0 tqdm==4.70.1
+  dask==2026.8.0 distributed==2026.8.0 tqdm==4.70.1 ruff==0.17.6 lizard==1.24.3
 WHEEL_BUILD := build/wheel
 
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
 TINYGRAD_SDIST := $(UPSTREAM_CACHE)/tinygrad-0.14.0.tar.gz
 
-.PHONY: deps install check-layers test test-cpp test-py test-upstream test-sanitize test-tsan fuzz test-upstream-full random-programs demo bench explore clean format
+.PHONY: deps install check check-layers check-sizes lint format-check test test-cpp test-py test-upstream test-sanitize test-tsan fuzz test-upstream-full random-programs demo bench explore clean format
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -24,7 +24,7 @@ deps:
 	fi
 	@$(PYTHON) -c "import importlib.metadata as m, sys; sys.exit(m.version('tinygrad') != '0.14.0')" 2>/dev/null \
 	  && $(PYTHON) -c "import pybind11, scikit_build_core, numpy, pytest, hypothesis, matplotlib, PIL, \
-	     mkdocs, mkdocstrings, mkdocstrings_handlers.python, sklearn, optuna, distributed, tqdm" 2>/dev/null \
+	     mkdocs, mkdocstrings, mkdocstrings_handlers.python, sklearn, optuna, distributed, tqdm, ruff, lizard" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q $(PY_PACKAGES)
 
 # An explicit build directory keeps rebuilds incremental; a plain `pip install .` builds in a temporary one.
@@ -103,11 +103,25 @@ fuzz: deps
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	$(PYTHON) fuzz/run.py --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --runs $(FUZZ_RUNS) --jobs $(JOBS)
 
-# The C++ layering: no include runs from a lower layer to a higher one (tools/check_layers.py says the layers).
+# What is checked before anything is built: the layering of cpp/ and python/tinytpu (tools/check_layers.py says the
+# layers), the C++ formatting (.clang-format) and the Python linter (pyproject.toml's [tool.ruff]) on every file.
+check: check-layers lint format-check
+
 check-layers:
 	$(PYTHON) tools/check_layers.py
 
-test: check-layers test-cpp test-py test-upstream test-sanitize test-tsan fuzz docs
+# No file of cpp/ over 900 lines, no function over 80 (tools/check_sizes.py).
+check-sizes: deps
+	$(PYTHON) tools/check_sizes.py
+
+CPP_FILES = cpp/*/*.h cpp/*/*.cc tests_cpp/*.h tests_cpp/*.cc fuzz/*.cc
+lint: deps
+	$(PYTHON) -m ruff check --no-cache .
+
+format-check: deps
+	clang-format --dry-run -Werror $(CPP_FILES)
+
+test: check test-cpp test-py test-upstream test-sanitize test-tsan fuzz docs
 
 # ThreadSanitizer on a call's threads (executor.h RunMode::threads): a thread-sanitized extension of the reference
 # geometry, imported in place of the installed one, running the tests whose calls share their launches among two
@@ -145,7 +159,7 @@ explore: install
 	$(PYTHON) -m tinytpu explore --out docs
 
 format:
-	clang-format -i cpp/*/*.h cpp/*/*.cc tests_cpp/*.cc
+	clang-format -i $(CPP_FILES)
 
 clean:
 	rm -rf build

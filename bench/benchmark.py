@@ -14,7 +14,7 @@ fields); its cycles are that core's count, loading at its record_cycles per reco
 from __future__ import annotations
 import argparse, csv, datetime, io, json, os, subprocess, sys
 from tinytpu import configs
-from tinytpu.workloads import DEFAULT, EXTENDED, Kernel, WrongResult, check, geomean, run_kernel, timed
+from tinytpu.workloads import DEFAULT, EXTENDED, Kernel, WrongResult, geomean, run_kernel, timed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HISTORY = os.path.join(HERE, "history.tsv")

@@ -1,7 +1,7 @@
 // The TASM assembler. Clean rejection: AsmError. An accepted program must also pass validate().
+#include "base/errors.h"
 #include "fuzz.h"
 #include "isa/tasm.h"
-#include "base/errors.h"
 
 using namespace tinytpu;
 

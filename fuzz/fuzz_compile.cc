@@ -3,9 +3,9 @@
 // (malformed IR) and SimError, except the executor's "internal error" (another exception it caught).
 #include <stdexcept>
 
+#include "base/errors.h"
 #include "fuzz.h"
 #include "runtime/executor.h"
-#include "base/errors.h"
 
 using namespace tinytpu;
 

@@ -1,8 +1,8 @@
 // The disassembler: any bundle that parses (TASM or wire) must disassemble to TASM that assembles to the
 // same bundle, and that TASM must be a fixed point. Clean rejection of the input: AsmError.
+#include "base/errors.h"
 #include "fuzz.h"
 #include "isa/tasm.h"
-#include "base/errors.h"
 
 using namespace tinytpu;
 

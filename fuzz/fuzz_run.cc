@@ -1,9 +1,9 @@
 // The run loop: parse a bundle (TASM or wire) and run it like the reference testbench under a small
 // cycle cap, so a program that never halts must end in a SimError rather than a libFuzzer timeout.
 // Clean rejections: AsmError (input), SimError (a run the reference would hang or time out on).
+#include "base/errors.h"
 #include "fuzz.h"
 #include "isa/bundle.h"
-#include "base/errors.h"
 #include "sim/runner.h"
 
 using namespace tinytpu;

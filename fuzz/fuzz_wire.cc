@@ -1,8 +1,8 @@
 // The numeric ("wire") bundle parser behind parse_bundle, which also picks TASM for text starting with a
 // word. Clean rejection: AsmError. An accepted bundle must print back to the same wire text.
+#include "base/errors.h"
 #include "fuzz.h"
 #include "isa/bundle.h"
-#include "base/errors.h"
 
 using namespace tinytpu;
 

@@ -37,12 +37,11 @@ TEST_CASE("activity: a straight program's counts are what the ticked model does"
   const uint64_t lanes = uint64_t(kRows) * kRows;
   CHECK(a->instructions == count(log, Track::kSxu));
   CHECK(a->instructions == 17);
-  uint64_t lane_ops = 0;
-  for (uint64_t n : a->vpu_lane_ops) lane_ops += n;
+  const uint64_t lane_ops = a->vpu_int_ops + a->vpu_int_mul_ops + a->vpu_fp_add_ops + a->vpu_fp_mul_ops;
   CHECK(lane_ops == lanes * count(log, Track::kVpu));  // MUL, FADD, and SELECT's COPY and SELECT
-  CHECK(a->vpu_lane_ops[size_t(VpuEnergy::kIntMul)] == lanes);
-  CHECK(a->vpu_lane_ops[size_t(VpuEnergy::kFpAdd)] == lanes);
-  CHECK(a->vpu_lane_ops[size_t(VpuEnergy::kInt)] == 2 * lanes);
+  CHECK(a->vpu_int_mul_ops == lanes);
+  CHECK(a->vpu_fp_add_ops == lanes);
+  CHECK(a->vpu_int_ops == 2 * lanes);
   CHECK(a->xlu_ops == count(log, Track::kXlu));
   CHECK(count(log, Track::kMxu) == 2);
   CHECK(a->mxu_macs == lanes * (3 + 2));  // OS: k = 3 terms; WS: 2 activation rows, each PE multiplying both

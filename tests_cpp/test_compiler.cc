@@ -844,9 +844,9 @@ TEST_CASE("compiler: a divisor's half of exact division is computed where the di
   const int n = 16 * 24, m = 8;
   for (bool per_element : {false, true}) {
     // Divisors of 1, 2^-130 (subnormal) or 2^100 times small integers: the divisor's scaling by a power of
-    // two (lower.cc div_scale) takes each of its three ways. Quotients are within the range where the
-    // division rounds exactly (lower.cc div_exact), or zeros, infinities and NaNs. The sum of these
-    // integers is exact in any order.
+    // two (float_sequences.cc div_scale) takes each of its three ways. Quotients are within the range where
+    // the division rounds exactly (float_sequences.cc div_exact), or zeros, infinities and NaNs. The sum of
+    // these integers is exact in any order.
     for (float unit : {1.0f, std::ldexp(1.0f, -130), std::ldexp(1.0f, 100)}) {
       INFO((per_element ? "x[i] / y[i]" : "x[i] / sum(y)") << ", unit " << unit);
       CompiledKernel k(quotient_ir(n, m, per_element));

@@ -1,5 +1,6 @@
-// The named instruction builders (isa/instr_builders.h) against the TASM templates, the other reading of
-// sxu_ops.def: each builder puts every operand in the field its mnemonic's template reads it from.
+// The instruction builders (isa/instr_builders.h, made from sxu_ops.def's rows) against the assembler, the
+// other reading of the rows' templates: each builder puts every operand in the field its template reads it
+// from.
 #include <catch2/catch.hpp>
 
 #include "isa/instr_builders.h"
@@ -15,8 +16,8 @@ TEST_CASE("instruction builders fill the fields their TASM templates name") {
       {instr::halt(), "HALT"},
       {instr::load(3, 17), "LOAD v3, VMEM[17]"},
       {instr::store(17, 3), "STORE VMEM[17], v3"},
-      {instr::vpu(VpuOpcode::kSub, 1, 2, 3), "VPU v1 = SUB(v2, v3)"},
-      {instr::vpu(VpuOpcode::kNot, 1, 2), "VPU v1 = NOT(v2)"},
+      {instr::vpu(1, VpuOpcode::kSub, 2, 3), "VPU v1 = SUB(v2, v3)"},
+      {instr::vpu(1, VpuOpcode::kNot, 2), "VPU v1 = NOT(v2)"},
       {instr::select(1, 2, 3, 4), "SELECT v1 = SELECT(v2, v3, v4)"},
       {instr::vzero(5), "VZERO v5"},
       {instr::vfill(5, -7), "VFILL v5, imm=-7"},
@@ -27,11 +28,11 @@ TEST_CASE("instruction builders fill the fields their TASM templates name") {
        "MXU WMEM[1], AMEM[2], tiles=1, psum_write=PSUM[4], psum_row=3"},
       {instr::mxu(1, 2, 1, PsumMode::kAccumulate, 4, 3),
        "MXU WMEM[1], AMEM[2], tiles=1, psum_acc=PSUM[4], psum_row=3"},
-      {instr::mxu_os(1, 2, 4, false), "MXU_OS WMEM[1], AMEM[2], k=4"},
-      {instr::mxu_os(1, 2, 4, true), "MXU_OS_ACCUMULATE WMEM[1], AMEM[2], k=4"},
+      {instr::mxu_os(1, 2, 4), "MXU_OS WMEM[1], AMEM[2], k=4"},
+      {instr::mxu_os_accumulate(1, 2, 4), "MXU_OS_ACCUMULATE WMEM[1], AMEM[2], k=4"},
       {instr::mxu_vpu_epilogue(6, 1, 2, 1, 7, VpuOpcode::kMax),
        "MXU_VPU_EPILOGUE v6 = GEMM(WMEM[1], AMEM[2], tiles=1) SRC2=v7 OP=MAX DST_VREG"},
-      {instr::mxu_vpu_epilogue_to_vmem(9, 1, 2, 1, VpuOpcode::kOr),
+      {instr::mxu_vpu_epilogue(0, 1, 2, 1, 0, VpuOpcode::kOr, 1, 9),
        "MXU_VPU_EPILOGUE v0 = GEMM(WMEM[1], AMEM[2], tiles=1) SRC2=v0 OP=OR DST_VMEM[9]"},
       {instr::broadcast_scalar(1, 2, 3, 1), "BROADCAST_SCALAR v1 = v2[3, 1]"},
       {instr::broadcast_row(1, 2, 3), "BROADCAST_ROW v1 = ROW(v2, row=3)"},
@@ -51,4 +52,9 @@ TEST_CASE("instruction builders fill the fields their TASM templates name") {
     CHECK(format_instr(c.in) == c.tasm);
     CHECK(assemble(std::string(c.tasm) + "\nEND").records.front().instr == c.in);
   }
+}
+
+TEST_CASE("a builder takes no more operands than its template reads") {
+  CHECK_THROWS_AS(instr::psum_clear(1, 2), std::logic_error);
+  CHECK(instr::psum_clear() == instr::psum_clear(0));  // operands left out are 0
 }

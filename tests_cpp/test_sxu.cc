@@ -292,71 +292,77 @@ TEST_CASE("memory the bundle never wrote reads as Bluesim's 0xAA fill (hardware.
   CHECK(r.vmem_results[0] == aa);
 }
 
-// The timing rows of sxu_ops.def, checked against the simulator: every opcode, run where its row's
-// cost applies (a quiet core; after the awaited unit is done for a kWait row), costs instr_cycles(). The
-// case above holds the same costs as the reference states them; this one holds the table to the model, so a
-// row and the simulator cannot drift apart.
+namespace {
+// One instruction of each opcode, with what must run before it for its row's cost to apply (a quiet core;
+// after the awaited unit is done for a kWait row).
+struct OpCase {
+  const char* setup;  // run before, and measured alone
+  const char* instr;  // the one instruction measured
+};
+const OpCase kOneOfEach[] = {
+    {"", "LOAD v1, VMEM[0]"},
+    {"", "STORE VMEM[2], v0"},
+    {"", "VPU v1 = ADD(v0, v0)"},
+    {"", "VPU v1 = FSUM_REDUCE_TILE(v0)"},
+    {"", "VPU v1 = EXP2(v0)"},
+    {"", "VPU v1 = SIN(v0)"},
+    {"", "BROADCAST v0, lane=2"},
+    {"", "MXU WMEM[0], AMEM[0], tiles=1"},
+    {"MXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU", "WAIT_MXU"},
+    {"MXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU", "LOAD_MXU_RESULT v1"},
+    {"", "SELECT v3 = SELECT(v0, v1, v2)"},
+    {"", "BROADCAST_SCALAR v1 = v0[1, 2]"},
+    {"", "BROADCAST_ROW v1 = ROW(v0, row=3)"},
+    {"", "BROADCAST_COL v1 = COL(v0, col=1)"},
+    {"", "TRANSPOSE v1, v0"},
+    {"", "LOAD_VPU_RESULT v1"},
+    {"", "LOAD_XLU_RESULT v1"},
+    {"", "PSUM_WRITE PSUM[1], v0"},
+    {"", "PSUM_ACCUMULATE PSUM[1], v0"},
+    {"", "PSUM_READ v1, PSUM[1]"},
+    {"", "PSUM_READ_ROW v1, PSUM[1], row=2"},
+    {"", "PSUM_CLEAR PSUM[3]"},
+    {"", "SET_PRED_IF_ZERO v0"},
+    {"", "SKIP_IF_PRED"},
+    {"", "PSUM_ACCUMULATE_ROW PSUM[2], row=1, v0"},
+    {"", "MXU_ACCUMULATE WMEM[0], AMEM[0], tiles=1"},
+    {"", "MXU_CLEAR"},
+    {"", "MXU_OS WMEM[0], AMEM[0], k=4"},
+    {"MXU_OS WMEM[0], AMEM[0], k=4\nWAIT_MXU", "LOAD_MXU_MATRIX_ROW v1, row=2"},
+    {"", "READ_CYCLE v1"},
+    {"", "LOOP_BEGIN count=1"},
+    {"LOOP_BEGIN count=1", "LOOP_END"},
+    {"", "VZERO v1"},
+    {"", "VFILL v1, imm=-7"},
+    {"", "VMOV v1, v0"},
+    {"", "MXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=4"},
+    {"", "VNEG v1, v0"},
+    {"", "VABS v1, v0"},
+    {"", "LOAD_LOOP_DEPTH v1"},
+    {"", "ROTATE v1, v0, amount=1"},
+    {"", "PSUM_CLEAR_ALL"},
+    {"", "SET_PRED_NE_ZERO v0"},
+    {"SET_PRED_NE_ZERO v0", "SKIP_IF_NOT_PRED"},  // v0[0] = 1: no skip
+    {"", "VPU_BG v1 = ADD(v0, v0)"},
+    {"", "MXU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=1) DST_VREG"},
+    {"", "MXU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=4) RELU DST_VMEM[3]"},
+    {"MXU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=1) REDUCE_SUM DST_VREG", "LOAD_EPILOGUE_STAT v2"},
+    {"", "SET_REQUANT_CONFIG scale_mul=3 scale_shift=1"},
+    {"", "DISPATCH_MXU_REQUANT WMEM[0] AMEM[0] tiles=1 ASRAM[5]"},
+    {"", "MXU_VPU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=2) SRC2=v0 OP=ADD DST_VREG"},
+    {"", "HALT"},
+};
+Instr instr_of(const OpCase& c) { return assemble(std::string(c.instr) + "\nEND\n").records.at(0).instr; }
+}  // namespace
+
+// The timing rows of sxu_ops.def, checked against the simulator: every opcode, run where its row's cost
+// applies, costs instr_cycles(). The case above holds the same costs as the reference states them; this one
+// holds the table to the model, so a row and the simulator cannot drift apart.
 TEST_CASE("every SXU opcode costs what its sxu_ops.def row says (instr_cycles)") {
-  struct Case {
-    const char* setup;  // run before, and measured alone
-    const char* instr;  // the one instruction measured
-  } cases[] = {
-      {"", "LOAD v1, VMEM[0]"},
-      {"", "STORE VMEM[2], v0"},
-      {"", "VPU v1 = ADD(v0, v0)"},
-      {"", "VPU v1 = FSUM_REDUCE_TILE(v0)"},
-      {"", "VPU v1 = EXP2(v0)"},
-      {"", "VPU v1 = SIN(v0)"},
-      {"", "BROADCAST v0, lane=2"},
-      {"", "MXU WMEM[0], AMEM[0], tiles=1"},
-      {"MXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU", "WAIT_MXU"},
-      {"MXU WMEM[0], AMEM[0], tiles=1\nWAIT_MXU", "LOAD_MXU_RESULT v1"},
-      {"", "SELECT v3 = SELECT(v0, v1, v2)"},
-      {"", "BROADCAST_SCALAR v1 = v0[1, 2]"},
-      {"", "BROADCAST_ROW v1 = ROW(v0, row=3)"},
-      {"", "BROADCAST_COL v1 = COL(v0, col=1)"},
-      {"", "TRANSPOSE v1, v0"},
-      {"", "LOAD_VPU_RESULT v1"},
-      {"", "LOAD_XLU_RESULT v1"},
-      {"", "PSUM_WRITE PSUM[1], v0"},
-      {"", "PSUM_ACCUMULATE PSUM[1], v0"},
-      {"", "PSUM_READ v1, PSUM[1]"},
-      {"", "PSUM_READ_ROW v1, PSUM[1], row=2"},
-      {"", "PSUM_CLEAR PSUM[3]"},
-      {"", "SET_PRED_IF_ZERO v0"},
-      {"", "SKIP_IF_PRED"},
-      {"", "PSUM_ACCUMULATE_ROW PSUM[2], row=1, v0"},
-      {"", "MXU_ACCUMULATE WMEM[0], AMEM[0], tiles=1"},
-      {"", "MXU_CLEAR"},
-      {"", "MXU_OS WMEM[0], AMEM[0], k=4"},
-      {"MXU_OS WMEM[0], AMEM[0], k=4\nWAIT_MXU", "LOAD_MXU_MATRIX_ROW v1, row=2"},
-      {"", "READ_CYCLE v1"},
-      {"", "LOOP_BEGIN count=1"},
-      {"LOOP_BEGIN count=1", "LOOP_END"},
-      {"", "VZERO v1"},
-      {"", "VFILL v1, imm=-7"},
-      {"", "VMOV v1, v0"},
-      {"", "MXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=4"},
-      {"", "VNEG v1, v0"},
-      {"", "VABS v1, v0"},
-      {"", "LOAD_LOOP_DEPTH v1"},
-      {"", "ROTATE v1, v0, amount=1"},
-      {"", "PSUM_CLEAR_ALL"},
-      {"", "SET_PRED_NE_ZERO v0"},
-      {"SET_PRED_NE_ZERO v0", "SKIP_IF_NOT_PRED"},  // v0[0] = 1: no skip
-      {"", "VPU_BG v1 = ADD(v0, v0)"},
-      {"", "MXU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=1) DST_VREG"},
-      {"", "MXU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=4) RELU DST_VMEM[3]"},
-      {"MXU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=1) REDUCE_SUM DST_VREG", "LOAD_EPILOGUE_STAT v2"},
-      {"", "SET_REQUANT_CONFIG scale_mul=3 scale_shift=1"},
-      {"", "DISPATCH_MXU_REQUANT WMEM[0] AMEM[0] tiles=1 ASRAM[5]"},
-      {"", "MXU_VPU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=2) SRC2=v0 OP=ADD DST_VREG"},
-      {"", "HALT"},
-  };
   std::set<int> seen;
-  for (const auto& c : cases) {
+  for (const OpCase& c : kOneOfEach) {
     INFO(c.instr);
-    const Instr in = assemble(std::string(c.instr) + "\nEND\n").records.at(0).instr;
+    const Instr in = instr_of(c);
     seen.insert(in.op);
     const std::string before = with_data(std::string("LOAD v0, VMEM[0]\n") + c.setup);
     // sxu_cycles ends every program with HALT: HALT's own cost is that of a program of HALT alone
@@ -366,4 +372,19 @@ TEST_CASE("every SXU opcode costs what its sxu_ops.def row says (instr_cycles)")
     CHECK(cost == uint64_t(instr_cycles(in)));
   }
   CHECK(int(seen.size()) == kNumSxuOps);
+}
+
+// The waits_for_mxu column, held to the simulator: issued while a dispatch keeps the MXU busy, an instruction
+// stalls exactly when its row says it waits for the MXU. Left out: HALT, which ends the program, and
+// LOAD_EPILOGUE_STAT, whose reference deadlocks behind any dispatch but a reducing MXU_EPILOGUE.
+TEST_CASE("an instruction waits for a busy MXU exactly when its sxu_ops.def row says so") {
+  for (const OpCase& c : kOneOfEach) {
+    const Instr in = instr_of(c);
+    if (SxuOpcode(in.op) == SxuOpcode::kHalt || SxuOpcode(in.op) == SxuOpcode::kLoadEpilogueStat) continue;
+    INFO(c.instr);
+    const std::string busy = with_data(std::string("LOAD v0, VMEM[0]\n") + c.setup +
+                                       "\nMXU_ACCUMULATE WMEM[0], AMEM[0], tiles=16");
+    const uint64_t cost = sxu_cycles(busy + "\n" + c.instr) - sxu_cycles(busy);
+    CHECK((cost > uint64_t(instr_cycles(in))) == kSxuOps[in.op].waits_for_mxu);
+  }
 }

@@ -2,7 +2,6 @@
 its own; the chip's timeline overlaps their kernels and counts the NoC's cycles for copies between them. Each test runs
 in a process of its own, whose devices open on the chip configuration (TINYTPU_CONFIG)."""
 import json, os, subprocess, sys, textwrap
-import pytest
 
 def run_on_chip(code: str, **env) -> dict:
   """Runs `code` (which sets `out`, a dict) in a fresh process on the chip4 configuration; returns `out`."""

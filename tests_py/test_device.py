@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tinytpu
 from helpers import tasm_of
-from tinygrad import Tensor, dtypes, Device
+from tinygrad import Tensor, dtypes
 
 INT_DTYPES = [dtypes.int32, dtypes.int16, dtypes.int8, dtypes.uint8, dtypes.uint16, dtypes.uint32]
 rng = np.random.default_rng(0)

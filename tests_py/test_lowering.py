@@ -126,8 +126,8 @@ def _squares_near_midpoints() -> np.ndarray:
   return np.concatenate([np.array(xs) * 2.0 ** (2 * k - 23) for k in (-60, 0, 50)]).astype(np.float32)
 
 def test_square_root_rounds_like_ieee():
-  """SQRT is declared to tinygrad and lowered exactly (lower.cc square_root): every exponent, subnormals, the
-  special values, and square roots constructed to lie next to a rounding midpoint."""
+  """SQRT is declared to tinygrad and lowered exactly (float_sequences.cc square_root): every exponent, subnormals,
+  the special values, and square roots constructed to lie next to a rounding midpoint."""
   r = np.random.default_rng(4)
   x = r.integers(0, 2**31, 8192).astype(np.uint32).view(np.float32)
   x[:2048] = r.integers(0, 2**23, 2048).astype(np.uint32).view(np.float32)  # subnormals
@@ -151,8 +151,9 @@ def _xexp2(d: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(d), f(np.nan), u).astype(f)
 
 def test_exp2_is_tinygrads_decomposition_bit_for_bit():
-  """EXP2 is declared to tinygrad and lowered by the compiler (lower.cc exp2_decomposed) as its xexp2, operation for
-  operation where one rounds: the same bits as the decomposition, across its range, its cut-offs and the specials."""
+  """EXP2 is declared to tinygrad and lowered by the compiler (float_sequences.cc exp2_decomposed) as its xexp2,
+  operation for operation where one rounds: the same bits as the decomposition, across its range, its cut-offs and
+  the specials."""
   r = np.random.default_rng(5)
   x = np.concatenate([np.asarray(v).astype(np.float32) for v in (
     r.random(8192) * 320 - 170, r.standard_normal(4096) * 4, r.integers(0, 2**32, 4096, dtype=np.uint64).astype(np.uint32).view(np.float32),
@@ -183,8 +184,8 @@ def _xlog2(d: np.ndarray) -> np.ndarray:
     return np.where(f(1) / d != -np.inf, r, f(-np.inf)).astype(f)
 
 def test_log2_is_tinygrads_decomposition_bit_for_bit():
-  """LOG2 is declared and lowered by the compiler (lower.cc log2_decomposed) as tinygrad's xlog2: the same bits,
-  subnormals (scaled by 2^64) and the specials included, and -inf for negatives down to -2^-128, where xlog2's
+  """LOG2 is declared and lowered by the compiler (float_sequences.cc log2_decomposed) as tinygrad's xlog2: the same
+  bits, subnormals (scaled by 2^64) and the specials included, and -inf for negatives down to -2^-128, where xlog2's
   1/x test overflows."""
   r = np.random.default_rng(6)
   x = np.concatenate([np.asarray(v).astype(np.float32) for v in (
@@ -196,7 +197,8 @@ def test_log2_is_tinygrads_decomposition_bit_for_bit():
 
 def test_narrow_results_already_in_range_skip_the_wrap():
   # A clamp to int8's range cast to int8, and the larger of two int8 values, are int8 already: no wrap (AND with
-  # 255, then XOR and SUB of the sign) after them, only the cast's copy (AND of a register with itself). An int8 sum still wraps. Edges on both devices alike.
+  # 255, then XOR and SUB of the sign) after them, only the cast's copy (AND of a register with itself). An int8 sum still
+  # wraps. Edges on both devices alike.
   from helpers import tasm_of
   clamped = tasm_of("Tensor(np.array([-300, -129, -128, 5, 127, 128, 300]), device='TINYTPU', dtype=dtypes.int32)"
                     ".clip(-128, 127).cast(dtypes.int8).maximum(Tensor([3], device='TINYTPU', dtype=dtypes.int8))")

@@ -107,7 +107,8 @@ def test_bias_add_after_a_single_row_dispatch_uses_the_mxu_epilogue():
 def test_mode_choice_ws_for_one_k_slice_os_for_more():
   # 4x4 output blocks: one K-slice is cheaper weight-stationary, two or more output-stationary.
   one = tasm_of("Tensor(np.arange(16).reshape(4, 4), device='TINYTPU', dtype=dtypes.int32) @ Tensor(np.eye(4), device='TINYTPU', dtype=dtypes.int32)")
-  two = tasm_of("Tensor(np.arange(32).reshape(4, 8) - 9, device='TINYTPU', dtype=dtypes.int32) @ Tensor(np.ones((8, 4)), device='TINYTPU', dtype=dtypes.int32)")
+  two = tasm_of("Tensor(np.arange(32).reshape(4, 8) - 9, device='TINYTPU', dtype=dtypes.int32) @ "
+                "Tensor(np.ones((8, 4)), device='TINYTPU', dtype=dtypes.int32)")
   assert "MXU_OS" not in one and "psum_write" in one
   assert "MXU_OS WMEM" in two and "MXU_OS_ACCUMULATE" in two and "LOAD_MXU_MATRIX_ROW" in two
 

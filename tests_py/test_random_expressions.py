@@ -3,7 +3,7 @@ evaluated on TINYTPU and on tinygrad's CPU device."""
 import numpy as np
 from hypothesis import given, settings, strategies as st, HealthCheck
 import tinytpu  # noqa: F401  registers TINYTPU
-from tinygrad import Tensor, dtypes
+from tinygrad import Tensor
 
 UNARY_INT = [lambda x: -x, lambda x: x.relu(), lambda x: x.abs(), lambda x: x * 3, lambda x: x + 7, lambda x: x // 3,
              lambda x: x % 5, lambda x: (x > 2).where(x, x * 2), lambda x: x.maximum(1), lambda x: x ^ 0x55]
@@ -19,7 +19,6 @@ REDUCES = [lambda x: x, lambda x: x.sum(axis=0), lambda x: x.max(axis=-1), lambd
 def programs(draw):
   shape = tuple(draw(st.lists(st.integers(1, 7), min_size=1, max_size=3)))
   is_float = draw(st.booleans())
-  unary = UNARY_FLOAT if is_float else UNARY_INT
   steps = draw(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 99)), min_size=1, max_size=5))
   seed = draw(st.integers(0, 2**31 - 1))
   return shape, is_float, steps, seed

@@ -59,7 +59,7 @@ def test_few_output_reductions_equal_cpu(outputs, terms, op, seed):
 @given(st.integers(1, 20), st.integers(1, 30), st.integers(1, 20), st.booleans(), st.integers(0, 2**31 - 1))
 def test_float_matmul_with_a_prologue_is_bit_identical_to_the_unfused_one(m, k, n, on_rows, seed):
   rng = np.random.default_rng(seed)
-  a, b = Tensor(rng.uniform(-2, 2, (m, k)).astype(np.float32), device="TINYTPU"), Tensor(rng.uniform(-2, 2, (k, n)).astype(np.float32), device="TINYTPU")
+  a, b = (Tensor(rng.uniform(-2, 2, shape).astype(np.float32), device="TINYTPU") for shape in ((m, k), (k, n)))
   pro = lambda t: (t * 3 + 0.5).relu()
   fused, first = ((pro(a) @ b, pro(a).realize() @ b) if on_rows else (a @ pro(b), a @ pro(b).realize()))
   np.testing.assert_array_equal(fused.numpy().view(np.uint32), first.numpy().view(np.uint32))

@@ -162,12 +162,12 @@ def test_ctrl_c_stops_a_long_tasm_run():
   # four nested loops of 255 (8.5e9 cycles, half a minute) under a cycle cap of 2^40: only Ctrl-C ends it
   code = CHILD_CATCHES_CTRL_C + """
 import os, tinytpu
-def running():  # the model calls tinytpu._poll every 65,536 cycles of a run
+def running():  # the model calls tinytpu.model.poll every 65,536 cycles of a run
   if not running.said:
     running.said = True
     print("running", flush=True)
 running.said = False
-tinytpu._poll = running
+tinytpu.model.poll = running
 try:
   tinytpu.run_tasm("LOOP_BEGIN count=255\\n" * 4 + "LOOP_END\\n" * 4 + "HALT\\nEND\\n", max_cycles=2**40)
   print("not interrupted")

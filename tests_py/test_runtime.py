@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 import tinytpu
-from tinygrad import Tensor, Variable, Device, dtypes
+from tinygrad import Tensor, Variable, Device
 
 def run_python(code: str, **env) -> subprocess.CompletedProcess:
   return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env})

@@ -75,7 +75,8 @@ def main():
     for future in concurrent.futures.as_completed(futures):
       file_results = future.result()
       results += file_results
-      counts = {o: sum(r["outcome"] == o for r in file_results) for o in ("passed", "skipped", "xfailed", "failed", "error", "xpassed", "timeout", "crashed")}
+      counts = {o: sum(r["outcome"] == o for r in file_results)
+                for o in ("passed", "skipped", "xfailed", "failed", "error", "xpassed", "timeout", "crashed")}
       print(f"{futures[future]}: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n), flush=True)
   (args.work / "results.json").write_text(json.dumps(results, indent=1))
 

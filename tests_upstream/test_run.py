@@ -43,7 +43,8 @@ def run(tmp_path, expected_lines, **env):
   (tmp_path / "tinygrad/test/models/test_broken.py").write_text("import no_such_module\n")
   (tmp_path / "expected.tsv").write_text("".join("\t".join(fields) + "\n" for fields in expected_lines))
   env = {**os.environ, "TEST_TIMEOUT": "1", "TINYTPU_UPSTREAM_EXPECTED": str(tmp_path / "expected.tsv"), **env}
-  proc = subprocess.run([sys.executable, RUN, tmp_path / "tinygrad", "--work", tmp_path / "work"], env=env, capture_output=True, text=True, timeout=120)
+  proc = subprocess.run([sys.executable, RUN, tmp_path / "tinygrad", "--work", tmp_path / "work"], env=env, capture_output=True, text=True,
+                        timeout=120)
   results = {r["nodeid"]: r["outcome"] for r in json.loads((tmp_path / "work/results.json").read_text())}
   return proc, results
 
@@ -68,7 +69,8 @@ def test_new_failures_and_unexpected_passes(tmp_path):
   assert sorted(l.split(" [")[0] for l in lines if l.startswith("NEW FAILURE")) == [
     "NEW FAILURE " + n for n in (FAKE + "test_b_new_failure", FAKE + "test_e_subtest", FAKE + "test_f_crash", FAKE + "test_g_watchdog",
                                  FAKE + "test_j_mixed_subtests", "test/models/test_broken.py")]
-  assert [l for l in lines if l.startswith("UNEXPECTED PASS")] == [f"UNEXPECTED PASS {FAKE}test_d_listed_pass (remove it from tests_upstream/expected.tsv)"]
+  assert [l for l in lines if l.startswith("UNEXPECTED PASS")] == \
+    [f"UNEXPECTED PASS {FAKE}test_d_listed_pass (remove it from tests_upstream/expected.tsv)"]
   assert "No module named 'no_such_module'" in proc.stdout
   assert lines[-1] == "tinytpu upstream: 3 passed, 2 xfailed, 1 skipped, 6 new failures, 1 unexpected passes"
 

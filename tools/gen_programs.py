@@ -55,18 +55,24 @@ def program(seed: int, n: int = 40) -> str:
       choice = rng.randrange(8)
       stat = False
       if choice == 0: body.append(f"MXU WMEM[{w()}], AMEM[{a()}], tiles={t}")
-      elif choice == 1: body.append(f"MXU WMEM[{w()}], AMEM[{a()}], tiles={t}, {rng.choice(['psum_write', 'psum_acc'])}=PSUM[{rng.randrange(8)}], psum_row={rng.randrange(4)}")
+      elif choice == 1:
+        body.append(f"MXU WMEM[{w()}], AMEM[{a()}], tiles={t}, {rng.choice(['psum_write', 'psum_acc'])}=PSUM[{rng.randrange(8)}], "
+                    f"psum_row={rng.randrange(4)}")
       elif choice == 2: body.append(f"MXU_ACCUMULATE WMEM[{w()}], AMEM[{a()}], tiles={t}")
       elif choice == 3: body.append(f"MXU_OS WMEM[{w()}], AMEM[{a()}], k={kk}")
       elif choice == 4: body.append(f"MXU_OS_ACCUMULATE WMEM[{w()}], AMEM[{a()}], k={kk}")
       elif choice == 5:
-        flags = " ".join(x for x in [rng.choice(["", f"BIAS={r()}"]), rng.choice(["", "RELU"]), rng.choice(["", "REDUCE_SUM", "REDUCE_SUMSQ"])] if x)
+        flags = " ".join(x for x in [rng.choice(["", f"BIAS={r()}"]), rng.choice(["", "RELU"]), rng.choice(["", "REDUCE_SUM", "REDUCE_SUMSQ"])]
+                         if x)
         stat = "REDUCE" in flags
-        body.append(f"MXU_EPILOGUE {r()} = GEMM(WMEM[{w()}], AMEM[{a()}], tiles={t}) {flags} {rng.choice(['DST_VREG', f'DST_VMEM[{a()}]'])}".replace("  ", " "))
+        body.append(f"MXU_EPILOGUE {r()} = GEMM(WMEM[{w()}], AMEM[{a()}], tiles={t}) {flags} "
+                    f"{rng.choice(['DST_VREG', f'DST_VMEM[{a()}]'])}".replace("  ", " "))
       elif choice == 6:
-        body.append(f"MXU_VPU_EPILOGUE {r()} = GEMM(WMEM[{w()}], AMEM[{a()}], tiles={t}) SRC2={r()} OP={rng.choice(['ADD', 'SUB', 'MUL', 'MAX', 'MIN', 'IPAIR_ROTATE', 'XOR'])} {rng.choice(['DST_VREG', f'DST_VMEM[{a()}]'])}")
+        body.append(f"MXU_VPU_EPILOGUE {r()} = GEMM(WMEM[{w()}], AMEM[{a()}], tiles={t}) SRC2={r()} "
+                    f"OP={rng.choice(['ADD', 'SUB', 'MUL', 'MAX', 'MIN', 'IPAIR_ROTATE', 'XOR'])} {rng.choice(['DST_VREG', f'DST_VMEM[{a()}]'])}")
       else:
-        body.append(f"SET_REQUANT_CONFIG scale_mul={rng.randint(-2**31, 2**31 - 1) if rng.random() < 0.3 else rng.randint(-300, 300)} scale_shift={rng.randrange(32)}")
+        scale_mul = rng.randint(-2**31, 2**31 - 1) if rng.random() < 0.3 else rng.randint(-300, 300)
+        body.append(f"SET_REQUANT_CONFIG scale_mul={scale_mul} scale_shift={rng.randrange(32)}")
         body.append(f"DISPATCH_MXU_REQUANT WMEM[{w()}] AMEM[{a()}] tiles={t} ASRAM[{a()}]")
       dispatched, stat_ok = True, stat
     elif k < 0.70 and dispatched:
@@ -75,12 +81,14 @@ def program(seed: int, n: int = 40) -> str:
     elif k < 0.78:
       p = rng.randrange(8)
       body.append(rng.choice([f"PSUM_WRITE PSUM[{p}], {r()}", f"PSUM_ACCUMULATE PSUM[{p}], {r()}", f"PSUM_READ {r()}, PSUM[{p}]",
-        f"PSUM_READ_ROW {r()}, PSUM[{p}], row={rng.randrange(4)}", f"PSUM_CLEAR PSUM[{p}]", f"PSUM_ACCUMULATE_ROW PSUM[{p}], row={rng.randrange(4)}, {r()}", "PSUM_CLEAR_ALL"]))
+        f"PSUM_READ_ROW {r()}, PSUM[{p}], row={rng.randrange(4)}", f"PSUM_CLEAR PSUM[{p}]",
+        f"PSUM_ACCUMULATE_ROW PSUM[{p}], row={rng.randrange(4)}, {r()}", "PSUM_CLEAR_ALL"]))
     elif k < 0.84:
       body.append(rng.choice([f"VZERO {r()}", f"VFILL {r()}, imm={rng.randint(-128, 127)}", f"VMOV {r()}, {r()}", f"VNEG {r()}, {r()}",
                               f"VABS {r()}, {r()}", f"READ_CYCLE {r()}", f"LOAD_LOOP_DEPTH {r()}", f"LOAD_VPU_RESULT {r()}"]))
     elif k < 0.90:
-      body += [rng.choice([f"SET_PRED_IF_ZERO {r()}", f"SET_PRED_NE_ZERO {r()}"]), rng.choice(["SKIP_IF_PRED", "SKIP_IF_NOT_PRED"]), f"VFILL {r()}, imm={rng.randint(-128, 127)}"]
+      body += [rng.choice([f"SET_PRED_IF_ZERO {r()}", f"SET_PRED_NE_ZERO {r()}"]), rng.choice(["SKIP_IF_PRED", "SKIP_IF_NOT_PRED"]),
+               f"VFILL {r()}, imm={rng.randint(-128, 127)}"]
     elif k < 0.95 and loop_depth < 3:
       body.append(f"LOOP_BEGIN count={rng.randint(1, 3)}"); loop_depth += 1
     elif loop_depth > 0:

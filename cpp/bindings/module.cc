@@ -3,6 +3,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstddef>
+
 #include "base/errors.h"
 #include "chip/chip_timeline.h"
 #include "compiler/ir.h"
@@ -10,6 +12,7 @@
 #include "isa/bundle.h"
 #include "isa/tasm.h"
 #include "runtime/executor.h"
+#include "sim/counters.h"
 #include "sim/runner.h"
 
 namespace py = pybind11;
@@ -47,17 +50,8 @@ void register_errors(py::module_& m) {
   });
 }
 
-}  // namespace
-
-#ifndef TINYTPU_MODULE
-#define TINYTPU_MODULE _core
-#endif
-// One module per tile geometry (CMakeLists.txt): _core is the reference's 4 rows, _core8 has 8, _core16 16.
-PYBIND11_MODULE(TINYTPU_MODULE, m) {
-  m.doc() = "tinytpu C++ core: TASM toolchain and the cycle-accurate TensorCore model";
-  register_errors(m);
-
-  // Every config_fields.def row is a property whose setter checks the value (ValueError naming it).
+// Every config_fields.def row is a property whose setter checks the value (ValueError naming it).
+void bind_config(py::module_& m) {
   py::class_<TensorCoreConfig> config(m, "TensorCoreConfig");
   config.def(py::init<>())
       .def_readonly_static("ROWS", &TensorCoreConfig::kRows)
@@ -103,34 +97,80 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def_readonly("config", &NamedConfig::config);
   m.def("named_configs", &named_configs, py::return_value_policy::reference);
   m.def("config_from_spec", &config_from_spec, "A named configuration, optionally with fields changed");
+}
 
-  py::class_<Bundle>(m, "Bundle").def_property_readonly("num_records", [](const Bundle& b) {
-    return b.records.size();
-  });
+// Every counters.def row: its field in the struct that reports it, a kernel call's counter (KernelStats, the
+// ACTIVITY rows read through its `activity`), and a row of `_core.counter_fields()`.
+void bind_counters(py::module_& m) {
+  m.def(
+      "counter_fields",
+      [] {
+        py::list out;
+        auto row = [&](const char* name, const char* in, const char* unit, const char* type, Combine combine,
+                       const char* energy, const char* doc) {
+          out.append(py::dict("name"_a = name, "struct"_a = in, "unit"_a = unit, "type"_a = type,
+                              "combine"_a = combine_name(combine), "energy"_a = energy, "doc"_a = doc));
+        };
+#define CALL(name, type, doc) row(#name, "call", "", #type, Combine::kSum, "", doc);
+#define RUN(name, type, combine, energy, doc) row(#name, "run", "", #type, Combine::combine, energy, doc);
+#define BUSY(unit, name, type, doc) row(#name, "busy", #unit, #type, Combine::kSum, "", doc);
+#define ACTIVITY(name, type, energy, doc) row(#name, "activity", "", #type, Combine::kSum, energy, doc);
+#include "sim/counters.def"
+        return out;
+      },
+      "The counters, in counters.def's order: name, the struct that reports it (call, run, busy: a run's "
+      "UnitBusy field `unit`, activity), type, how a kernel call combines it (sum, none), what one count "
+      "costs in the energy model, doc");
 
-  py::class_<UnitBusy>(m, "UnitBusy")
-      .def_readonly("sxu", &UnitBusy::sxu)
-      .def_readonly("mxu", &UnitBusy::mxu)
-      .def_readonly("vpu", &UnitBusy::vpu)
-      .def_readonly("xlu", &UnitBusy::xlu)
-      .def_readonly("sxu_stall", &UnitBusy::sxu_stall);
+  py::class_<UnitBusy> busy(m, "UnitBusy");
+#define BUSY(unit, name, type, doc) busy.def_readonly(#unit, &UnitBusy::unit, doc);
+#include "sim/counters.def"
 
-  py::class_<RunResult>(m, "RunResult")
-      .def_readonly("cycles", &RunResult::cycles)
-      .def_readonly("sxu_cycles", &RunResult::sxu_cycles)
-      .def_readonly("hbm_bytes", &RunResult::hbm_bytes)
-      .def_readonly("sc_lookups", &RunResult::sc_lookups)
+  py::class_<RunResult> run(m, "RunResult");
+#define RUN(name, type, combine, energy, doc) run.def_readonly(#name, &RunResult::name, doc);
+#include "sim/counters.def"
+  run.def_readonly("busy", &RunResult::busy)
       .def_readonly("vmem_results", &RunResult::vmem_results)
       .def_readonly("mxu_result", &RunResult::mxu_result)
       .def_readonly("asram_results", &RunResult::asram_results)
-      .def_readonly("busy", &RunResult::busy)
       .def("output", &RunResult::output);
 
+  py::class_<KernelStats> stats(m, "KernelStats");
+#define CALL(name, type, doc) stats.def_readonly(#name, &KernelStats::name, doc);
+#define RUN(name, type, combine, energy, doc) \
+  TINYTPU_IF_SUMMED(combine, stats.def_readonly(#name, &KernelStats::name, doc);)
+#define BUSY(unit, name, type, doc) stats.def_readonly(#name, &KernelStats::name, doc);
+#define ACTIVITY(name, type, energy, doc) \
+  stats.def_property_readonly(            \
+      #name, [](const KernelStats& s) { return s.activity.name; }, doc);
+#include "sim/counters.def"
+  stats.def_readonly("tasm", &KernelStats::tasm);
+}
+
+// TASM and numeric bundles, and a bundle's run on the reference testbench.
+void bind_bundles(py::module_& m) {
+  py::class_<Bundle>(m, "Bundle").def_property_readonly("num_records", [](const Bundle& b) {
+    return b.records.size();
+  });
   m.def("parse_bundle", &parse_bundle, "Parse TASM or a numeric bundle (detected)");
   m.def("assemble", &assemble, "Parse TASM");
   m.def("parse_wire", &parse_wire, "Parse a numeric bundle");
   m.def("to_wire", &to_wire);
   m.def("disassemble", &disassemble);
+  m.def(
+      "run",
+      [](const Bundle& b, TensorCoreConfig cfg, uint64_t max_cycles, TraceLog* trace, const Poll& poll) {
+        cfg.max_cycles = max_cycles;
+        py::gil_scoped_release release;
+        return run_bundle(b, cfg, trace, poll);
+      },
+      py::arg("bundle"), py::arg("config") = TensorCoreConfig{},
+      py::arg("max_cycles") = TensorCoreConfig{}.max_cycles, py::arg("trace") = nullptr,
+      py::arg("poll") = nullptr);
+}
+
+// A run's trace, and its format: its tracks and the layout of its events.
+void bind_trace(py::module_& m) {
   py::class_<TraceLog>(m, "TraceLog")
       .def(py::init<>())
       .def_readwrite("base", &TraceLog::base)
@@ -147,19 +187,35 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
         return py::bytes(reinterpret_cast<const char*>(t.events().data()),
                          t.events().size() * sizeof(TraceEvent));
       });
-  m.attr("TRACKS") = kTrackNames;
-
   m.def(
-      "run",
-      [](const Bundle& b, TensorCoreConfig cfg, uint64_t max_cycles, TraceLog* trace, const Poll& poll) {
-        cfg.max_cycles = max_cycles;
-        py::gil_scoped_release release;
-        return run_bundle(b, cfg, trace, poll);
+      "tracks",
+      [] {
+        py::list out;
+#define TRACK(name, text, title, nested, unit) \
+  out.append(py::dict("name"_a = text, "title"_a = title, "nested"_a = nested, "unit"_a = unit));
+#include "sim/trace_format.def"
+        return out;
       },
-      py::arg("bundle"), py::arg("config") = TensorCoreConfig{},
-      py::arg("max_cycles") = TensorCoreConfig{}.max_cycles, py::arg("trace") = nullptr,
-      py::arg("poll") = nullptr);
+      "A trace's tracks, in trace_format.def's order (a TraceEvent's track): name, the title a viewer shows, "
+      "what "
+      "a depth-1 slice of it is, whether it is a unit with busy cycles");
+  m.def(
+      "trace_event_format",
+      [] {
+        py::list names, formats, offsets;
+#define FIELD(type, name, doc)                           \
+  names.append(#name);                                   \
+  formats.append(py::format_descriptor<type>::format()); \
+  offsets.append(offsetof(TraceEvent, name));
+#include "sim/trace_format.def"
+        return py::dict("names"_a = names, "formats"_a = formats, "offsets"_a = offsets,
+                        "itemsize"_a = sizeof(TraceEvent));
+      },
+      "TraceLog.events' records (TraceEvent, trace_format.def's FIELD rows) as numpy.dtype takes them");
+}
 
+// Kernels tinygrad compiled for the device, the buffers they run on, and how they run.
+void bind_kernels(py::module_& m) {
   py::class_<DeviceBuffer>(m, "DeviceBuffer", py::buffer_protocol())
       .def(py::init<size_t>())
       .def("view", &DeviceBuffer::view)
@@ -167,47 +223,6 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def_buffer([](DeviceBuffer& b) {
         return py::buffer_info(b.data(), 1, py::format_descriptor<uint8_t>::format(), 1, {b.size()}, {1});
       });
-
-  // Activity by name, in the energy model's terms (tinytpu.energy): the VPU's lane ops by VpuEnergy.
-  py::class_<Activity>(m, "Activity").def(py::init<>()).def("items", [](const Activity& a) {
-    return std::vector<std::pair<std::string, uint64_t>>{
-        {"instructions", a.instructions},
-        {"vpu_int_ops", a.vpu_lane_ops[size_t(VpuEnergy::kInt)]},
-        {"vpu_int_mul_ops", a.vpu_lane_ops[size_t(VpuEnergy::kIntMul)]},
-        {"vpu_fp_add_ops", a.vpu_lane_ops[size_t(VpuEnergy::kFpAdd)]},
-        {"vpu_fp_mul_ops", a.vpu_lane_ops[size_t(VpuEnergy::kFpMul)]},
-        {"xlu_ops", a.xlu_ops},
-        {"mxu_macs", a.mxu_macs},
-        {"vreg_reads", a.vreg_reads},
-        {"vreg_writes", a.vreg_writes},
-        {"vmem_reads", a.vmem_reads},
-        {"vmem_writes", a.vmem_writes},
-        {"wsram_reads", a.wsram_reads},
-        {"wsram_writes", a.wsram_writes},
-        {"asram_reads", a.asram_reads},
-        {"asram_writes", a.asram_writes},
-        {"psum_accesses", a.psum_accesses},
-        {"program_writes", a.program_writes},
-        {"data_bytes", a.data_bytes},
-        {"program_bytes", a.program_bytes},
-        {"output_bytes", a.output_bytes}};
-  });
-
-  py::class_<KernelStats>(m, "KernelStats")
-      .def_readonly("activity", &KernelStats::activity)
-      .def_readonly("launches", &KernelStats::launches)
-      .def_readonly("cycles", &KernelStats::cycles)
-      .def_readonly("sxu_cycles", &KernelStats::sxu_cycles)
-      .def_readonly("hbm_bytes", &KernelStats::hbm_bytes)
-      .def_readonly("mxu_busy", &KernelStats::mxu_busy)
-      .def_readonly("sc_lookups", &KernelStats::sc_lookups)
-      .def_readonly("vpu_busy", &KernelStats::vpu_busy)
-      .def_readonly("in_order", &KernelStats::in_order)
-      .def_readonly("checked", &KernelStats::checked)
-      .def_readonly("batches", &KernelStats::batches)
-      .def_readonly("threaded", &KernelStats::threaded)
-      .def_readonly("streamed", &KernelStats::streamed)
-      .def_readonly("tasm", &KernelStats::tasm);
 
   py::class_<RunMode>(m, "RunMode")
       .def(py::init([](bool functional, bool verify, int threads, bool streams) {
@@ -249,7 +264,9 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
           py::arg("bufs"), py::arg("vals"), py::arg("tasm"), py::arg("trace") = nullptr,
           py::arg("progress") = nullptr, py::arg("core") = nullptr, py::arg("mode") = RunMode{})
       .def("corrupt_timings_for_test", &CompiledKernel::corrupt_timings_for_test);
+}
 
+void bind_chip(py::module_& m) {
   py::class_<ChipTimeline>(m, "ChipTimeline")
       .def(py::init<const TensorCoreConfig&>())
       .def_property_readonly("cores", &ChipTimeline::cores)
@@ -262,7 +279,10 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
       .def_property_readonly("chip_cycles", &ChipTimeline::chip_cycles)
       .def_property_readonly("noc_bytes", &ChipTimeline::noc_bytes)
       .def("reset", &ChipTimeline::reset);
+}
 
+// What the renderer asks of the compiler: the dtypes and ops it lowers, whether a kernel's IR is one it can.
+void bind_compiler(py::module_& m) {
   m.attr("DEFAULT_CUT_NODES") = compiler::TraceLimits{}.cut_nodes;
   m.def(
       "check_kernel", [](const std::string& ir) { compiler::parse_kernel(ir); },
@@ -273,4 +293,36 @@ PYBIND11_MODULE(TINYTPU_MODULE, m) {
     compiler::parse_kernel(ir);
     return py::bytes(ir);
   });
+  m.def(
+      "dtypes",
+      [] {
+        py::list out;
+        auto row = [&](const char* code, const char* tinygrad, bool storage) {
+          out.append(py::dict("code"_a = code, "tinygrad"_a = tinygrad, "storage"_a = storage));
+        };
+#define LANES(name, code, tinygrad, bytes, is_float, is_signed, storage) row(code, tinygrad, storage);
+#define NO_LANES(code, tinygrad) row(code, tinygrad, false);
+#include "compiler/dtypes.def"
+        return out;
+      },
+      "The IR's dtypes, in dtypes.def's order: code, tinygrad's name, whether a tensor of it may live on "
+      "TINYTPU");
+}
+
+}  // namespace
+
+#ifndef TINYTPU_MODULE
+#define TINYTPU_MODULE _core
+#endif
+// One module per tile geometry (CMakeLists.txt): _core is the reference's 4 rows, _core8 has 8, _core16 16.
+PYBIND11_MODULE(TINYTPU_MODULE, m) {
+  m.doc() = "tinytpu C++ core: TASM toolchain and the cycle-accurate TensorCore model";
+  register_errors(m);
+  bind_config(m);
+  bind_counters(m);
+  bind_bundles(m);
+  bind_trace(m);
+  bind_kernels(m);
+  bind_chip(m);
+  bind_compiler(m);
 }

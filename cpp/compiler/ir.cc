@@ -1,12 +1,10 @@
 #include "compiler/ir.h"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
 
 #include "compiler/op_table.h"
 
@@ -18,30 +16,16 @@ struct DTypeRow {
   DType d;
   const char* code;
   int bytes;
-  bool is_float, is_signed;
+  bool is_signed;
 };
+// Indexed by DType: the LANES rows, which make the enum in the same order.
 constexpr DTypeRow kDTypes[] = {
-    {DType::kVoid, "void", 0, false, false},  {DType::kBool, "bool", 1, false, false},
-    {DType::kI8, "i8", 1, false, true},       {DType::kU8, "u8", 1, false, false},
-    {DType::kI16, "i16", 2, false, true},     {DType::kU16, "u16", 2, false, false},
-    {DType::kI32, "i32", 4, false, true},     {DType::kU32, "u32", 4, false, false},
-    {DType::kF32, "f32", 4, true, true},      {DType::kIndex, "idx", 8, false, true},
-    {DType::kWeakFloat, "wf", 4, true, true},
+#define LANES(name, code, tinygrad, bytes, is_float, is_signed, storage) \
+  {DType::name, code, bytes, is_signed},
+#include "compiler/dtypes.def"
 };
-constexpr bool in_enum_order() {  // so that a dtype's row is found by its number (the tracer asks per node)
-  for (size_t i = 0; i < std::size(kDTypes); ++i)
-    if (int(kDTypes[i].d) != int(i)) return false;
-  return std::size(kDTypes) == size_t(DType::kOther);
-}
-static_assert(in_enum_order(), "kDTypes lists every DType but kOther, in enum order");
-constexpr bool floats_agree() {  // ir.h's inline is_float says what the table's column says
-  for (const DTypeRow& r : kDTypes)
-    if (is_float(r.d) != r.is_float) return false;
-  return !is_float(DType::kOther);
-}
-static_assert(floats_agree(), "is_float (ir.h) disagrees with kDTypes");
 const DTypeRow& row(DType d) {
-  static const DTypeRow other{DType::kOther, "other", 0, false, false};
+  static const DTypeRow other{DType::kOther, "other", 0, false};
   return d < DType::kOther ? kDTypes[int(d)] : other;
 }
 
@@ -93,93 +77,90 @@ bool is_lane_int(DType d) {
 const char* dtype_name(DType d) { return row(d).code; }
 const char* op_name(Op op) { return op_info(op).name; }
 
-Kernel parse_kernel(std::string_view text) {
-  Kernel k;
-  int lineno = 0;
-  // Blocks must be well formed before any pass walks them: each END closes an open RANGE (its second
-  // source), each ENDIF the innermost open IF (its source), and nothing is left open.
-  std::vector<int> open_ranges, open_ifs;
-  std::vector<int> index_casts;
-  for (size_t start = 0; start < text.size();) {
-    size_t nl = std::min(text.find('\n', start), text.size());
-    Line ln{text.substr(start, nl - start), ++lineno};
-    start = nl + 1;
-    std::string_view op = ln.word();
-    if (op.empty()) continue;
-    if (op == "KERNEL") {
-      k.name = std::string(ln.word());
-      k.fast_math = ln.word() == "fastmath";
-      continue;
+namespace {
+
+// One node's line after its op: its dtype, sources and the op's words, checked against what the lowering
+// handles. An int64 CAST is taken as int32 and recorded in `index_casts`, for check_index_casts.
+Node parse_node(Line& ln, std::string_view op, const Kernel& k, std::vector<int>& index_casts) {
+  std::string_view dt = ln.word();
+  if (dt.empty()) ln.fail("no dtype");
+  Node n;
+  const OpInfo* info = find_op(op);
+  if (!info)
+    throw Unsupported("TINYTPU cannot lower op " + std::string(op) + " (dtype " + std::string(dt) +
+                      ") in kernel " + k.name);
+  n.op = info->op;
+  n.dtype_text = std::string(dt);
+  n.dtype = DType::kOther;
+  for (const auto& r : kDTypes)
+    if (dt == r.code) n.dtype = r.d;
+  if (n.dtype == DType::kOther && dt == "i64" && op == "CAST") {
+    n.dtype = DType::kI32;  // an element index, if its uses say so (checked below)
+    index_casts.push_back(int(k.nodes.size()));
+  }
+  if (n.dtype == DType::kOther)
+    throw Unsupported("TINYTPU has no lanes for dtype " + n.dtype_text + " (op " + std::string(op) +
+                      ") in kernel " + k.name);
+  int64_t nsrc = ln.integer("source count", 0, INT32_MAX);
+  for (int64_t i = 0; i < nsrc; ++i)
+    n.src.push_back(int(ln.integer("source", 0, int64_t(k.nodes.size()) - 1)));
+  if (int(n.src.size()) < info->sources)
+    ln.fail(std::string(op) + " needs " + std::to_string(info->sources) + " sources");
+  if (n.op == Op::CONST) {
+    if (is_float(n.dtype)) {
+      float f = ln.float32("float constant");
+      std::memcpy(&n.fbits, &f, 4);
+    } else {
+      n.ivalue = ln.integer("integer constant", INT64_MIN, INT64_MAX);
     }
-    std::string_view dt = ln.word();
-    if (dt.empty()) ln.fail("no dtype");
-    Node n;
-    const OpInfo* info = find_op(op);
-    if (!info)
-      throw Unsupported("TINYTPU cannot lower op " + std::string(op) + " (dtype " + std::string(dt) +
-                        ") in kernel " + k.name);
-    n.op = info->op;
-    n.dtype_text = std::string(dt);
-    n.dtype = DType::kOther;
-    for (const auto& r : kDTypes)
-      if (dt == r.code) n.dtype = r.d;
-    if (n.dtype == DType::kOther && dt == "i64" && op == "CAST") {
-      n.dtype = DType::kI32;  // an element index, if its uses say so (checked below)
-      index_casts.push_back(int(k.nodes.size()));
-    }
-    if (n.dtype == DType::kOther)
-      throw Unsupported("TINYTPU has no lanes for dtype " + n.dtype_text + " (op " + std::string(op) +
-                        ") in kernel " + k.name);
-    int64_t nsrc = ln.integer("source count", 0, INT32_MAX);
-    for (int64_t i = 0; i < nsrc; ++i)
-      n.src.push_back(int(ln.integer("source", 0, int64_t(k.nodes.size()) - 1)));
-    if (int(n.src.size()) < info->sources)
-      ln.fail(std::string(op) + " needs " + std::to_string(info->sources) + " sources");
-    if (n.op == Op::CONST) {
-      if (is_float(n.dtype)) {
-        float f = ln.float32("float constant");
-        std::memcpy(&n.fbits, &f, 4);
-      } else {
-        n.ivalue = ln.integer("integer constant", INT64_MIN, INT64_MAX);
-      }
-    } else if (n.op == Op::PARAM) {
-      n.ivalue = ln.integer("parameter slot", 0, INT32_MAX);
-      n.global = ln.word() == "GLOBAL";
-    } else if (n.op == Op::RANGE) {
-      n.ivalue = ln.integer("range axis", 0, INT32_MAX);
-      n.reduce = ln.word() == "REDUCE";
-    } else if (n.op == Op::BUFFER) {
-      std::string_view space = ln.word();
-      if (space != "REG")
-        throw Unsupported("TINYTPU has no " + std::string(space) + " memory (kernel " + k.name + ")");
-    }
-    if (!accepts(*info, n, k.fast_math))
-      throw Unsupported("TINYTPU cannot lower " + std::string(op) + " on " + n.dtype_text + " in kernel " +
-                        k.name);
-    int self = int(k.nodes.size());
-    if (n.op == Op::RANGE) open_ranges.push_back(self);
-    if (n.op == Op::IF) open_ifs.push_back(self);
+  } else if (n.op == Op::PARAM) {
+    n.ivalue = ln.integer("parameter slot", 0, INT32_MAX);
+    n.global = ln.word() == "GLOBAL";
+  } else if (n.op == Op::RANGE) {
+    n.ivalue = ln.integer("range axis", 0, INT32_MAX);
+    n.reduce = ln.word() == "REDUCE";
+  } else if (n.op == Op::BUFFER) {
+    std::string_view space = ln.word();
+    if (space != "REG")
+      throw Unsupported("TINYTPU has no " + std::string(space) + " memory (kernel " + k.name + ")");
+  }
+  if (!accepts(*info, n, k.fast_math))
+    throw Unsupported("TINYTPU cannot lower " + std::string(op) + " on " + n.dtype_text + " in kernel " +
+                      k.name);
+  return n;
+}
+
+// Blocks must be well formed before any pass walks them: each END closes an open RANGE (its second source),
+// each ENDIF the innermost open IF (its source), and nothing is left open.
+struct OpenBlocks {
+  std::vector<int> ranges, ifs;
+
+  void add(const Node& n, int self, const Line& ln) {
+    if (n.op == Op::RANGE) ranges.push_back(self);
+    if (n.op == Op::IF) ifs.push_back(self);
     if (n.op == Op::END) {
-      auto r = std::find(open_ranges.begin(), open_ranges.end(), n.src[1]);
-      if (r == open_ranges.end()) ln.fail("END of node " + std::to_string(n.src[1]) + ", not an open RANGE");
-      open_ranges.erase(r);
+      auto r = std::find(ranges.begin(), ranges.end(), n.src[1]);
+      if (r == ranges.end()) ln.fail("END of node " + std::to_string(n.src[1]) + ", not an open RANGE");
+      ranges.erase(r);
     }
     if (n.op == Op::ENDIF) {
-      if (open_ifs.empty() || open_ifs.back() != n.src[0])
+      if (ifs.empty() || ifs.back() != n.src[0])
         ln.fail("ENDIF of node " + std::to_string(n.src[0]) + ", not the innermost open IF");
-      open_ifs.pop_back();
+      ifs.pop_back();
     }
-    k.nodes.push_back(std::move(n));
   }
-  if (!open_ranges.empty() || !open_ifs.empty()) {
-    bool range = !open_ranges.empty();
+  void check_closed() const {
+    if (ranges.empty() && ifs.empty()) return;
+    const bool range = !ranges.empty();
     throw std::invalid_argument(std::string("malformed kernel IR: ") + (range ? "RANGE" : "IF") + " node " +
-                                std::to_string(range ? open_ranges.front() : open_ifs.front()) +
-                                " is never closed");
+                                std::to_string(range ? ranges.front() : ifs.front()) + " is never closed");
   }
-  // tinygrad casts a gather's data-dependent element index to int64 for INDEX. Lanes hold 32-bit indices
-  // (a larger one is outside any buffer either way), so such a CAST of a 32-bit integer is taken as int32;
-  // int64 anywhere else has no lanes.
+};
+
+// tinygrad casts a gather's data-dependent element index to int64 for INDEX. Lanes hold 32-bit indices
+// (a larger one is outside any buffer either way), so such a CAST of a 32-bit integer is taken as int32;
+// int64 anywhere else has no lanes.
+void check_index_casts(const Kernel& k, const std::vector<int>& index_casts) {
   std::vector<bool> index_cast(k.nodes.size(), false);
   for (int c : index_casts) {
     if (k.nodes[c].src.size() != 1)
@@ -196,6 +177,32 @@ Kernel parse_kernel(std::string_view text) {
       if (index_cast[n.src[s]] && !(n.op == Op::INDEX && s == 1))
         throw Unsupported("TINYTPU has no lanes for dtype i64 (op CAST, used by " +
                           std::string(op_name(n.op)) + ") in kernel " + k.name);
+}
+
+}  // namespace
+
+Kernel parse_kernel(std::string_view text) {
+  Kernel k;
+  int lineno = 0;
+  OpenBlocks open;
+  std::vector<int> index_casts;
+  for (size_t start = 0; start < text.size();) {
+    size_t nl = std::min(text.find('\n', start), text.size());
+    Line ln{text.substr(start, nl - start), ++lineno};
+    start = nl + 1;
+    std::string_view op = ln.word();
+    if (op.empty()) continue;
+    if (op == "KERNEL") {
+      k.name = std::string(ln.word());
+      k.fast_math = ln.word() == "fastmath";
+      continue;
+    }
+    Node n = parse_node(ln, op, k, index_casts);
+    open.add(n, int(k.nodes.size()), ln);
+    k.nodes.push_back(std::move(n));
+  }
+  open.check_closed();
+  check_index_casts(k, index_casts);
   return k;
 }
 

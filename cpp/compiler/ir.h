@@ -12,23 +12,24 @@ struct Unsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The dtypes the compiler has lanes for (dtypes.def's LANES rows); kOther: any other.
 enum class DType : uint8_t {
-  kVoid,
-  kBool,
-  kI8,
-  kU8,
-  kI16,
-  kU16,
-  kI32,
-  kU32,
-  kF32,
-  kIndex,
-  kWeakFloat,
+#define LANES(name, ...) name,
+#include "compiler/dtypes.def"
   kOther
 };
 int dtype_bytes(DType d);
-// Inline: the tracer asks per node. ir.cc checks it against the dtype table at compile time.
-constexpr bool is_float(DType d) { return d == DType::kF32 || d == DType::kWeakFloat; }
+// Inline: the tracer asks per node.
+constexpr bool is_float(DType d) {
+  switch (d) {
+#define LANES(name, code, tinygrad, bytes, floating, ...) \
+  case DType::name:                                       \
+    return floating;
+#include "compiler/dtypes.def"
+    default:
+      return false;
+  }
+}
 bool is_signed(DType d);
 bool is_lane_int(DType d);  // an integer a 32-bit lane holds: int8..int32, uint8..uint32
 const char* dtype_name(DType d);

@@ -5,8 +5,9 @@
 #include <optional>
 #include <set>
 
+#include "compiler/cost.h"
 #include "compiler/op_table.h"
-#include "sim/timing.h"
+#include "isa/instr_builders.h"
 
 namespace tinytpu::compiler {
 
@@ -388,17 +389,7 @@ class ReductionPacker {
     red.ordered = r.op == Op::MAX && is_float(r.dtype);
     flatten(root, red, absorbed);
     std::vector<int> out = lanes_of(uses_.live[root]);
-    uint32_t id = identity(r.op, r.dtype);
-    auto is_identity = [&](int i) {
-      const TileNode& n = p_.nodes[i];
-      if (n.op != Op::LOAD || n.dynamic || n.pinned >= 0) return false;
-      const LeafLanes& leaf = p_.lanes(n);
-      for (int l : out)
-        if (leaf[l].buf >= 0 || leaf[l].bits != id) return false;
-      return true;
-    };
-    red.terms.erase(std::remove_if(red.terms.begin(), red.terms.end(), is_identity), red.terms.end());
-    if (red.init >= 0 && is_identity(red.init)) red.init = -1;
+    drop_identities(r, out, red);
     if (out.empty() || red.terms.size() < 2) return std::nullopt;
     int ref = red.terms[red.terms.size() / 2], size = b_.tree_size(ref);
     if (size > kMaxTree) return std::nullopt;
@@ -409,36 +400,61 @@ class ReductionPacker {
     red.rest.assign(odd, red.terms.end());
     red.terms.erase(odd, red.terms.end());
     if (red.terms.size() < 2 || (red.ordered && !red.rest.empty())) return std::nullopt;
+    if (!lay_out(r, out, red) || !saves_nodes(root, out, size, red)) return std::nullopt;
+    return red;
+  }
+
+  // Drops the terms (and the start) that are the identity in every output lane.
+  void drop_identities(const TileNode& r, const std::vector<int>& out, Reduction& red) const {
+    const uint32_t id = identity(r.op, r.dtype);
+    auto is_identity = [&](int i) {
+      const TileNode& n = p_.nodes[i];
+      if (n.op != Op::LOAD || n.dynamic || n.pinned >= 0) return false;
+      const LeafLanes& leaf = p_.lanes(n);
+      for (int l : out)
+        if (leaf[l].buf >= 0 || leaf[l].bits != id) return false;
+      return true;
+    };
+    red.terms.erase(std::remove_if(red.terms.begin(), red.terms.end(), is_identity), red.terms.end());
+    if (red.init >= 0 && is_identity(red.init)) red.init = -1;
+  }
+
+  // Layout: one output takes all sixteen lanes; several take a column (row) each, grouped by the row
+  // (column) they occupy, whichever makes fewer groups. A float reduction takes the whole-tile reduce (on
+  // the FpReducer, many cycles) only for more than 16 terms; a float sum never the column one, which starts
+  // from +0.0 (so -0.0 + -0.0 would give +0.0). False when no layout pays (a float max of few terms).
+  bool lay_out(const TileNode& r, std::vector<int>& out, Reduction& red) const {
     // Terms the same in every live lane (a whole-tensor reduce broadcast to the tile) make one output:
     // the whole-tile reduce gives every lane the result.
-    bool fp = is_float(r.dtype);
-    bool replicated =
+    const bool fp = is_float(r.dtype);
+    const bool replicated =
         std::all_of(red.terms.begin(), red.terms.end(), [&](int t) { return rep_[t] == LaneAxis::kTile; }) &&
         (!fp || red.terms.size() > kLanes);
     if (replicated) out.resize(1);
-    // Layout: one output takes all sixteen lanes; several take a column (row) each, grouped by the
-    // row (column) they occupy, whichever makes fewer groups. A float reduction takes the whole-tile
-    // reduce (17 cycles on the FpReducer) only for more than 16 terms; a float sum never the column one,
-    // which starts from +0.0 (so -0.0 + -0.0 would give +0.0).
     if (out.size() == 1 && (!fp || red.terms.size() > kLanes)) {
       red.axis = LaneAxis::kTile;
       red.groups = {out};
-    } else {
-      std::map<int, std::vector<int>> by_row, by_col;
-      for (int l : out) {
-        by_row[l / kRows].push_back(l);
-        by_col[l % kRows].push_back(l);
-      }
-      const bool float_sum = fp && !red.ordered;
-      bool col = by_row.size() <= by_col.size() && !float_sum;
-      red.axis = col ? LaneAxis::kCol : LaneAxis::kRow;
-      // a float max: more terms than an output's four lanes (a chain of fewer costs less than its reduce)
-      if (red.ordered && red.terms.size() <= size_t(kRows)) return std::nullopt;
-      for (auto& [k, g] : col ? by_row : by_col) red.groups.push_back(g);
+      return true;
     }
-    // Cost in nodes: the chain as it is (its terms' distinct nodes and the combining ops) against the
-    // packed tiles (each recomputes a term tree, padded ones add a select), their combining ops, one
-    // cross-lane reduce per group and a select with its mask per extra group.
+    std::map<int, std::vector<int>> by_row, by_col;
+    for (int l : out) {
+      by_row[l / kRows].push_back(l);
+      by_col[l % kRows].push_back(l);
+    }
+    const bool float_sum = fp && !red.ordered;
+    bool col = by_row.size() <= by_col.size() && !float_sum;
+    red.axis = col ? LaneAxis::kCol : LaneAxis::kRow;
+    // a float max: more terms than an output's four lanes (a chain of fewer costs less than its reduce)
+    if (red.ordered && red.terms.size() <= size_t(kRows)) return false;
+    for (auto& [k, g] : col ? by_row : by_col) red.groups.push_back(g);
+    return true;
+  }
+
+  // Whether packing takes fewer nodes than the chain as it is (its terms' distinct nodes and the combining
+  // ops): the packed tiles (each recomputes a term tree of `size` nodes, padded ones add a select), their
+  // combining ops, one cross-lane reduce per group and a select with its mask per extra group. Takes the
+  // layout of two lanes an output instead (kPair) when that costs fewer.
+  bool saves_nodes(int root, const std::vector<int>& out, int size, Reduction& red) {
     std::vector<int> walk(red.terms), distinct;
     while (!walk.empty()) {  // term trees are small: at most kMaxTree nodes each
       int i = walk.back();
@@ -470,8 +486,7 @@ class ReductionPacker {
         packed = pair_cost;
       }
     }
-    if (packed >= unpacked) return std::nullopt;
-    return red;
+    return packed < unpacked;
   }
 
   // The lane of a packed tile holding its k-th term for the group's j-th output, in lane `o`: kTile lane k;
@@ -608,11 +623,13 @@ class ReplicaPacker {
   }
 
  private:
-  // Estimated cycles, with each instruction's record: an op (a combinational DISPATCH_VPU), a gathered leaf
-  // (its fill record and a LOAD), a broadcast.
-  static inline const int kOpCycles = kRecordCycles + instr_cycles(Instr{uint8_t(SxuOpcode::kDispatchVpu)}),
-                          kLeafCycles = 2 * kRecordCycles + instr_cycles(SxuOpcode::kLoadVreg),
-                          kBroadcastCycles = kRecordCycles + instr_cycles(SxuOpcode::kDispatchXluBroadcast);
+  // Estimated cycles (compiler/cost.h): an op, a gathered leaf (its fill record and a LOAD), a broadcast (the
+  // three XLU broadcasts of LANE_BROADCAST cost the same). An op counts as a synchronous DISPATCH_VPU, a
+  // cycle more than the background dispatch lowering emits for a combinational op: the figure the packing
+  // decisions were made with, kept so that no plan changes.
+  static inline const int kOpCycles = int(estimated_cycles(0, {instr::vpu(0, VpuOpcode::kAdd, 0, 0)})),
+                          kLeafCycles = int(estimated_cycles(1, {instr::load(0, 0)})),
+                          kBroadcastCycles = int(estimated_cycles(0, {instr::broadcast_row(0, 0, 0)}));
   static constexpr size_t kOpenGroups = 8;  // groups taking roots at a time
   struct Group {
     LaneAxis axis;

@@ -5,9 +5,10 @@
 #include <optional>
 #include <set>
 
+#include "compiler/cost.h"
 #include "compiler/op_table.h"
+#include "isa/instr_builders.h"
 #include "isa/vpu_ops.h"
-#include "sim/controller.h"
 #include "sim/timing.h"
 
 namespace tinytpu::compiler {
@@ -215,7 +216,7 @@ class Fuser {
   }
 
   // Weight-stationary: per live group and K-slice one dispatch of the group's shared row against a
-  // weight tile of its lanes' other factors, summed in the group's PSUM row (11 cycles per dispatch).
+  // weight tile of its lanes' other factors, summed in the group's PSUM row.
   MxuDot ws_dot(size_t first, size_t last, const Values& v, const std::array<bool, kLanes>& live) const {
     MxuDot dot;
     std::map<MxuTile, int> weight_ids, act_ids;
@@ -242,8 +243,8 @@ class Fuser {
     return dot;
   }
 
-  // Output-stationary can pay when at least two rows are live: one MXU_OS dispatch (19 cycles for
-  // k = 4) does the work of four WS dispatches (36), for a read-back of the matrix rows (cost() decides).
+  // Output-stationary can pay when at least two rows are live: one MXU_OS dispatch does the work of a WS
+  // dispatch per live row, for a read-back of the matrix rows (cost() decides).
   // It needs every term to have a factor that depends only on the lane's row and one only on its
   // column. Returns, per term, whether x is the row factor.
   std::optional<std::vector<bool>> os_orientation(const Values& v,
@@ -304,38 +305,23 @@ class Fuser {
     return dot;
   }
 
-  // Estimated cycles of a block, counted the testbench's way: every data record and instruction is a
-  // 2-cycle record, plus the SXU's time. A single WS dispatch into row 0 is one synchronous
-  // MXU_VPU_EPILOGUE; more run back to back (tLen 1), then WAIT + PSUM_READ; OS dispatches likewise,
-  // then 2 instructions per live row and a PSUM_READ. The MXU's
-  // share comes from the controller's timing. A single K-slice favours WS (fewer instructions), two or
-  // more OS.
+  // A block's estimated cycles (compiler/cost.h): its data records (WMEM tiles, AMEM rows) and instructions.
   static int cost(const MxuDot& m) {
-    int records = int(m.weights.size()), sxu = 0, instrs = 0;
-    if (m.single_dispatch()) {  // one MXU_VPU_EPILOGUE
-      records += int(m.acts.size());
-      instrs = 1;
-      sxu = instr_cycles(Instr{uint8_t(SxuOpcode::kDispatchMxuVpuEpilogue), 0, 0, 0, 0, 0, 0, 0, /*tLen*/ 1});
-    } else if (!m.os) {
-      records += int(m.acts.size());
-      instrs = int(m.dispatches.size()) + 2;
-      sxu = ws_dispatch_interval(1) * int(m.dispatches.size()) + instr_cycles(SxuOpcode::kWaitMxu) +
-            instr_cycles(SxuOpcode::kPsumRead);
-    } else {
-      int rows = 0;
-      for (bool r : m.live_rows) rows += r;
-      for (const auto& d : m.dispatches) {
-        records += d.k;
-        sxu += os_dispatch_interval(d.k);
-      }
-      instrs = int(m.dispatches.size()) + 2 * rows + 1 + !m.live_rows[0];
-      sxu +=
-          instr_cycles(SxuOpcode::kWaitMxu) +
-          rows * (instr_cycles(SxuOpcode::kLoadMxuMatrixRow) + instr_cycles(SxuOpcode::kPsumAccumulateRow)) +
-          instr_cycles(SxuOpcode::kPsumRead);
-    }
-    return 2 * (records + instrs) + sxu;
+    int64_t records = int64_t(m.weights.size());
+    if (m.os)
+      for (const auto& d : m.dispatches) records += d.k;
+    else
+      records += int64_t(m.acts.size());
+    const MxuDotPlaces at{std::vector<int>(m.weights.size()), std::vector<int>(m.dispatches.size())};
+    std::vector<Instr> program = mxu_dot_dispatches(m, at);
+    const std::vector<Instr> readback = mxu_dot_readback(m, at);
+    program.insert(program.end(), readback.begin(), readback.end());
+    return int(estimated_cycles(records, program));
   }
+  // OS is taken over WS only when it is estimated faster by more than a WAIT_MXU: the margin the plans were
+  // made with (an earlier estimate charged the OS read-back a WAIT_MXU it does not have), kept so that no
+  // plan changes.
+  static inline const int kOsMargin = instr_cycles(SxuOpcode::kWaitMxu);
 
   // One MXU_DOT per block of up to max_slices_ K-slices, summed by ADDs; the new nodes reuse the
   // absorbed nodes' positions (all before the root), so program order and every reference stay valid.
@@ -360,7 +346,7 @@ class Fuser {
       MxuDot dot = ws_dot(first, last, v, live);
       if (os) {
         MxuDot alt = os_dot(first, last, v, live, *os);
-        if (cost(alt) < cost(dot)) dot = std::move(alt);
+        if (cost(alt) + kOsMargin < cost(dot)) dot = std::move(alt);
       }
       dot.chain = chain;
       p_.mxu.push_back(std::move(dot));
@@ -408,6 +394,58 @@ MxuTile Choices::canonical_rows(const MxuTile& block, int k) const {
 
 int fuse_mxu_dots(TileProgram& prog, const TensorCoreConfig& cfg, int first_chain, const Choices& choices) {
   return Fuser(prog, cfg, first_chain, choices).run();
+}
+
+// WS: one activation row per dispatch, its column sums written or accumulated into a PSUM row of bucket 0.
+// OS: MXU_OS, then MXU_OS_ACCUMULATE per slice. A single dispatch is one MXU_VPU_EPILOGUE, synchronous: its
+// column sums land in dst (row 0) when it finishes, combined with the epilogue's operand or, by an op the
+// Controller does not wire (hardware.md §2.3), unchanged.
+std::vector<Instr> mxu_dot_dispatches(const MxuDot& m, const MxuDotPlaces& at) {
+  if (m.single_dispatch()) {
+    constexpr VpuOpcode kPassThrough = VpuOpcode::kOr;
+    const MxuDot::Dispatch& ds = m.dispatches[0];
+    const bool to_vmem = at.out_slot >= 0;
+    const int src2 = to_vmem ? 0 : m.epilogue_op ? at.epilogue_src : at.dst;
+    return {instr::mxu_vpu_epilogue(to_vmem ? 0 : at.dst, at.weights[ds.weight], at.acts[0], /*tiles*/ 1,
+                                    src2, m.epilogue_op.value_or(kPassThrough), to_vmem,
+                                    to_vmem ? at.out_slot : 0)};
+  }
+  std::vector<Instr> out;
+  for (size_t i = 0; i < m.dispatches.size(); ++i) {
+    const MxuDot::Dispatch& ds = m.dispatches[i];
+    const int w = at.weights[ds.weight], a = at.acts[i];
+    if (m.os)
+      out.push_back(ds.accumulate ? instr::mxu_os_accumulate(w, a, ds.k) : instr::mxu_os(w, a, ds.k));
+    else
+      out.push_back(instr::mxu(w, a, /*tiles*/ 1, ds.accumulate ? PsumMode::kAccumulate : PsumMode::kWrite,
+                               /*bucket*/ 0, ds.row));
+  }
+  return out;
+}
+
+// WS: once the MXU is done, the whole bucket read (bucket 0 is free again after the read), or its row 0 alone
+// when no other row holds a result. OS: the live matrix rows one LOAD_MXU_MATRIX_ROW each (row 0 of the
+// scratch vreg), stacked in bucket 0 (the first by PSUM_WRITE when it is row 0, else after PSUM_CLEAR), then
+// read as one tile.
+std::vector<Instr> mxu_dot_readback(const MxuDot& m, const MxuDotPlaces& at) {
+  if (m.single_dispatch()) return {};
+  if (!m.os) {
+    const bool row0_only =
+        std::all_of(m.dispatches.begin(), m.dispatches.end(), [](const auto& ds) { return ds.row == 0; });
+    return {instr::wait_mxu(), row0_only ? instr::psum_read_row(at.dst, /*bucket*/ 0, /*row*/ 0)
+                                         : instr::psum_read(at.dst, /*bucket*/ 0)};
+  }
+  std::vector<Instr> out;
+  if (!m.live_rows[0]) out.push_back(instr::psum_clear(/*bucket*/ 0));
+  for (int r = 0; r < kRows; ++r) {
+    if (!m.live_rows[r]) continue;
+    out.push_back(instr::load_mxu_matrix_row(at.scratch, r));
+    out.push_back(r == 0
+                      ? instr::psum_write(/*bucket*/ 0, at.scratch)  // its other rows zero: the whole bucket
+                      : instr::psum_accumulate_row(/*bucket*/ 0, r, at.scratch));
+  }
+  out.push_back(instr::psum_read(at.dst, /*bucket*/ 0));
+  return out;
 }
 
 }  // namespace tinytpu::compiler

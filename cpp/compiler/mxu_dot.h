@@ -1,8 +1,10 @@
 #pragma once
 #include <map>
 #include <set>
+#include <vector>
 
 #include "compiler/tile_program.h"
+#include "isa/instr.h"
 
 namespace tinytpu::compiler {
 
@@ -37,5 +39,19 @@ struct Choices {
 // products of a weight-stationary pass, not on dot products, so it never matches a matmul epilogue.
 int fuse_mxu_dots(TileProgram& prog, const TensorCoreConfig& cfg, int first_chain = 0,
                   const Choices& choices = {});
+
+// Where an MXU_DOT's operands are and its result goes.
+struct MxuDotPlaces {
+  std::vector<int> weights;  // the WMEM tile of each of MxuDot::weights
+  std::vector<int> acts;     // each dispatch's AMEM row (OS: the first of its k)
+  int dst = 0;               // the result's vreg
+  int epilogue_src = 0;      // a single dispatch's epilogue operand (MxuDot::epilogue_op)
+  int out_slot = -1;         // a single dispatch without an epilogue op: the VMEM slot it writes, not dst
+  int scratch = 0;           // OS: the vreg the matrix rows pass through
+};
+// An MXU_DOT's instructions, which lowering emits and fuse_mxu_dots weighs: its dispatches, then the
+// read-back of the result (lowering takes the OS scratch vreg in between).
+std::vector<Instr> mxu_dot_dispatches(const MxuDot& m, const MxuDotPlaces& at);
+std::vector<Instr> mxu_dot_readback(const MxuDot& m, const MxuDotPlaces& at);
 
 }  // namespace tinytpu::compiler

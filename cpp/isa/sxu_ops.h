@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "base/config.h"
@@ -38,25 +39,63 @@ static_assert(
     }(),
     "sxu_ops.def lists opcodes 0, 1, 2, ... in order");
 
-// How an opcode's unstalled cycles are made up (the .def's `timing` column; sim/timing.h computes them).
-enum class SxuTiming : uint8_t { kFixed, kVpu, kMxu, kWait, kPsumBuckets };
-// Whether a quiet core may take the instruction whole (the .def's `alone` column).
-enum class SxuAlone : uint8_t { kNever, kAlways, kCombVpu };
+// The values of sxu_ops.def's columns. Unscoped enums in a namespace of their own, so that the rows name them
+// bare and everything else as SxuTiming::kFixed, MxuStart::kOS, ...
+namespace sxu_columns {
+// How an opcode's unstalled cycles are made up (the `timing` column; sim/timing.h computes them).
+enum SxuTiming : uint8_t { kFixed, kVpu, kMxu, kWait, kPsumBuckets };
+// Whether a quiet core may take the instruction whole (the `alone` column).
+enum SxuAlone : uint8_t { kNever, kAlways, kCombVpu };
+// The MXU Controller's start methods (hardware.md §2.3), one per dispatching opcode (the `mxu_start` column).
+enum MxuStart : uint8_t {
+  kPsum,          // DISPATCH_MXU: WS, clears at start and drain, optional PSUM row deposit
+  kAccumulate,    // DISPATCH_MXU_ACCUMULATE: WS without clears
+  kOS,            // DISPATCH_MXU_OS
+  kOSAccumulate,  // DISPATCH_MXU_OS_ACCUMULATE
+  kEpilogue,      // DISPATCH_MXU_EPILOGUE
+  kRequant,       // DISPATCH_MXU_REQUANT
+  kGeneric,       // DISPATCH_MXU_VPU_EPILOGUE
+};
+inline constexpr std::nullopt_t kNone = std::nullopt;  // starts no dispatch
+}  // namespace sxu_columns
+using sxu_columns::MxuStart;
+using sxu_columns::SxuAlone;
+using sxu_columns::SxuTiming;
+
+constexpr bool output_stationary(MxuStart s) { return s == MxuStart::kOS || s == MxuStart::kOSAccumulate; }
+// The epilogue dispatches hold the SXU until they are Done (hardware.md §2.7: 42, 46); the others are async.
+constexpr bool synchronous(MxuStart s) { return s == MxuStart::kEpilogue || s == MxuStart::kGeneric; }
 
 // One row per SXU opcode (hardware.md §2.7). The TASM templates drive both the assembler and the
-// disassembler (tasm.h documents the template language); the timing columns are described in the .def.
-// The simulator's behaviour of each opcode is sim's, named by the .def's exec column.
+// disassembler (tasm.h documents the template language); the columns are described in the .def.
+// The simulator's behaviour of each opcode is sim's, named by the .def's fn column.
 struct SxuOpInfo {
   uint8_t opcode;
   const char* name;
   std::array<const char*, 2> tasm;  // canonical template first; nullptr when unused
-  uint8_t cycles;
-  SxuTiming timing;
-  SxuAlone alone;
-  bool reads_data;
+#define SXU_OP_COLUMN(type, name) type name;
+#include "isa/sxu_ops.def"
+#undef SXU_OP_COLUMN
 };
 
-extern const std::array<SxuOpInfo, kNumSxuOps> kSxuOps;  // indexed by opcode
+// TASM templates: see isa/tasm.h for the template language. Mnemonics follow the reference's TASM
+// (hardware.md §5); opcodes it has no mnemonic for get the names TRANSPOSE, PSUM_*, SET_PRED_*,
+// SKIP_IF_*, PSUM_CLEAR_ALL.
+#define WAR "WMEM[{mxuWBase:addr}], AMEM[{mxuABase:addr}]"
+#define GEMM "{vregDst:vreg} = GEMM(" WAR ", tiles={mxuTLen:tiles})"
+#define SXU_OP_COLUMNS(...) __VA_ARGS__
+namespace sxu_columns {
+inline constexpr std::array<SxuOpInfo, kNumSxuOps> kSxuOps = {{
+#define X(opcode, name, mnemonic, fn, columns, ...) \
+  {uint8_t(SxuOpcode::name), mnemonic, {__VA_ARGS__}, SXU_OP_COLUMNS columns},
+#include "isa/sxu_ops.def"
+#undef X
+}};
+}  // namespace sxu_columns
+#undef SXU_OP_COLUMNS
+#undef GEMM
+#undef WAR
+using sxu_columns::kSxuOps;  // indexed by opcode
 
 const SxuOpInfo* find_sxu_op(std::string_view name);  // by `name`, case-insensitive
 

@@ -388,6 +388,102 @@ int expect_mem(const std::vector<std::string>& t, size_t& pos, const char* name)
   return int(*v);
 }
 
+// VMEM[N] = 16 ints, WMEM[N] = 16 int8, AMEM[N] = 4 int8.
+void parse_tile(const std::string& kw, const std::vector<std::string>& toks, Record& r) {
+  r.type = kw == "VMEM"   ? RecordType::kVmemTile
+           : kw == "WMEM" ? RecordType::kWeightTile
+                          : RecordType::kActTile;
+  size_t pos = 0;
+  r.addr = expect_mem(toks, pos, kw.c_str());
+  ++pos;
+  size_t n = kw == "AMEM" ? kRows : kTileElems;
+  if (toks.size() - pos != n)
+    throw ParseError{kw + " needs " + std::to_string(n) + " values, got " +
+                     std::to_string(toks.size() - pos)};
+  for (size_t k = 0; k < n; ++k) {
+    auto v = parse_int(toks[pos + k]);
+    if (!v) throw ParseError{"bad value '" + toks[pos + k] + "'"};
+    if (*v < INT32_MIN || *v > INT32_MAX)
+      throw ParseError{kw + " value " + toks[pos + k] + " out of range (" + std::to_string(INT32_MIN) + ".." +
+                       std::to_string(INT32_MAX) + ")"};
+    r.data[k] = int32_t(*v);
+  }
+}
+
+// INSTR with the nine raw fields.
+void parse_raw_instr(const std::vector<std::string>& toks, Record& r) {
+  if (toks.size() != 1 + kNumFields) throw ParseError{"INSTR needs the 9 instruction fields"};
+  r.type = RecordType::kInstr;
+  for (int k = 0; k < kNumFields; ++k) {
+    auto v = parse_int(toks[1 + k]);
+    if (!v || *v < 0 || *v >= (1 << kFields[k].width))
+      throw ParseError{std::string("field ") + kFields[k].name + " value '" + toks[1 + k] +
+                       "' does not fit " + std::to_string(kFields[k].width) + " bits"};
+    r.instr.*(kFields[k].member) = uint8_t(*v);
+  }
+}
+
+// An instruction by its mnemonic: the first of its templates that matches the whole line.
+void parse_mnemonic(const std::string& kw, const std::vector<std::string>& toks, Record& r) {
+  auto it = templates().find(kw);
+  if (it == templates().end()) throw ParseError{"unknown mnemonic '" + toks[0] + "'"};
+  for (const auto& t : it->second) {
+    Instr in;
+    in.op = uint8_t(t.opcode);
+    size_t pos = 0;
+    if (match(t.nodes, toks, pos, in) && pos == toks.size()) {
+      r.type = RecordType::kInstr;
+      r.instr = in;
+      return;
+    }
+  }
+  std::string forms;
+  for (const auto& t : it->second) forms += (forms.empty() ? "" : " or ") + std::string(t.source);
+  throw ParseError{"malformed " + kw + "; expected " + forms};
+}
+
+// One statement (a line's tokens) into its record; false for END, which has none.
+bool parse_statement(const std::vector<std::string>& toks, Record& r) {
+  const std::string kw = upper(toks[0]);
+  if ((kw == "VMEM" || kw == "WMEM" || kw == "AMEM") && toks.size() > 4 && toks[4] == "=") {
+    parse_tile(kw, toks, r);
+  } else if (kw == "OUTPUT_MXU" && toks.size() <= 2) {  // optional flag, as record type 3 carries one
+    r.type = RecordType::kOutputMxu;
+    auto flag = toks.size() == 2 ? parse_int(toks[1]) : std::optional<int64_t>(1);
+    if (!flag || *flag < INT32_MIN || *flag > INT32_MAX)
+      throw ParseError{"OUTPUT_MXU flag must be a 32-bit integer"};
+    r.addr = int(*flag);
+  } else if (kw == "OUTPUT_VMEM" || kw == "OUTPUT_ASRAM") {
+    size_t pos = 1;
+    r.type = kw == "OUTPUT_VMEM" ? RecordType::kOutputVmem : RecordType::kOutputAsram;
+    r.addr = expect_mem(toks, pos, kw == "OUTPUT_VMEM" ? "VMEM" : "ASRAM");
+    if (pos != toks.size()) throw ParseError{"unexpected '" + toks[pos] + "'"};
+  } else if (kw == "END" && toks.size() == 1) {
+    return false;
+  } else if (kw == "INSTR") {
+    parse_raw_instr(toks, r);
+  } else {
+    parse_mnemonic(kw, toks, r);
+  }
+  return true;
+}
+
+// The operands a builder takes (instr_from_operands), in the order the template reads them: each placeholder,
+// and the condition field of each "f&mask=value" group, at its first appearance.
+void builder_operands(const std::vector<Node>& nodes, std::vector<const Node*>& out) {
+  for (const Node& n : nodes) {
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const Node* o) {
+      return o->kind == n.kind &&
+             (n.kind == Node::kOperand ? o->text == n.text : o->cond_slot.field == n.cond_slot.field);
+    });
+    if (n.kind == Node::kOperand && !seen) out.push_back(&n);
+    if (n.kind == Node::kGroup) {
+      if (n.cond == Node::kMask && !seen) out.push_back(&n);
+      builder_operands(n.children, out);
+    }
+  }
+}
+
 }  // namespace
 
 std::string format_instr(const Instr& in) {
@@ -417,82 +513,17 @@ Bundle assemble(std::string_view text) {
     std::string_view raw = text.substr(start, nl - start);
     start = nl + 1;
     ++line;
-    raw = raw.substr(0, raw.find('#'));
-    auto toks = tokenize(raw, line);
+    auto toks = tokenize(raw.substr(0, raw.find('#')), line);
     if (toks.empty()) continue;
     if (ended) throw AsmError("line " + std::to_string(line) + ": statement after END");
-    std::string kw = upper(toks[0]);
     Record r;
     r.line = line;
-    size_t pos = 0;
     try {
-      if ((kw == "VMEM" || kw == "WMEM" || kw == "AMEM") && toks.size() > 4 && toks[4] == "=") {
-        r.type = kw == "VMEM"   ? RecordType::kVmemTile
-                 : kw == "WMEM" ? RecordType::kWeightTile
-                                : RecordType::kActTile;
-        r.addr = expect_mem(toks, pos, kw.c_str());
-        ++pos;
-        size_t n = kw == "AMEM" ? kRows : kTileElems;
-        if (toks.size() - pos != n)
-          throw ParseError{kw + " needs " + std::to_string(n) + " values, got " +
-                           std::to_string(toks.size() - pos)};
-        for (size_t k = 0; k < n; ++k) {
-          auto v = parse_int(toks[pos + k]);
-          if (!v) throw ParseError{"bad value '" + toks[pos + k] + "'"};
-          if (*v < INT32_MIN || *v > INT32_MAX)
-            throw ParseError{kw + " value " + toks[pos + k] + " out of range (" + std::to_string(INT32_MIN) +
-                             ".." + std::to_string(INT32_MAX) + ")"};
-          r.data[k] = int32_t(*v);
-        }
-      } else if (kw == "OUTPUT_MXU" && toks.size() <= 2) {  // optional flag, as record type 3 carries one
-        r.type = RecordType::kOutputMxu;
-        auto flag = toks.size() == 2 ? parse_int(toks[1]) : std::optional<int64_t>(1);
-        if (!flag || *flag < INT32_MIN || *flag > INT32_MAX)
-          throw ParseError{"OUTPUT_MXU flag must be a 32-bit integer"};
-        r.addr = int(*flag);
-      } else if (kw == "OUTPUT_VMEM" || kw == "OUTPUT_ASRAM") {
-        pos = 1;
-        r.type = kw == "OUTPUT_VMEM" ? RecordType::kOutputVmem : RecordType::kOutputAsram;
-        r.addr = expect_mem(toks, pos, kw == "OUTPUT_VMEM" ? "VMEM" : "ASRAM");
-        if (pos != toks.size()) throw ParseError{"unexpected '" + toks[pos] + "'"};
-      } else if (kw == "END" && toks.size() == 1) {
-        ended = true;
-        continue;
-      } else if (kw == "INSTR") {
-        if (toks.size() != 1 + kNumFields) throw ParseError{"INSTR needs the 9 instruction fields"};
-        r.type = RecordType::kInstr;
-        for (int k = 0; k < kNumFields; ++k) {
-          auto v = parse_int(toks[1 + k]);
-          if (!v || *v < 0 || *v >= (1 << kFields[k].width))
-            throw ParseError{std::string("field ") + kFields[k].name + " value '" + toks[1 + k] +
-                             "' does not fit " + std::to_string(kFields[k].width) + " bits"};
-          r.instr.*(kFields[k].member) = uint8_t(*v);
-        }
-      } else {
-        auto it = templates().find(kw);
-        if (it == templates().end()) throw ParseError{"unknown mnemonic '" + toks[0] + "'"};
-        bool ok = false;
-        for (const auto& t : it->second) {
-          Instr in;
-          in.op = uint8_t(t.opcode);
-          pos = 0;
-          if (match(t.nodes, toks, pos, in) && pos == toks.size()) {
-            r.type = RecordType::kInstr;
-            r.instr = in;
-            ok = true;
-            break;
-          }
-        }
-        if (!ok) {
-          std::string forms;
-          for (const auto& t : it->second) forms += (forms.empty() ? "" : " or ") + std::string(t.source);
-          throw ParseError{"malformed " + kw + "; expected " + forms};
-        }
-      }
+      ended = !parse_statement(toks, r);
     } catch (const ParseError& e) {
       throw AsmError("line " + std::to_string(line) + ": " + e.message);
     }
-    b.records.push_back(r);
+    if (!ended) b.records.push_back(r);
   }
   if (!ended) throw AsmError("bundle has no END");
   validate(b);
@@ -543,6 +574,29 @@ std::string disassemble(const Bundle& b) {
 void validate_instr(const Instr& in) {
   if (in.op >= kNumSxuOps) return;  // undefined opcodes load fine and hang when fetched: a SimError
   check_operands(canonical(in.op).nodes, in, kSxuOps[in.op].name);
+}
+
+Instr instr_from_operands(SxuOpcode op, std::initializer_list<int64_t> operands) {
+  static const auto* table = [] {
+    auto* t = new std::array<std::vector<const Node*>, kNumSxuOps>;
+    for (int o = 0; o < kNumSxuOps; ++o) builder_operands(canonical(o).nodes, (*t)[o]);
+    return t;
+  }();
+  const std::vector<const Node*>& fields = (*table)[size_t(op)];
+  if (operands.size() > fields.size())
+    throw std::logic_error(std::string(kSxuOps[size_t(op)].name) + " takes " + std::to_string(fields.size()) +
+                           " operands");
+  Instr in;
+  in.op = uint8_t(op);
+  const int64_t* v = operands.begin();
+  for (size_t k = 0; k < operands.size(); ++k) {
+    const Node& n = *fields[k];
+    if (n.kind == Node::kOperand)
+      write_operand(n, in, v[k]);
+    else
+      in.*(n.cond_slot.field) = uint8_t(v[k]);
+  }
+  return in;
 }
 
 }  // namespace tinytpu

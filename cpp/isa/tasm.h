@@ -1,8 +1,11 @@
 #pragma once
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
 #include "isa/bundle.h"
+#include "isa/sxu_ops.h"
 
 namespace tinytpu {
 
@@ -24,5 +27,10 @@ std::string disassemble(const Bundle& b);
 std::string format_instr(const Instr& instr);  // one instruction's TASM; assemble(it) gives it back
 // Range checks of the operands an opcode uses (AsmError); undefined opcodes pass (they fail when fetched).
 void validate_instr(const Instr& instr);
+// An instruction of `op` from its operands, in the order its canonical template reads them: each placeholder,
+// and the condition field of an optional group "f&mask=value" (written whole), at its first appearance.
+// Operands left out are 0; each value goes into its bits as the assembler puts it there (validate_instr
+// checks ranges). isa/instr_builders.h names one builder per opcode with it.
+Instr instr_from_operands(SxuOpcode op, std::initializer_list<int64_t> operands);
 
 }  // namespace tinytpu

@@ -1,5 +1,4 @@
 #pragma once
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -10,7 +9,6 @@
 #include <set>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "compiler/ir.h"
@@ -18,27 +16,15 @@
 #include "compiler/plan.h"
 #include "compiler/tracer.h"
 #include "runtime/device_memory.h"
+#include "runtime/kernel_stats.h"
+#include "runtime/timing_cache.h"
 #include "sim/runner.h"
 #include "sim/trace.h"
 
 namespace tinytpu {
 
-struct KernelStats {
-  uint64_t launches = 0, cycles = 0, sxu_cycles = 0;
-  uint64_t hbm_bytes = 0;               // moved between HBM and the core (config.h hbm_channels)
-  uint64_t mxu_busy = 0, vpu_busy = 0;  // the launches' UnitBusy (sim/runner.h)
-  uint64_t sc_lookups = 0;              // table rows the SparseCore looked up (config.h sparse_core)
-  Activity activity;                    // what the launches did, by action (sim/activity.h)
-  uint64_t in_order = 0;                // launches run in order, their counters the timing cache's (RunMode)
-  uint64_t checked = 0;                 // of those, the launches ticked as well and compared
-  uint64_t batches = 0;                 // the batches they ran in (sim/runner.h BatchRunner)
-  uint64_t threaded = 0;                // launches run by the call's other threads (RunMode::threads)
-  uint64_t streamed = 0;                // launches run as streams of independent groups (RunMode::streams)
-  std::vector<std::string> tasm;        // each launch's program, when asked for
-};
-
 // How a call runs its launches. A launch's counters are a function of its timing key: its image (program and
-// records), how it is loaded (sim/runner.h LaunchLoad: the cross-launch state its timing reads) and the
+// records), how it is loaded (sim/loader.h LaunchLoad: the cross-launch state its timing reads) and the
 // core's configuration (the kernel's) -- not of its data, when its program computes in order (sim/runner.h).
 // With `functional` (TINYTPU_FUNCTIONAL, on unless 0) the first launch of each key is ticked and its counters
 // kept; a later one whose program computes in order takes them and runs its instructions in order, without
@@ -111,43 +97,6 @@ class CompiledKernel {
   const std::vector<int>& stores() const { return stores_; }
   // A test hook: every kept count of cycles is made one too many, which the sampled check must catch.
   void corrupt_timings_for_test() { timings_.corrupt_for_test(); }
-
-  // The counters of the first ticked launch of each timing key (RunMode), shared by the calls of a kernel.
-  class TimingCache {
-   public:
-    struct Key {
-      const compiler::Image* image;
-      uint64_t ahead;
-      bool resident;
-      uint64_t writes_before;
-      bool operator==(const Key& o) const {
-        return image == o.image && ahead == o.ahead && resident == o.resident &&
-               writes_before == o.writes_before;
-      }
-    };
-    struct KeyHash {
-      size_t operator()(const Key& k) const {
-        return std::hash<const void*>()(k.image) ^ (k.ahead * 0x9e3779b97f4a7c15ull) ^ size_t(k.resident) ^
-               (k.writes_before * 0xc2b2ae3d27d4eb4full);
-      }
-    };
-    struct Entry {
-      std::shared_ptr<const compiler::Image> image;  // keeps the key's image alive
-      bool in_order;                                 // its program computes in order
-      RunResult counters;                            // the ticked run's, without its results
-      std::atomic<uint64_t> runs{0};                 // its launches run in order so far
-    };
-    std::shared_ptr<Entry> find(const Key& key) const;
-    std::shared_ptr<Entry> add(const Key& key, const std::shared_ptr<const compiler::Image>& image,
-                               const RunResult& ticked);
-    void corrupt_for_test();
-    void clear();  // with the plans whose images the keys name
-
-   private:
-    static constexpr size_t kMaxEntries = 1 << 14;  // past it the cache starts over (each keeps an image)
-    mutable std::mutex mutex_;
-    std::unordered_map<Key, std::shared_ptr<Entry>, KeyHash> entries_;
-  };
 
  private:
   compiler::Kernel kernel_;

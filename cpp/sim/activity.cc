@@ -2,30 +2,28 @@
 
 #include "base/tile.h"
 #include "isa/sxu_ops.h"
-#include "sim/controller.h"
 #include "sim/dma_engine.h"
 
 namespace tinytpu {
 
 Activity& Activity::operator+=(const Activity& o) {
-  instructions += o.instructions;
-  for (size_t i = 0; i < vpu_lane_ops.size(); ++i) vpu_lane_ops[i] += o.vpu_lane_ops[i];
-  xlu_ops += o.xlu_ops;
-  mxu_macs += o.mxu_macs;
-  vreg_reads += o.vreg_reads;
-  vreg_writes += o.vreg_writes;
-  vmem_reads += o.vmem_reads;
-  vmem_writes += o.vmem_writes;
-  wsram_reads += o.wsram_reads;
-  wsram_writes += o.wsram_writes;
-  asram_reads += o.asram_reads;
-  asram_writes += o.asram_writes;
-  psum_accesses += o.psum_accesses;
-  program_writes += o.program_writes;
-  data_bytes += o.data_bytes;
-  program_bytes += o.program_bytes;
-  output_bytes += o.output_bytes;
+#define ACTIVITY(name, type, energy, doc) name += o.name;
+#include "sim/counters.def"
   return *this;
+}
+
+uint64_t& Activity::lane_ops(VpuEnergy datapath) {
+  switch (datapath) {
+    case VpuEnergy::kInt:
+      return vpu_int_ops;
+    case VpuEnergy::kIntMul:
+      return vpu_int_mul_ops;
+    case VpuEnergy::kFpAdd:
+      return vpu_fp_add_ops;
+    case VpuEnergy::kFpMul:
+      return vpu_fp_mul_ops;
+  }
+  return vpu_int_ops;  // (every datapath is a case above)
 }
 
 namespace {
@@ -35,7 +33,7 @@ constexpr uint64_t kTileLanes = uint64_t(kRows) * kRows;
 // A VPU op on a whole tile: its operands read from vregs, its result written to one.
 void vpu_op(Activity& a, VpuOpcode opcode) {
   const VpuOpInfo& op = kVpuOps[size_t(opcode)];
-  a.vpu_lane_ops[size_t(op.energy)] += kTileLanes * (op.transc_steps > 0 ? op.transc_steps : 1);
+  a.lane_ops(op.energy) += kTileLanes * (op.transc_steps > 0 ? op.transc_steps : 1);
   a.vreg_reads += op.arity;
   a.vreg_writes += 1;
 }
@@ -51,7 +49,7 @@ void mxu_dispatch(Activity& a, int len) {
 // One instruction's actions, by its semantics (hardware.md §2.7); what only fetches and sequences (WAIT_MXU,
 // HALT, READ_CYCLE, predicates) is its fetch alone.
 void count(Activity& a, const Instr& in, int depth) {
-  if (const std::optional<MxuStart> start = mxu_start_of(SxuOpcode(in.op))) {
+  if (const std::optional<MxuStart> start = in.op < kNumSxuOps ? kSxuOps[in.op].mxu_start : std::nullopt) {
     mxu_dispatch(a, in.mxuTLen % depth);  // the Controller's length operand keeps log2(depth) bits
     if (*start == MxuStart::kRequant) ++a.asram_writes;  // its int8 row into ActivationSRAM
     if (*start == MxuStart::kEpilogue) {  // a bias vreg in; its tile to VMEM (vpuOp bit 4) or a vreg

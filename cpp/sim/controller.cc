@@ -44,27 +44,6 @@ Controller::Controller() {
   fill_uninit(src2);
 }
 
-std::optional<MxuStart> mxu_start_of(SxuOpcode op) {
-  switch (op) {
-    case SxuOpcode::kDispatchMxu:
-      return MxuStart::kPsum;
-    case SxuOpcode::kDispatchMxuAccumulate:
-      return MxuStart::kAccumulate;
-    case SxuOpcode::kDispatchMxuOs:
-      return MxuStart::kOS;
-    case SxuOpcode::kDispatchMxuOsAccumulate:
-      return MxuStart::kOSAccumulate;
-    case SxuOpcode::kDispatchMxuEpilogue:
-      return MxuStart::kEpilogue;
-    case SxuOpcode::kDispatchMxuRequant:
-      return MxuStart::kRequant;
-    case SxuOpcode::kDispatchMxuVpuEpilogue:
-      return MxuStart::kGeneric;
-    default:
-      return std::nullopt;
-  }
-}
-
 void Controller::start(const MxuDispatch& d, SystolicArray& array) {
   bool os = output_stationary(d.kind);
   w_base = d.w_base;

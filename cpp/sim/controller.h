@@ -1,7 +1,6 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <optional>
 
 #include "isa/instr.h"
 #include "isa/sxu_ops.h"
@@ -23,24 +22,6 @@ enum class CState : uint8_t {
   kDone
 };
 enum class Dataflow : uint8_t { kWS, kWSAccumulate, kOS };
-
-// The start methods, one per dispatching SXU opcode.
-enum class MxuStart : uint8_t {
-  kPsum,          // DISPATCH_MXU (4): WS, clears at start and drain, optional PSUM row deposit
-  kAccumulate,    // DISPATCH_MXU_ACCUMULATE (23): WS without clears
-  kOS,            // DISPATCH_MXU_OS (25)
-  kOSAccumulate,  // DISPATCH_MXU_OS_ACCUMULATE (33)
-  kEpilogue,      // DISPATCH_MXU_EPILOGUE (42)
-  kRequant,       // DISPATCH_MXU_REQUANT (45)
-  kGeneric,       // DISPATCH_MXU_VPU_EPILOGUE (46)
-};
-
-// The start method an SXU instruction calls, by its opcode (the table above); none for one that starts no
-// dispatch. The cost models read it (the exec functions of sim/sxu.cc name their own).
-std::optional<MxuStart> mxu_start_of(SxuOpcode op);
-constexpr bool output_stationary(MxuStart s) { return s == MxuStart::kOS || s == MxuStart::kOSAccumulate; }
-// The epilogue dispatches hold the SXU until they are Done (hardware.md §2.7: 42, 46); the others are async.
-constexpr bool synchronous(MxuStart s) { return s == MxuStart::kEpilogue || s == MxuStart::kGeneric; }
 
 // Unstalled MXU timing, from one dispatch's EXEC to the EXEC of a dispatch issued right behind it (the
 // second fires in the first cycle the Controller shows Done). A dispatch followed by WAIT_MXU takes 2

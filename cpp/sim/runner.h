@@ -14,27 +14,21 @@
 
 namespace tinytpu {
 
+// A run's busy cycles of each unit (counters.def's BUSY rows), in the table's order.
 struct UnitBusy {
-  uint64_t sxu = 0;        // cycles the SXU was running (= sxu_cycles)
-  uint64_t mxu = 0;        // cycles the MXU controller was in a non-idle state
-  uint64_t vpu = 0;        // dispatch cycles plus multi-cycle busy cycles
-  uint64_t xlu = 0;        // XLU dispatches (one cycle each)
-  uint64_t sxu_stall = 0;  // SXU cycles spent blocked or waiting
+#define BUSY(unit, name, type, doc) type unit = 0;
+#include "sim/counters.def"
 };
 
+// What a run gives: its counters (counters.def's RUN rows) and the outputs the bundle asked for.
 struct RunResult {
-  uint64_t cycles = 0;             // the testbench's `cycles N`: 2R + P + M + 4 (hardware.md §4.4)
-  uint64_t start = 0;              // the cycle of do_start; the SXU's first FETCH is the next
-  uint64_t loader_done = 0;        // the first cycle the loader has nothing left to send
-  uint64_t sxu_cycles = 0;         // P
-  uint64_t output_start = 0;       // do_running_done's cycle: the output lines follow
-  uint64_t hbm_bytes = 0;          // moved between HBM and the core, both ways (config.h hbm_channels)
-  uint64_t sc_lookups = 0;         // table rows the SparseCore looked up (config.h sparse_core)
+#define RUN(name, type, combine, energy, doc) type name = 0;
+#include "sim/counters.def"
+  UnitBusy busy;
   std::vector<Tile> vmem_results;  // in OUTPUT_VMEM order
   std::optional<Row> mxu_result;   // when the bundle asked for OUTPUT_MXU
   std::vector<Row> asram_results;  // in OUTPUT_ASRAM order
-  UnitBusy busy;
-  std::string output() const;  // the testbench's stdout: result lines, cycles N, status ok
+  std::string output() const;      // the testbench's stdout: result lines, cycles N, status ok
 };
 
 // Called every kPollCycles simulated cycles of a run (under a millisecond of host time) so that a long

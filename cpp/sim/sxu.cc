@@ -23,17 +23,15 @@ namespace {
 
 // Per opcode, from its sxu_ops.def row, as compact tables for the per-cycle loop: whether a quiet core may
 // take it whole, and the EXEC cycles a kFixed instruction takes at the least (0 for the other timings).
-constexpr SxuAlone kAloneRule[] = {
-#define X(opcode, name, mnemonic, exec, cycles, timing, alone, ...) SxuAlone::alone,
-#include "isa/sxu_ops.def"
-#undef X
-};
-constexpr uint8_t kFixedExecCycles[] = {
-#define X(opcode, name, mnemonic, exec, cycles, timing, ...) \
-  uint8_t(SxuTiming::timing == SxuTiming::kFixed ? cycles - 1 : 0),
-#include "isa/sxu_ops.def"
-#undef X
-};
+template <class T, class F>
+constexpr std::array<T, kNumSxuOps> per_opcode(F column) {
+  std::array<T, kNumSxuOps> table{};
+  for (const SxuOpInfo& row : kSxuOps) table[row.opcode] = column(row);
+  return table;
+}
+constexpr auto kAloneRule = per_opcode<SxuAlone>([](const SxuOpInfo& row) { return row.alone; });
+constexpr auto kFixedExecCycles = per_opcode<uint8_t>(
+    [](const SxuOpInfo& row) { return uint8_t(row.timing == SxuTiming::kFixed ? row.cycles - 1 : 0); });
 
 }  // namespace
 
@@ -57,44 +55,40 @@ namespace {
 
 // Each opcode's exec function, from its sxu_ops.def row: for one core, and for a batch (sim/batch.h) the rows
 // a program that computes in order may hold (a quiet core takes them whole; they read no data for their
-// control flow). A batch never runs the others.
+// control flow). A batch never runs the others, whose exec functions are not made for one.
 template <class DP>
 using ExecFn = Exec (*)(Sxu&, DP&);
-template <class DP>
-struct ExecTable;
-template <>
-struct ExecTable<Datapath> {
-  static constexpr ExecFn<Datapath> fn[] = {
-#define X(opcode, name, mnemonic, exec, ...) sxu_exec::exec<Datapath>,
+template <int kOpcode>
+struct ExecOf;
+#define X(opcode, name, mnemonic, fn, ...)              \
+  template <>                                           \
+  struct ExecOf<opcode> {                               \
+    template <class DP>                                 \
+    static constexpr ExecFn<DP> get = sxu_exec::fn<DP>; \
+  };
 #include "isa/sxu_ops.def"
 #undef X
-  };
-};
 Exec unbatched(Sxu& sx, BatchDatapath& tc) {
   sx.fail(tc, "internal error: an instruction that does not compute in order in a batch");
 }
-#define BATCHED_kNever_0(exec) unbatched
-#define BATCHED_kAlways_0(exec) sxu_exec::exec<BatchDatapath>
-#define BATCHED_kCombVpu_0(exec) sxu_exec::exec<BatchDatapath>
-#define BATCHED_kAlways_1(exec) unbatched
-template <>
-struct ExecTable<BatchDatapath> {
-  static constexpr ExecFn<BatchDatapath> fn[] = {
-#define X(opcode, name, mnemonic, exec, cycles, timing, alone, reads_data, ...) \
-  BATCHED_##alone##_##reads_data(exec),
-#include "isa/sxu_ops.def"
-#undef X
-  };
-};
-#undef BATCHED_kNever_0
-#undef BATCHED_kAlways_0
-#undef BATCHED_kCombVpu_0
-#undef BATCHED_kAlways_1
-static_assert(std::size(ExecTable<Datapath>::fn) == kNumSxuOps);
-static_assert(std::size(ExecTable<BatchDatapath>::fn) == kNumSxuOps);
+constexpr bool batched(const SxuOpInfo& row) { return row.alone != SxuAlone::kNever && !row.reads_data; }
+template <class DP, int kOpcode>
+constexpr ExecFn<DP> exec_fn() {
+  if constexpr (std::is_same_v<DP, BatchDatapath> && !batched(kSxuOps[kOpcode]))
+    return unbatched;
+  else
+    return ExecOf<kOpcode>::template get<DP>;
+}
+template <class DP, int... kOpcodes>
+constexpr std::array<ExecFn<DP>, kNumSxuOps> exec_table(std::integer_sequence<int, kOpcodes...>) {
+  return {exec_fn<DP, kOpcodes>()...};
+}
+template <class DP>
+constexpr std::array<ExecFn<DP>, kNumSxuOps> kExecTable =
+    exec_table<DP>(std::make_integer_sequence<int, kNumSxuOps>());
 template <class DP>
 Exec exec(Sxu& sx, DP& tc) {
-  return ExecTable<DP>::fn[sx.cur.op](sx, tc);
+  return kExecTable<DP>[sx.cur.op](sx, tc);
 }
 
 }  // namespace
@@ -124,15 +118,9 @@ void Sxu::collect_xlu(DP& tc) {
 }
 
 template <bool kTraced>
-void Sxu::tick(Datapath& tc) {
-  collecting = vpu_wb_pending && tc.vpu.is_done();
-  vpu_wait = false;
-  if (xlu_busy) collect_xlu(tc);
-  if (collecting) tc.vrf[vpu_wb_dst] = tc.vpu.result;  // first, so a main-FSM write overrides it
-  Exec outcome = Exec::kFired;                         // what the cycle did, for a trace
+inline Exec Sxu::advance(Datapath& tc, bool& fetch_now) {
   // On to the next instruction in sequence. Overlapped fetch (a variant, config.h) fetches it in this same
   // cycle; traced, after the trace saw this one retire, so the fetch is left to the end of the cycle.
-  bool fetch_now = false;
   auto retire = [&] {
     ++pc;
     phase = Phase::kFetch;
@@ -143,59 +131,68 @@ void Sxu::tick(Datapath& tc) {
         overlapped_fetch();
     }
   };
-  if (phase == Phase::kIdle || phase == Phase::kHalted) {
-    if (collecting) vpu_wb_pending = false;
-    return;
-  } else if (phase == Phase::kVpuCollect) {  // synchronous DISPATCH_VPU / SELECT waiting for its result
-    ++cycles;
-    if (collecting) {
-      retire();
-      outcome = Exec::kNext;
-    } else {
+  if (phase == Phase::kVpuCollect) {  // synchronous DISPATCH_VPU / SELECT waiting for its result
+    if (!collecting) {
       ++stall_cycles;
-      outcome = Exec::kStallVpuResult;
       vpu_wait = true;
+      return Exec::kStallVpuResult;
     }
-  } else if (phase == Phase::kFetch) {
-    ++cycles;
+    retire();
+    return Exec::kNext;
+  }
+  if (phase == Phase::kFetch) {
     if constexpr (kTraced) {
       fetch_pc = pc;
       fetch_cycle = tc.cycle;
     }
     fetch(tc);
-    if (halted()) outcome = Exec::kNext;  // HALT retires in its FETCH cycle
-  } else if (hold) [[unlikely]] {
-    ++cycles;
-    if (--hold == 0) {
-      outcome = held;
-      if (held == Exec::kNext)
-        retire();
-      else
-        phase = Phase::kFetch;
-    }
-  } else {
-    ++cycles;
-    switch (outcome = exec(*this, tc)) {
-      case Exec::kFired:
-        ++step;
-        break;
-      case Exec::kNext:
-        if (hold_to_row(outcome)) break;
-        retire();
-        break;
-      case Exec::kJump:  // the next pc is known only now: fetched next cycle, overlapped or not
-        if (hold_to_row(outcome)) break;
-        phase = Phase::kFetch;
-        break;
-      case Exec::kAwaitCollect:
-        phase = Phase::kVpuCollect;
-        break;
-      default:  // a stall
-        ++stall_cycles;
-        vpu_wait = outcome == Exec::kStallVpuBusy;
-        break;
-    }
+    return halted() ? Exec::kNext : Exec::kFired;  // HALT retires in its FETCH cycle
   }
+  if (hold) [[unlikely]] {
+    if (--hold > 0) return Exec::kFired;
+    if (held == Exec::kNext)
+      retire();
+    else
+      phase = Phase::kFetch;
+    return held;
+  }
+  Exec outcome = exec(*this, tc);
+  switch (outcome) {
+    case Exec::kFired:
+      ++step;
+      break;
+    case Exec::kNext:
+      if (hold_to_row(outcome)) break;
+      retire();
+      break;
+    case Exec::kJump:  // the next pc is known only now: fetched next cycle, overlapped or not
+      if (hold_to_row(outcome)) break;
+      phase = Phase::kFetch;
+      break;
+    case Exec::kAwaitCollect:
+      phase = Phase::kVpuCollect;
+      break;
+    default:  // a stall
+      ++stall_cycles;
+      vpu_wait = outcome == Exec::kStallVpuBusy;
+      break;
+  }
+  return outcome;
+}
+
+template <bool kTraced>
+void Sxu::tick(Datapath& tc) {
+  collecting = vpu_wb_pending && tc.vpu.is_done();
+  vpu_wait = false;
+  if (xlu_busy) collect_xlu(tc);
+  if (collecting) tc.vrf[vpu_wb_dst] = tc.vpu.result;  // first, so a main-FSM write overrides it
+  if (phase == Phase::kIdle || phase == Phase::kHalted) {
+    if (collecting) vpu_wb_pending = false;
+    return;
+  }
+  ++cycles;
+  bool fetch_now = false;                                // traced: an overlapped fetch at the cycle's end
+  const Exec outcome = advance<kTraced>(tc, fetch_now);  // what the cycle did, for a trace
   if constexpr (kTraced) {
     trace_cycle(tc, outcome);
     if (fetch_now) {
@@ -349,10 +346,11 @@ bool mxu_result_ready(Sxu& sx, DP& tc) {
   return tc.ctrl.is_done();
 }
 
+// The dispatch the instruction's row starts (its mxu_start column), with the operands every start reads.
 template <class DP>
-MxuDispatch mxu_operands(Sxu& sx, DP& tc, MxuStart kind) {
+MxuDispatch mxu_operands(Sxu& sx, DP& tc) {
   MxuDispatch d;
-  d.kind = kind;
+  d.kind = *kSxuOps[sx.cur.op].mxu_start;
   d.w_base = uint8_t(tc.wsram.wrap(sx.cur.mxuWBase));
   d.a_base = uint8_t(tc.asram.wrap(sx.cur.mxuABase));
   d.len = uint8_t(tc.asram.wrap(sx.cur.mxuTLen));  // a tile count, as wide as an address
@@ -464,7 +462,7 @@ Exec skip(Sxu& sx, DP&, bool on_pred) {
 }  // namespace
 
 template <class DP>
-Exec load_vreg(Sxu& sx, DP& tc) {
+Exec load(Sxu& sx, DP& tc) {
   if (sx.step == 0) {  // LOAD_REQ: VMEM read has one cycle of latency
     if (!vmem_arrived(tc, sx.cur.vmemAddr)) return Exec::kStallLoad;
     int a = tc.vmem.wrap(sx.cur.vmemAddr);
@@ -477,7 +475,7 @@ Exec load_vreg(Sxu& sx, DP& tc) {
 }
 
 template <class DP>
-Exec store_vreg(Sxu& sx, DP& tc) {
+Exec store(Sxu& sx, DP& tc) {
   if (wb_pending(sx)) return Exec::kStallVpuWriteback;
   if (!vmem_arrived(tc, sx.cur.vmemAddr)) return Exec::kStallLoad;
   vmem_write(sx, tc, sx.cur.vmemAddr, vreg(tc, sx.cur.vregSrc));
@@ -485,16 +483,16 @@ Exec store_vreg(Sxu& sx, DP& tc) {
 }
 
 template <class DP>
-Exec dispatch_vpu(Sxu& sx, DP& tc) {
+Exec vpu(Sxu& sx, DP& tc) {
   return vpu_dispatch(sx, tc, false);
 }
 template <class DP>
-Exec dispatch_vpu_bg(Sxu& sx, DP& tc) {
+Exec vpu_bg(Sxu& sx, DP& tc) {
   return vpu_dispatch(sx, tc, true);
 }
 
 template <class DP>
-Exec dispatch_select(Sxu& sx, DP& tc) {
+Exec select(Sxu& sx, DP& tc) {
   if (Exec e = vpu_guard(sx, tc); is_stall(e)) return e;
   const Instr& i = sx.cur;
   if (sx.step == 0) {  // COPY(false) preloads the VPU result register with the false values
@@ -508,12 +506,12 @@ Exec dispatch_select(Sxu& sx, DP& tc) {
 }
 
 template <class DP>
-Exec xlu_broadcast(Sxu& sx, DP& tc) {
+Exec broadcast(Sxu& sx, DP& tc) {
   return xlu_dispatch(sx, tc, [](const Tile& s, int sel) { return Xlu::broadcast_col(s, sel); });
 }
 template <class DP>
 Exec broadcast_col(Sxu& sx, DP& tc) {
-  return xlu_broadcast(sx, tc);
+  return broadcast(sx, tc);
 }
 template <class DP>
 Exec broadcast_scalar(Sxu& sx, DP& tc) {
@@ -526,11 +524,11 @@ Exec broadcast_row(Sxu& sx, DP& tc) {
   return xlu_dispatch(sx, tc, [](const Tile& s, int sel) { return Xlu::broadcast_row(s, sel); });
 }
 template <class DP>
-Exec xlu_transpose(Sxu& sx, DP& tc) {
+Exec transpose(Sxu& sx, DP& tc) {
   return xlu_dispatch(sx, tc, [](const Tile& s, int) { return Xlu::transpose(s); });
 }
 template <class DP>
-Exec xlu_rotate(Sxu& sx, DP& tc) {
+Exec rotate(Sxu& sx, DP& tc) {
   return xlu_dispatch(sx, tc, [](const Tile& s, int sel) { return Xlu::rotate(s, sel); });
 }
 
@@ -545,28 +543,28 @@ Exec load_xlu_result(Sxu& sx, DP& tc) {
 }
 
 template <class DP>
-Exec dispatch_mxu(Sxu& sx, DP& tc) {
-  MxuDispatch d = mxu_operands(sx, tc, MxuStart::kPsum);
+Exec mxu(Sxu& sx, DP& tc) {
+  MxuDispatch d = mxu_operands(sx, tc);
   d.psum_addr = sx.cur.vregDst;
   d.psum_row = sx.cur.vregSrc & (kRows - 1);
   d.psum_mode = PsumMode(sx.cur.vregSrc2 & 3);
   return start_mxu(sx, tc, d);
 }
 template <class DP>
-Exec dispatch_mxu_accumulate(Sxu& sx, DP& tc) {
-  return start_mxu(sx, tc, mxu_operands(sx, tc, MxuStart::kAccumulate));
+Exec mxu_accumulate(Sxu& sx, DP& tc) {
+  return start_mxu(sx, tc, mxu_operands(sx, tc));
 }
 template <class DP>
-Exec dispatch_mxu_os(Sxu& sx, DP& tc) {
-  return start_mxu(sx, tc, mxu_operands(sx, tc, MxuStart::kOS));
+Exec mxu_os(Sxu& sx, DP& tc) {
+  return start_mxu(sx, tc, mxu_operands(sx, tc));
 }
 template <class DP>
-Exec dispatch_mxu_os_accumulate(Sxu& sx, DP& tc) {
-  return start_mxu(sx, tc, mxu_operands(sx, tc, MxuStart::kOSAccumulate));
+Exec mxu_os_accumulate(Sxu& sx, DP& tc) {
+  return start_mxu(sx, tc, mxu_operands(sx, tc));
 }
 template <class DP>
 Exec dispatch_mxu_requant(Sxu& sx, DP& tc) {
-  MxuDispatch d = mxu_operands(sx, tc, MxuStart::kRequant);
+  MxuDispatch d = mxu_operands(sx, tc);
   d.requant_base = sx.cur.vmemAddr;
   return start_mxu(sx, tc, d);
 }
@@ -598,18 +596,18 @@ Exec load_mxu_matrix_row(Sxu& sx, DP& tc) {
 }
 
 template <class DP>
-Exec dispatch_mxu_epilogue(Sxu& sx, DP& tc) {
+Exec mxu_epilogue(Sxu& sx, DP& tc) {
   const Instr& i = sx.cur;
-  MxuDispatch d = mxu_operands(sx, tc, MxuStart::kEpilogue);
+  MxuDispatch d = mxu_operands(sx, tc);
   std::copy_n(vreg(tc, i.vregSrc).begin(), kRows, d.bias.begin());
   d.epi = {bool(i.vpuOp & 1), bool(i.vpuOp & 2), bool(i.vpuOp & 4), bool(i.vpuOp & 8)};
   return run_epilogue(sx, tc, d, i.vpuOp & 16);
 }
 
 template <class DP>
-Exec dispatch_mxu_vpu_epilogue(Sxu& sx, DP& tc) {
+Exec mxu_vpu_epilogue(Sxu& sx, DP& tc) {
   const Instr& i = sx.cur;
-  MxuDispatch d = mxu_operands(sx, tc, MxuStart::kGeneric);
+  MxuDispatch d = mxu_operands(sx, tc);
   d.src2 = vreg(tc, i.vregSrc);
   d.vpu_op = i.vpuOp;
   d.wb_vmem = i.vregSrc2 & 1;

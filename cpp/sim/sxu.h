@@ -77,11 +77,9 @@ struct Sxu {
   // but a combinational VPU op, ending within kMaxAloneCycles. Returns whether it ran.
   static constexpr int kMaxAloneCycles = [] {  // the longest row that may run alone (a VPU op's latency 1)
     int most = 0;
-#define X(opcode, name, mnemonic, exec, cycles, timing, alone, ...) \
-  if (SxuAlone::alone != SxuAlone::kNever)                          \
-    most = std::max(most, cycles + (SxuTiming::timing == SxuTiming::kVpu ? 1 : 0));
-#include "isa/sxu_ops.def"
-#undef X
+    for (const SxuOpInfo& row : kSxuOps)
+      if (row.alone != SxuAlone::kNever)
+        most = std::max(most, row.cycles + (row.timing == SxuTiming::kVpu ? 1 : 0));
     return most;
   }();
   bool run_alone(Datapath& tc);
@@ -110,6 +108,10 @@ struct Sxu {
     step = 0;
     phase = SxuOpcode(cur.op) == SxuOpcode::kHalt ? Phase::kHalted : Phase::kExec;
   }
+  // The main FSM's cycle in its phase (VPU_COLLECT, FETCH, EXEC or held in it): what the cycle did.
+  // `fetch_now`: set when a traced cycle leaves an overlapped fetch to its end.
+  template <bool kTraced>
+  Exec advance(Datapath& tc, bool& fetch_now);
   void trace_cycle(Datapath& tc, Exec outcome);
   template <class DP>
   void collect_xlu(DP& tc);  // the XLU's result into its destination vreg

@@ -6,9 +6,6 @@
 
 namespace tinytpu {
 
-const std::array<const char*, kNumTracks> kTrackNames = {"kernel", "loader", "sxu", "mxu", "vpu",
-                                                         "xlu",    "vmem",   "dma", "noc"};
-
 uint32_t TraceLog::intern(std::string_view name) {
   auto [it, added] = ids_.try_emplace(std::string(name), uint32_t(names_.size()));
   if (added) names_.emplace_back(name);

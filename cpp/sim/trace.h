@@ -12,26 +12,27 @@
 
 namespace tinytpu {
 
-// One track per unit in a trace. kKernel holds the tinygrad kernels and their launches; kLoader the
-// testbench's phases: loading records, start, run, output.
-// kDma: the DMA loader variant's data records, which arrive while the SXU runs (config.h dma_overlap).
-// kNoc: copies between a chip's cores (chip/chip_timeline.h), on the destination core's tracks.
-enum class Track : uint8_t { kKernel, kLoader, kSxu, kMxu, kVpu, kXlu, kVmem, kDma, kNoc };
-constexpr int kNumTracks = 9;
-extern const std::array<const char*, kNumTracks> kTrackNames;  // "kernel", "loader", "sxu", ...
+// One track per unit in a trace (trace_format.def's TRACK rows). kKernel holds the tinygrad kernels and their
+// launches; kLoader the testbench's phases: loading records, start, run, output.
+enum class Track : uint8_t {
+#define TRACK(name, ...) name,
+#include "sim/trace_format.def"
+};
+constexpr int kNumTracks = 0
+#define TRACK(...) +1
+#include "sim/trace_format.def"
+    ;
 
 // One slice of a track, [begin, end) in cycles of the trace's timeline. Depth 0 is a unit's own work
 // (an instruction, an MXU dispatch, a VPU op, a record, a kernel); depth 1 nests inside it (an SXU stall
-// with its cause, an MXU phase, a launch). The layout is fixed: Python reads the events as raw bytes.
+// with its cause, an MXU phase, a launch). Python reads the events as raw bytes, in the layout the bindings
+// export of trace_format.def's FIELD rows.
 struct TraceEvent {
-  uint64_t begin, end;
-  uint32_t name;  // index into TraceLog::names()
-  int16_t pc;     // the SXU instruction the event belongs to, -1 for none
-  uint8_t track, depth;
-  uint16_t core = 0;  // the chip's core it happened on (TraceLog::core when recorded)
-  uint16_t unused[3] = {};
+#define FIELD(type, name, doc) type name{};
+#include "sim/trace_format.def"
+  uint16_t unused[3] = {};  // to 32 bytes, zeroed
 };
-static_assert(sizeof(TraceEvent) == 32, "python/tinytpu/events.py reads this layout");
+static_assert(sizeof(TraceEvent) == 32, "32 bytes an event (docs/profiling.md: a trace's memory)");
 
 // The optional event sink of the model. TensorCore holds a pointer to one, null by default: the
 // per-cycle path is compiled without tracing then (TensorCore::tick<false>), and each dispatch site

@@ -1,67 +1,13 @@
-"""tinytpu: a cycle-accurate TinyTPU TensorCore model, its TASM toolchain, and the TINYTPU tinygrad device."""
-from __future__ import annotations
-from dataclasses import dataclass, field
-from tinytpu import _core
+"""tinytpu: a cycle-accurate TinyTPU TensorCore model, its TASM toolchain, and the TINYTPU tinygrad device.
+
+The package's face: it hands on the names users reach for, defined in its modules (the model on its own in
+tinytpu.model, the device and its counters in tinytpu.device). Importing the device registers it with tinygrad."""
 from tinytpu._core import SimError
-from tinytpu import configs as _configs
-from types import ModuleType as _ModuleType
+from tinytpu.device import counters, reset_counters
+from tinytpu.model import DEFAULT_MAX_CYCLES, Config, RunResult, assemble, disassemble, run_bundle, run_tasm
+from tinytpu.renderer import UnsupportedDType
 
 __version__ = "0.1.0"  # the package's version: pyproject.toml reads it from here
 
-__all__ = ["__version__", "SimError", "Config", "UnsupportedDType", "RunResult", "run_tasm", "run_bundle", "assemble", "disassemble",
-           "DEFAULT_MAX_CYCLES", "counters", "reset_counters"]
-
-DEFAULT_MAX_CYCLES = 50000  # the reference testbench's timeout
-
-@dataclass
-class RunResult:
-  cycles: int                  # the testbench's `cycles N` = 2R + P + M + 4
-  sxu_cycles: int              # P: SXU cycles through the FETCH of HALT
-  vmem_results: list[list[int]]
-  mxu_result: list[int] | None
-  asram_results: list[list[int]]
-  unit_busy: dict[str, int] = field(default_factory=dict)
-  output: str = ""             # the testbench's stdout
-
-def _result(r) -> RunResult:
-  b = r.busy
-  return RunResult(r.cycles, r.sxu_cycles, [list(t) for t in r.vmem_results],
-                   list(r.mxu_result) if r.mxu_result is not None else None, [list(a) for a in r.asram_results],
-                   {"sxu": b.sxu, "mxu": b.mxu, "vpu": b.vpu, "xlu": b.xlu, "sxu_stall": b.sxu_stall}, r.output())
-
-def _poll() -> None: pass  # the model calls it during a long run: Python runs, so a pending Ctrl-C raises here
-
-Config = _core.TensorCoreConfig  # the core's sizes; the default is the reference TensorCore#(4,4,32)
-
-def _core_of(config) -> _ModuleType:  # the extension module that runs a config: the reference's by default
-  return _configs.core_of(config) if config is not None else _core
-
-def run_bundle(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None,
-               config: Config | None = None) -> RunResult:
-  """Run a TASM program or numeric bundle (detected) on the reference core, or on `config`. ValueError for bad
-  input, SimError for a hang. With a trace (`_core.TraceLog()`), the units report their events to it (see
-  tinytpu.trace, tinytpu.events). A config of another geometry (tinytpu.configs) runs on that geometry's core."""
-  core = _core_of(config)
-  return _result(core.run(core.parse_bundle(text), config or Config(), max_cycles, trace, _poll))
-
-def run_tasm(text: str, max_cycles: int = DEFAULT_MAX_CYCLES, trace: _core.TraceLog | None = None,
-             config: Config | None = None) -> RunResult:
-  """Assemble TASM and run it on the model."""
-  core = _core_of(config)
-  return _result(core.run(core.assemble(text), config or Config(), max_cycles, trace, _poll))
-
-def assemble(text: str) -> str:
-  """TASM -> numeric bundle text."""
-  return _core.to_wire(_core.assemble(text))
-
-def disassemble(text: str) -> str:
-  """Numeric bundle (or TASM) -> canonical TASM."""
-  return _core.disassemble(_core.parse_bundle(text))
-
-# `import tinytpu` registers the device: tinygrad finds devices only as tinygrad.runtime.ops_<name>.
-import sys as _sys
-from tinytpu import device as _device
-_sys.modules.setdefault("tinygrad.runtime.ops_tinytpu", _device)
-counters, reset_counters = _device.counters, _device.reset_counters
-from tinytpu.renderer import UnsupportedDType, track_float64_tensors as _track_float64_tensors
-_track_float64_tensors()
+__all__ = ["DEFAULT_MAX_CYCLES", "Config", "RunResult", "SimError", "UnsupportedDType", "__version__", "assemble",
+           "counters", "disassemble", "reset_counters", "run_bundle", "run_tasm"]

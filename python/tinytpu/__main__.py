@@ -3,8 +3,7 @@ the file or argument, exit status 1 (2 for arguments), no traceback."""
 from __future__ import annotations
 import argparse, json, os, sys, warnings
 from importlib import metadata, resources
-import tinytpu
-from tinytpu import configs, trace
+from tinytpu import _core, configs, device, model, trace
 
 class ArgumentParser(argparse.ArgumentParser):
   def error(self, message: str):  # one line, not the usage block
@@ -51,11 +50,11 @@ def _read(path: str) -> str:
 def _on(path: str, fn, *args, **kw):
   """fn(*args, **kw), its ValueError or SimError naming the file."""
   try: return fn(*args, **kw)
-  except (ValueError, tinytpu.SimError) as e: raise type(e)(f"{path}: {e}") from None
+  except (ValueError, _core.SimError) as e: raise type(e)(f"{path}: {e}") from None
 
 def cmd_run(args) -> None:
-  text, log = _read(args.file), trace.new_log(args.trace_max_events, args.trace_cycles, tinytpu._core) if args.trace else None
-  r = _on(args.file, tinytpu.run_bundle, text, max_cycles=args.max_cycles, trace=log)
+  text, log = _read(args.file), trace.new_log(args.trace_max_events, args.trace_cycles, _core) if args.trace else None
+  r = _on(args.file, model.run_bundle, text, max_cycles=args.max_cycles, trace=log)
   if log is not None:
     trace.check(log)
     trace.write(args.trace, log)
@@ -100,7 +99,7 @@ def cmd_profile(args) -> None:
   log = profile.run_script(args.script, args.args, max_events=args.trace_max_events, cycles=args.trace_cycles,
                            kernels=args.trace_kernels)
   tr = events.Trace(log)
-  print(profile.report(tr, top=args.top, counters=tinytpu.counters(), config=configs.from_spec()))
+  print(profile.report(tr, top=args.top, counters=device.counters(), config=configs.from_spec()))
   if args.trace:
     with open(args.trace, "w") as f: events.write_json(tr, f)
   if args.html:
@@ -124,22 +123,22 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
 def main(argv: list[str] | None = None) -> int:
   p = ArgumentParser(prog="tinytpu", description="TinyTPU TensorCore model and TASM toolchain")
   p.add_argument("--version", action="version",
-                 version=f"tinytpu {tinytpu.__version__} (tinygrad {metadata.version('tinygrad')})")
+                 version=f"tinytpu {metadata.version('tinytpu')} (tinygrad {metadata.version('tinygrad')})")
   sub = p.add_subparsers(dest="cmd", required=True)
   run = sub.add_parser("run", help="run a TASM program or numeric bundle and print the testbench's output")
   run.add_argument("file", help="a file, - for stdin, or a seed program's name (add_16, gemm_4x4x4, ...)")
   run.add_argument("--json", action="store_true", help="print one JSON object")
-  run.add_argument("--max-cycles", type=_whole(1, 2**64 - 1), default=tinytpu.DEFAULT_MAX_CYCLES,
-                   help=f"stop a run that has not halted after this many cycles (default {tinytpu.DEFAULT_MAX_CYCLES})")
+  run.add_argument("--max-cycles", type=_whole(1, 2**64 - 1), default=model.DEFAULT_MAX_CYCLES,
+                   help=f"stop a run that has not halted after this many cycles (default {model.DEFAULT_MAX_CYCLES})")
   run.add_argument("--trace", metavar="OUT.json", help="write a Perfetto / chrome://tracing trace of the run")
   _bounds(run, kernels=False)
   run.set_defaults(fn=cmd_run)
   asm = sub.add_parser("asm", help="TASM -> numeric bundle")
   asm.add_argument("file")
-  asm.set_defaults(fn=lambda a: print(_on(a.file, tinytpu.assemble, _read(a.file)), end=""))
+  asm.set_defaults(fn=lambda a: print(_on(a.file, model.assemble, _read(a.file)), end=""))
   dis = sub.add_parser("disasm", help="numeric bundle -> TASM")
   dis.add_argument("file")
-  dis.set_defaults(fn=lambda a: print(_on(a.file, tinytpu.disassemble, _read(a.file)), end=""))
+  dis.set_defaults(fn=lambda a: print(_on(a.file, model.disassemble, _read(a.file)), end=""))
   seed = sub.add_parser("seeds", help="list the seed programs `run` takes by name")
   seed.set_defaults(fn=lambda a: print("\n".join(seeds())))
   cfgs = sub.add_parser("configs", help="list the TensorCore variants TINYTPU_CONFIG selects, with their cost proxies")
@@ -199,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
   warnings.showwarning = _show_warning
   try:
     args.fn(args)
-  except (ValueError, tinytpu.SimError, OSError) as e:
+  except (ValueError, _core.SimError, OSError) as e:
     print(f"tinytpu: error: {e}", file=sys.stderr)
     return 1
   except KeyboardInterrupt:

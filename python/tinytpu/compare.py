@@ -67,10 +67,10 @@ def _copy(name: str, model, device: str, sizes: tuple[int, int]):
   return other
 
 def _run(model, x: np.ndarray, device: str) -> tuple[np.ndarray, dict]:
-  import tinytpu
-  tinytpu.reset_counters()
+  from tinytpu.device import counters, reset_counters
+  reset_counters()
   logits = model(Tensor(x, device=device)).numpy()
-  return logits, tinytpu.counters()
+  return logits, counters()
 
 def compare(names=("mlp", "cnn"), steps: int = 300, test: int = 397, percentile: float | None = None,
             config: str = "reference", data: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict]:

@@ -1,6 +1,6 @@
 """`make demo`: run small TASM programs on the TensorCore model and print their results and cycles."""
 import struct
-import tinytpu
+from tinytpu import device, model
 
 ADD = """
 # elementwise int32 add on the VPU (the seed benchmark's add_16)
@@ -65,9 +65,9 @@ def mxu_work(t) -> tuple[list, int, int]:
 def tinygrad_examples():
   from tinygrad import Tensor, dtypes
   def show(name, t):
-    tinytpu.reset_counters()
+    device.reset_counters()
     out = t.tolist()
-    c = tinytpu.counters()
+    c = device.counters()
     print(f"{name:11s} {out}\n            cycles {c['cycles']} in {c['launches']} launch(es), {c['kernels']} kernel(s)")
   a = Tensor([1, 2, 3, 4], dtype=dtypes.int32, device="TINYTPU")
   show("int add", a + Tensor([10, 20, 30, 40], dtype=dtypes.int32, device="TINYTPU"))
@@ -78,10 +78,10 @@ def tinygrad_examples():
   # the values of (Tensor.eye) are folded away before any kernel: these are data.
   x = [[(8 * i + j) % 17 - 8 for j in range(8)] for i in range(8)]
   w = [[(8 * i + j) * 7 % 23 - 11 for j in range(8)] for i in range(8)]
-  tinytpu.reset_counters()
+  device.reset_counters()
   xt, wt = (Tensor(v, dtype=dtypes.int32, device="TINYTPU") for v in (x, w))
   out, dispatches, busy = mxu_work(xt @ wt)
-  c = tinytpu.counters()
+  c = device.counters()
   want = [[sum(x[i][k] * w[k][j] for k in range(8)) for j in range(8)] for i in range(8)]
   if out != want: raise RuntimeError(f"the 8x8 int matmul gave {out}, not {want}")
   if dispatches == 0: raise RuntimeError("the 8x8 int matmul made no MXU dispatch: the demo does not claim it ran on the MXU")
@@ -91,11 +91,11 @@ def tinygrad_examples():
 
 def main():
   print("-- TASM programs on the TensorCore model")
-  r = tinytpu.run_tasm(ADD)
+  r = model.run_tasm(ADD)
   print(f"add_16      {r.vmem_results[0]}\n            cycles {r.cycles} (sxu {r.sxu_cycles})")
-  r = tinytpu.run_tasm(GEMM)
+  r = model.run_tasm(GEMM)
   print(f"gemm 1x4x4  {r.mxu_result}\n            cycles {r.cycles} (sxu {r.sxu_cycles})")
-  r = tinytpu.run_tasm(FLOAT)
+  r = model.run_tasm(FLOAT)
   print(f"float fma   {[unf32(v) for v in r.vmem_results[0]]}")
   print(f"float max   {unf32(r.vmem_results[1][0])}\n            cycles {r.cycles} (sxu {r.sxu_cycles})")
   print("-- tinygrad on device TINYTPU")

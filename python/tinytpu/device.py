@@ -7,7 +7,7 @@ from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
 from tinygrad.codegen.opt import search
 from tinytpu import _core, chip, configs, trace
-from tinytpu.renderer import TinyTPURenderer
+from tinytpu.renderer import TinyTPURenderer, track_float64_tensors
 
 # A kernel call that stops before its end (Ctrl-C, an error) leaves the buffers it writes part written, and tinygrad made
 # them its tensors' storage before the call: reading one would hand back the part as the whole result. Their bytes are
@@ -131,11 +131,7 @@ class TinyTPUProgram(Program["TinyTPUDevice"]):
     for i, tasm in enumerate(stats.tasm): print(f"# {self.name} launch {i}\n{tasm}", end="")
     if not trial: self.dev.timeline.run(self.dev.device_id if self.dev.config.cores > 1 else 0, stats.cycles)
     with _lock:
-      _counters.setdefault((self.dev.device, trial), Counter()).update(
-        kernels=1, launches=stats.launches, cycles=stats.cycles, sxu_cycles=stats.sxu_cycles, in_order=stats.in_order,
-        checked=stats.checked, batches=stats.batches, threaded=stats.threaded, streamed=stats.streamed,
-        hbm_bytes=stats.hbm_bytes, mxu_busy=stats.mxu_busy, vpu_busy=stats.vpu_busy, sc_lookups=stats.sc_lookups,
-        **dict(stats.activity.items()))
+      _counters.setdefault((self.dev.device, trial), Counter()).update({name: getattr(stats, name) for name in COUNTERS})
     return stats.cycles
 
 def run_mode(core, threads: int | None = None):
@@ -189,9 +185,11 @@ class TinyTPUDevice(Compiled):
     if self.queue is not None: self.queue.synchronize()
 
 trace._from_env()
-ACTIVITY = tuple(name for name, _ in _core.Activity().items())  # what the launches did, by action (sim/activity.h)
-COUNTERS = ("kernels", "launches", "cycles", "sxu_cycles", "in_order", "checked", "batches", "threaded", "streamed",
-            "hbm_bytes", "mxu_busy", "vpu_busy", "sc_lookups") + ACTIVITY
+# The counter table (cpp/sim/counters.def): per counter its name, the struct that reports it, how a kernel call
+# combines it and its doc. A call's counters are those it sums; ACTIVITY what the launches did, by action.
+COUNTER_FIELDS: list[dict] = _core.counter_fields()
+COUNTERS = tuple(f["name"] for f in COUNTER_FIELDS if f["combine"] == "sum")
+ACTIVITY = tuple(f["name"] for f in COUNTER_FIELDS if f["struct"] == "activity")
 _counters: dict[tuple[str, bool], Counter] = {}  # (device, a BEAM trial run) -> totals
 _devices: weakref.WeakSet[TinyTPUDevice] = weakref.WeakSet()
 
@@ -202,19 +200,16 @@ def _matching(device: str | None) -> list[TinyTPUDevice]:
   return devs
 
 def counters(device: str | None = None, beam: bool = False) -> dict[str, int]:
-  """Kernel calls, launches, cycles and SXU cycles since reset_counters(); of the launches, those run in order (their
-  counters the first ticked launch's of their program, run_mode), of these those also ticked to check them, and the
-  batches they ran in (launches of one program run together: in_order / batches is their mean size), and the
-  launches run by a call's other threads (run_mode: TINYTPU_THREADS) and those run as streams (TINYTPU_STREAMS). Of one
-  device ("TINYTPU", "TINYTPU:1") or, by default, all of them; beam=True gives BEAM's trial runs instead, which the
-  user's totals leave out. `chip_cycles`: the elapsed cycles of the chips these devices are cores of (chip.py), where
-  kernels on a chip's cores overlap and copies between them take the NoC's cycles (a lone core's are its `cycles`);
-  `noc_bytes` the bytes those copies moved; `hbm_bytes` the bytes the cores' DMA engines moved between HBM and the cores
-  (a configuration with hbm_channels); `mxu_busy` and `vpu_busy` the cycles the MXU sequencer was not idle and the
-  VPU was dispatching or busy; `sc_lookups` the table rows the SparseCores looked up (a configuration with
-  sparse_core); ACTIVITY's counters what the launches did by action (tinytpu.energy prices them): instructions
-  fetched, VPU lane ops by datapath, XLU ops, MXU multiply-accumulates, and the tiles and rows read and written in
-  the vector registers, VMEM, WeightSRAM, ActivationSRAM, PSUM and program memory."""
+  """The kernel calls' counters since reset_counters(), COUNTERS (each one's doc in COUNTER_FIELDS): kernel calls and
+  launches; of the launches, those run in order (their counters the first ticked launch's of their program, run_mode),
+  of these those also ticked to check them, and the batches they ran in (launches of one program run together:
+  in_order / batches is their mean size), and the launches run by a call's other threads (run_mode: TINYTPU_THREADS)
+  and those run as streams (TINYTPU_STREAMS); the launches' cycles, SXU cycles, HBM bytes (a configuration with
+  hbm_channels), SparseCore lookups (sparse_core) and each unit's busy cycles; and ACTIVITY's counters, what the
+  launches did by action (tinytpu.energy prices them). Of one device ("TINYTPU", "TINYTPU:1") or, by default, all of
+  them; beam=True gives BEAM's trial runs instead, which the user's totals leave out. `chip_cycles`: the elapsed
+  cycles of the chips these devices are cores of (chip.py), where kernels on a chip's cores overlap and copies
+  between them take the NoC's cycles (a lone core's are its `cycles`); `noc_bytes` the bytes those copies moved."""
   devs = _matching(device)
   total = Counter({k: 0 for k in COUNTERS})
   with _lock:
@@ -237,3 +232,7 @@ def _time_program(*args, **kwargs):
   try: return _tinygrad_time_program(*args, **kwargs)
   finally: _beam_trials -= 1
 _tinygrad_time_program, search._time_program = search._time_program, _time_program
+
+# Importing this module registers the device: tinygrad finds devices only as tinygrad.runtime.ops_<name>.
+sys.modules.setdefault("tinygrad.runtime.ops_tinytpu", sys.modules[__name__])
+track_float64_tensors()

@@ -1,10 +1,11 @@
 """Time and energy of a run on a TensorCore configuration, from the counters the model keeps (tinytpu.counters()).
 
 Time is cycles at the configuration's clock (its clock_mhz field; a chip's elapsed cycles, chip_cycles). Energy is
-dynamic energy: each action the launches did (the counters of device.ACTIVITY, hbm_bytes, noc_bytes) times its energy
-below. What moves into and out of the core is charged as HBM traffic: HBM's bytes on a core fed from HBM, and on a
-core the testbench loads the bytes of its records and output lines, which a host's memory would supply. Leakage is not modelled: the sources give no figure for this core, and it would add a term proportional to
-area x time, which the search reports beside energy anyway.
+dynamic energy: each action the launches did (the counters the counter table gives an energy, cpp/sim/counters.def:
+device.ACTIVITY and hbm_bytes; and noc_bytes) times its energy below. What moves into and out of the core is charged
+as HBM traffic: HBM's bytes on a core fed from HBM, and on a core the testbench loads the bytes of its records and
+output lines, which a host's memory would supply. Leakage is not modelled: the sources give no figure for this core,
+and it would add a term proportional to area x time, which the search reports beside energy anyway.
 
 The energies are 45 nm figures, from two measurements and one model:
 
@@ -22,6 +23,7 @@ core 0.44 pJ/B, its 2 KB VMEM 0.63 pJ/B. A NoC byte is [K]'s wire energy for one
 router (0.81 pJ/B each): the counter keeps bytes, not hops."""
 from __future__ import annotations
 import math
+from tinytpu import _core
 
 # pJ per action: (energy, the source and how it is derived)
 OPS = {
@@ -41,30 +43,42 @@ def sram_pj_per_byte(size_bytes: int) -> float:
   """Energy per byte read or written of an SRAM of `size_bytes`: [H]'s 8 KB figure scaled by sqrt(size / 8 KB)."""
   return SRAM_PJ_PER_BYTE_8KB * math.sqrt(size_bytes / 8192)
 
-def breakdown(c: dict, config) -> dict[str, float]:
-  """Joules by unit for counters `c` (tinytpu.counters() of a run) on `config` (its geometry and memory sizes)."""
+# Each counter's energy column (cpp/sim/counters.def) names what one count costs: a price below.
+_CHARGED = [(f["name"], f["energy"]) for f in _core.counter_fields() if f["energy"]]
+
+def prices(config) -> dict[str, tuple[str, int, float]]:
+  """Per price the counter table names: the part of the breakdown it goes to, and one count's bytes (or lanes) and
+  pJ per byte (per lane), on `config` (its geometry and memory sizes). What moves into and out of the core is charged
+  as HBM traffic, as its loader counts it (config.loader.moved): HBM's bytes on a core fed from HBM; on a core the
+  testbench loads, its records and output lines, which a host's memory would supply (it stands where HBM would)."""
   rows = type(config).ROWS
-  tile = rows * rows * 4  # bytes: a tile of int32 lanes
-  lanes = rows * rows
-  def sram(reads: int, writes: int, entries: int, entry_bytes: int) -> float:
-    return (reads + writes) * entry_bytes * sram_pj_per_byte(entries * entry_bytes)
-  pj = {
-    "mxu": c["mxu_macs"] * OPS["mxu_mac"][0],
-    "vpu": (c["vpu_int_ops"] * OPS["vpu_int"][0] + c["vpu_int_mul_ops"] * OPS["vpu_int_mul"][0] +
-            c["vpu_fp_add_ops"] * OPS["vpu_fp_add"][0] + c["vpu_fp_mul_ops"] * OPS["vpu_fp_mul"][0]),
-    "xlu": c["xlu_ops"] * lanes * OPS["xlu_lane"][0],
-    "vregs": sram(c["vreg_reads"], c["vreg_writes"], config.vregs, tile),
-    "vmem": sram(c["vmem_reads"], c["vmem_writes"], config.depth, tile),
-    "weight_sram": sram(c["wsram_reads"], c["wsram_writes"], config.depth, rows * rows),
-    "act_sram": sram(c["asram_reads"], c["asram_writes"], config.depth, rows),
-    "psum": sram(c["psum_accesses"], 0, config.psum_buckets, tile),
-    "program": sram(c["instructions"], c["program_writes"], config.prog_depth, INSTRUCTION_BYTES),
-    # what moves into and out of the core, as its loader counts it (config.loader): HBM's bytes; on a core the
-    # testbench loads, the same records and output lines, charged as HBM bytes too (the host's memory stands where
-    # HBM would)
-    "hbm": sum(c[k] for k in config.loader.moved) * OPS["hbm_byte"][0],
-    "noc": c.get("noc_bytes", 0) * OPS["noc_byte"][0],
+  tile, lanes = rows * rows * 4, rows * rows  # bytes of a tile of int32 lanes, its lanes
+  def sram(entries: int, entry_bytes: int) -> tuple[int, float]: return entry_bytes, sram_pj_per_byte(entries * entry_bytes)
+  hbm, moved = OPS["hbm_byte"][0], {price for name, price in _CHARGED if name in config.loader.moved}
+  return {
+    "mxu_mac": ("mxu", 1, OPS["mxu_mac"][0]),
+    **{op: ("vpu", 1, OPS[op][0]) for op in ("vpu_int", "vpu_int_mul", "vpu_fp_add", "vpu_fp_mul")},
+    "xlu_tile": ("xlu", lanes, OPS["xlu_lane"][0]),
+    "vreg_tile": ("vregs", *sram(config.vregs, tile)),
+    "vmem_tile": ("vmem", *sram(config.depth, tile)),
+    "weight_tile": ("weight_sram", *sram(config.depth, rows * rows)),
+    "act_row": ("act_sram", *sram(config.depth, rows)),
+    "psum_tile": ("psum", *sram(config.psum_buckets, tile)),
+    "instruction": ("program", *sram(config.prog_depth, INSTRUCTION_BYTES)),
+    **{price: ("hbm", 1, hbm if price in moved else 0.0) for price in ("core_byte", "hbm_byte")},
   }
+
+def breakdown(c: dict, config) -> dict[str, float]:
+  """Joules by unit for counters `c` (tinytpu.counters() of a run) on `config`: each charged counter's count at its
+  price (the counts of one price summed first), and the NoC's bytes."""
+  counts: dict[str, int] = {}
+  for name, price in _CHARGED: counts[price] = counts.get(price, 0) + c[name]
+  table = prices(config)
+  pj = dict.fromkeys((part for part, _, _ in table.values()), 0.0)
+  for price, n in counts.items():
+    part, units, pj_per_unit = table[price]
+    pj[part] += n * units * pj_per_unit
+  pj["noc"] = c.get("noc_bytes", 0) * OPS["noc_byte"][0]
   return {unit: e * 1e-12 for unit, e in pj.items()}
 
 def energy_j(c: dict, config) -> float:

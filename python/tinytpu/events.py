@@ -6,15 +6,15 @@ from typing import TextIO
 import numpy as np
 from tinytpu import _core
 
-TRACKS: list[str] = list(_core.TRACKS)  # kernel, loader, sxu, mxu, vpu, xlu, vmem, dma
-UNITS = ["sxu", "mxu", "vpu", "xlu", "vmem"]  # the tracks with a busy counter and a busy %
-NESTED = {"kernel": "launch", "sxu": "stall", "mxu": "phase"}  # what a depth-1 slice of a track is
-_TITLES = {"kernel": "kernels / launches", "loader": "loader (testbench or DMA engine)", "dma": "DMA (data records during the run)",
-           "noc": "NoC (copies into this core)"}
-# TraceEvent in cpp/sim/trace.h: [begin, end) in cycles, name index, pc (-1: none), track, depth, the chip's core.
+# A trace's format (cpp/sim/trace_format.def): its tracks, in the order of an event's track number, and the layout of
+# TraceLog.events' records: [begin, end) in cycles, name index, pc (-1: none), track, depth, the chip's core.
+_TRACKS = _core.tracks()
+TRACKS: list[str] = [t["name"] for t in _TRACKS]
+UNITS = [t["name"] for t in _TRACKS if t["unit"]]  # the tracks with a busy counter and a busy %
+NESTED = {t["name"]: t["nested"] for t in _TRACKS if t["nested"]}  # what a depth-1 slice of a track is
+_TITLES = {t["name"]: t["title"] for t in _TRACKS}
+EVENT_DTYPE = np.dtype(_core.trace_event_format())
 _NO_END = 2**64 - 1  # TraceLog::window_end when the window is open-ended
-EVENT_DTYPE = np.dtype([("begin", "<u8"), ("end", "<u8"), ("name", "<u4"), ("pc", "<i2"), ("track", "u1"), ("depth", "u1"),
-                        ("core", "<u2"), ("unused", "<u2", (3,))])
 
 class Trace:
   """A log's events, ordered by begin cycle with a parent before what nests in it. Depth 0 is a unit's
@@ -79,7 +79,7 @@ def write_json(tr: Trace, f: TextIO) -> None:
             f',\n{{"ph":"M","pid":{pid},"name":"process_sort_index","args":{{"sort_index":{pid}}}}}')
     sep = ",\n"
     for tid, t in enumerate(TRACKS):
-      f.write(f',\n{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_name","args":{{"name":"{_TITLES.get(t, t.upper())}"}}}}'
+      f.write(f',\n{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_name","args":{{"name":"{_TITLES[t]}"}}}}'
               f',\n{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_sort_index","args":{{"sort_index":{tid}}}}}')
   quoted = [json.dumps(n) for n in tr.names]
   cats = [[t, f"{t}.{NESTED.get(t, 'nested')}"] for t in TRACKS]

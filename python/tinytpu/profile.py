@@ -1,12 +1,12 @@
 """`python -m tinytpu profile script.py`: run a script on TINYTPU with tracing on and report, per kernel and
 overall, cycles, launches, per-unit busy %, the instruction mix, the top stall causes and the hot
-instructions. Everything is derived from the trace's events (tinytpu.events)."""
+instructions, derived from the trace's events (tinytpu.events); then the run's counters (tinytpu.counters())."""
 from __future__ import annotations
-import dataclasses, os, re, runpy, sys
+import dataclasses, os, re, runpy, sys, textwrap
 from collections import Counter
 from dataclasses import dataclass, field
 import numpy as np
-from tinytpu import trace
+from tinytpu import _core, trace
 from tinytpu.events import TRACKS, UNITS, Trace
 
 @dataclass(frozen=True)
@@ -92,7 +92,8 @@ def _pct(part: int, whole: int) -> str: return f"{100 * part / whole:5.1f}%" if 
 def report(tr: Trace, top: int = 5, counters: dict | None = None, config=None) -> str:
   """The profile of a trace: of its one core, or of each core of a chip (their kernels overlap on the chip's timeline,
   each core's lie end to end on its own tracks) with the NoC's copies into it. With the run's counters and
-  configuration, what the memory system moved: HBM bytes against the channels' bandwidth, NoC bytes."""
+  configuration, what the memory system moved: HBM bytes against the channels' bandwidth, NoC bytes; and every
+  counter (counters_report)."""
   cores = tr.cores()
   if len(cores) == 1: out = [core_report(tr, top)]
   else:
@@ -111,7 +112,17 @@ def report(tr: Trace, top: int = 5, counters: dict | None = None, config=None) -
                f"their {counters['cycles']:,} cycles")
   if counters and counters.get("noc_bytes"):
     out.append(f"NoC: {counters['noc_bytes']:,} bytes copied between cores")
+  if counters: out += ["", counters_report(counters)]
   return "\n".join(out)
+
+def counters_report(c: dict) -> str:
+  """A run's counters (tinytpu.counters()), by the struct that reports them in the counter table (cpp/sim/counters.def:
+  call, run, busy, activity), then the chip's."""
+  struct = {f["name"]: f["struct"] for f in _core.counter_fields()}
+  groups: dict[str, list[str]] = {}
+  for name, value in c.items(): groups.setdefault(struct.get(name, "chip"), []).append(f"{name}={value:,}")
+  return "\n".join(["counters:"] + [textwrap.fill(", ".join(items), 110, initial_indent=f"  {g:<9} ", subsequent_indent=" " * 12)
+                                     for g, items in groups.items()])
 
 def core_report(tr: Trace, top: int = 5) -> str:
   """The profile of one core's kernel calls, which lie end to end on its tracks."""

@@ -6,7 +6,7 @@ TINYGRAD_TESTS, not copied). Weights and data are seeded numpy arrays, so both d
 from __future__ import annotations
 import functools, os, sys
 import numpy as np
-from tinygrad import Tensor, dtypes, function, nn
+from tinygrad import Tensor, function, nn
 from tinygrad.helpers import Context
 
 class MnistCNN:

@@ -12,13 +12,10 @@ from tinytpu.sin32 import sin32
 
 FAST_MATH = bool(getenv("TINYTPU_FAST_MATH", 0))
 
-# dtype -> IR code. Lanes are 32 bits wide; narrower integers wrap at their own width.
-DTYPE_CODES: dict[DType, str] = {dtypes.void: "void", dtypes.bool: "bool", dtypes.int8: "i8", dtypes.uint8: "u8",
-  dtypes.int16: "i16", dtypes.uint16: "u16", dtypes.int32: "i32", dtypes.uint32: "u32", dtypes.int64: "i64",
-  dtypes.uint64: "u64", dtypes.float16: "f16", dtypes.bfloat16: "bf16", dtypes.float32: "f32", dtypes.float64: "f64",
-  dtypes.weakint: "idx", dtypes.weakfloat: "wf"}
-SUPPORTED_DTYPES = {dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
-                    dtypes.float32}
+# The IR's dtypes (cpp/compiler/dtypes.def): tinygrad dtype -> IR code, and those a tensor on TINYTPU may have. Lanes are
+# 32 bits wide; narrower integers wrap at their own width.
+DTYPE_CODES: dict[DType, str] = {getattr(dtypes, d["tinygrad"]): d["code"] for d in _core.dtypes()}
+SUPPORTED_DTYPES = {getattr(dtypes, d["tinygrad"]) for d in _core.dtypes() if d["storage"]}
 
 class UnsupportedDType(TypeError, NotImplementedError):
   """A dtype TINYTPU has no lanes for: float64 (tinygrad emulates the others over 32-bit lanes)."""

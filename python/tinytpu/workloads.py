@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 import numpy as np
 from tinygrad import Tensor
-import tinytpu
-from tinytpu import real
+from tinytpu import device, real
 
 @dataclass(frozen=True)
 class Kernel:
@@ -100,9 +99,9 @@ def timed(k: Kernel, device: str) -> tuple[np.ndarray, float]:
 
 def _counted_call(k: Kernel) -> tuple[dict, float]:
   """One call of k on TINYTPU, its result checked: its counters and wall ms."""
-  tinytpu.reset_counters()
+  device.reset_counters()
   out, ms = timed(k, "TINYTPU")
-  c = tinytpu.counters()
+  c = device.counters()
   check(k, out)
   return c, ms
 

@@ -1,0 +1,257 @@
+#include "compiler/emitter.h"
+
+#include "compiler/mxu_fills.h"
+#include "isa/instr_builders.h"
+
+namespace tinytpu::compiler {
+
+Emitter::Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreConfig& cfg, bool fast_math,
+                 const Choices& choices, EmitOrder order)
+    : p_(p),
+      cfg_(cfg),
+      fast_math_(fast_math),
+      choices_(choices),
+      facts_(facts),
+      schedule_(schedule(p, facts.to_vmem, order)),
+      cutter_(cfg, int(p.nodes.size())),
+      regs_(p, cutter_.lim.vregs),
+      forecast_(p, schedule_, facts.uniform) {
+  begin_launch();
+}
+
+std::vector<Launch> Emitter::run() {
+  for (pos_ = 0; pos_ < int(schedule_.events.size()); ++pos_) {
+    auto [is_node, id] = schedule_.events[pos_];
+    transact([&] {
+      forecast_.begin_event(pos_);
+      is_node ? emit_node(id) : emit_store(id);
+    });
+    if (is_node) forecast_.learn(p_.nodes[id]);
+  }
+  finish_launch();
+  return cutter_.take();
+}
+
+void Emitter::begin_launch() {
+  regs_.begin_launch();
+  slots_.reset(cutter_.lim.slots);
+  consts_.begin_launch();
+}
+
+void Emitter::finish_launch() {
+  if (cutter_.finish()) begin_launch();
+}
+
+// Ends the launch: values still to be read (by the current event or later) move to scratch through output
+// tiles. The invariants kept by emit(), take_out_slot() and alloc_vreg() (room for one STORE and one output
+// per busy vreg) guarantee this fits.
+void Emitter::cut() {
+  regs_.live(pos_, schedule_.last_use, held_);
+  for (int n : held_) {
+    const int s = slots_.first_not_out();
+    slots_.set(s, VmemSlots::kOut);
+    cutter_.spill(n, regs_.of(n), s);
+  }
+  finish_launch();
+}
+
+// Runs one event's emission as a transaction against the launch limits. An event only appends to the
+// launch, so undoing it truncates.
+template <class Body>
+void Emitter::transact(Body body) {
+  const LaunchCutter::Mark launch = cutter_.begin_event();
+  const ConstantTiles::Mark consts = consts_.mark();
+  const VregAllocator::File regs = regs_.file;
+  const VmemSlots slots = slots_;
+  regs_.begin_event();
+  body();
+  if (!cutter_.full()) return;
+  cutter_.rollback(launch);
+  consts_.rollback(consts);
+  regs_.rollback(regs);
+  slots_ = slots;
+  forecast_.for_leaf = asking_when_full_;
+  cut();
+  cutter_.begin_event();
+  regs_.begin_event();
+  body();
+  if (const char* full = cutter_.full()) {
+    auto [is_node, id] = schedule_.events[pos_];
+    throw Unsupported(std::string(is_node ? op_name(p_.nodes[id].op) : "a store") + " needs more " + full +
+                      " than an empty launch of a TensorCore with " + cfg_.describe() + " has");
+  }
+}
+
+// The event being emitted does not fit the current launch: transact() rolls it back, ends the launch
+// (spilling live values) and emits it again into a fresh one. The event goes on to its end with 0 as a
+// stand-in for the register, slot or MXU address it did not get, and whatever it does after this is rolled
+// back or, where not (the forecast's for_leaf, MxuMemory's readers), left as at this point, as a throw would.
+int Emitter::no_room(const char* why) {
+  if (cutter_.no_room(why)) asking_when_full_ = forecast_.for_leaf;
+  return 0;
+}
+
+// Every busy vreg but a leaf's may need a STORE and an output tile if the launch is cut: keep room.
+bool Emitter::room_for_one_more_vreg() {
+  const int busy = regs_.spillable() + 1;
+  const char* full = !cutter_.fits_instrs(busy)               ? kNoInstrs
+                     : !cutter_.fits_slots(slots_.outs, busy) ? kNoSlots
+                     : !cutter_.fits_drains(busy)             ? kNoOutputs
+                                                              : nullptr;
+  if (full) no_room(full);
+  return !full;
+}
+
+// A free vreg (VregAllocator::take_free), else a leaf's.
+int Emitter::alloc_vreg() {
+  if (!room_for_one_more_vreg()) return 0;  // no_room's stand-in
+  if (int r = regs_.take_free(forecast_, consts_); r >= 0) return r;
+  if (int r = regs_.evict_leaf(slots_, schedule_.last_use); r >= 0) return r;
+  return no_room(kNoVregs);
+}
+
+// A released vreg still holding `content` (a constant, or the palette), taken back busy; -1 without.
+int Emitter::take_back(Content content) {
+  const int r = regs_.free_holding(content);
+  if (r >= 0 && room_for_one_more_vreg()) regs_.take(r);
+  return r;
+}
+
+void Emitter::emit(Instr in) {
+  if (!cutter_.fits_instrs(1 + regs_.spillable())) {
+    no_room(kNoInstrs);
+    return;
+  }
+  cutter_.launch().program.push_back(in);
+  // every instruction that writes a vreg names it in vregDst
+  if (may_write_vreg_dst(in.op)) regs_.written(in.vregDst);
+}
+
+// A combinational op is dispatched in the background: its write-back lands in the next instruction's
+// FETCH, which reads no vreg, so every later instruction sees it and the op costs 2 cycles, not
+// DISPATCH_VPU's 3 (the collect's cycle is bsc's schedule, checked on the reference: test_sxu.cc).
+void Emitter::vpu(VpuOpcode op, int d, int a, int b) {
+  emit(kVpuOps[size_t(op)].kind == VpuKind::kComb ? instr::vpu_bg(d, op, a, b) : instr::vpu(d, op, a, b));
+}
+
+// An output slot; `unfilled` when the loader fills it (VmemSlots::take_output).
+int Emitter::take_out_slot(bool unfilled) {
+  if (!cutter_.fits_slots(slots_.outs, 1 + regs_.spillable())) return no_room(kNoSlots);
+  if (!cutter_.fits_drains(1 + regs_.spillable())) return no_room(kNoOutputs);
+  const int s = slots_.take_output(unfilled);
+  return s >= 0 ? s : no_room(kNoSlots);
+}
+
+// A VMEM tile filled by the loader (a leaf, a constant, or a spilled value), loaded into a fresh vreg.
+int Emitter::load_fill(int node, DType const_dtype) {
+  int s = slots_.first_free();
+  if (s >= cutter_.lim.slots) s = no_room(kNoSlots);  // the fill is still made: callers read it back
+  slots_.set(s, VmemSlots::kUsed);  // consumed by the LOAD below, so the slot can take an output later
+  cutter_.launch().fills.push_back({s, node, node >= 0 ? p_.nodes[node].dtype : const_dtype});
+  int r = alloc_vreg();
+  emit(instr::load(r, s));
+  return r;
+}
+
+// A constant tile: VZERO/VFILL when the value allows, else a broadcast from the palette, a LOAD of a slot
+// that holds it, or a loader constant of its own.
+int Emitter::constant(int32_t value, DType dtype) {
+  const Content content = const_content(value);
+  forecast_.ask(content);
+  if (int r = take_back(content); r >= 0) return r;
+  int r;
+  if (value == 0) {
+    r = alloc_vreg();
+    emit(instr::vzero(r));
+  } else if (value == int8_t(value)) {  // VFILL's immediate is one sign-extended byte
+    r = alloc_vreg();
+    emit(instr::vfill(r, int8_t(value)));
+  } else if (int lane = regs_.busy() + 2 <= cutter_.lim.vregs ? consts_.palette_lane(value) : -1; lane >= 0) {
+    // (two free vregs: the palette's and the constant's; with fewer, a fill of its own takes one)
+    int palette = palette_vreg();
+    r = alloc_vreg();
+    emit(instr::broadcast_scalar(r, palette, lane / kRows, lane % kRows));
+    release(palette);
+  } else if (int s = slots_.holding(content); s >= 0) {
+    r = alloc_vreg();  // filled earlier in this launch: LOAD it again
+    emit(instr::load(r, s));
+  } else {
+    r = load_fill(consts_.own_tile(value), dtype);
+    slots_.content[cutter_.launch().fills.back().slot] = content;
+  }
+  regs_.hold(r, content);
+  return r;
+}
+
+// The palette in a busy vreg: a released vreg still holding it, a LOAD from its slot, or its fill.
+int Emitter::palette_vreg() {
+  if (int r = take_back(kPalette); r >= 0) return r;
+  int r;
+  if (int s = slots_.holding(kPalette); s >= 0) {
+    r = alloc_vreg();
+    emit(instr::load(r, s));
+  } else {
+    r = load_fill(consts_.palette_tile());
+    slots_.content[cutter_.launch().fills.back().slot] = kPalette;
+  }
+  regs_.hold(r, kPalette);
+  return r;
+}
+
+int Emitter::weight_fill(const MxuTile& data, int chain) {
+  const int addr =
+      MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}.weight(data,
+                                                                                                       chain);
+  return addr >= 0 ? addr : no_room("WMEM tiles");
+}
+
+int Emitter::act_fill(const MxuTile& block, int k, int chain) {
+  const int addr =
+      MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}.activations(
+          block, k, chain);
+  return addr >= 0 ? addr : no_room("AMEM rows");
+}
+
+// A leaf's lanes: a uniform constant (VZERO/VFILL or a constant tile), or a loader gather whose dynamic
+// indices must already be in scratch.
+int Emitter::fill_leaf(int node) {
+  const TileNode& n = p_.nodes[node];
+  // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
+  if (n.dynamic && !cutter_.spilled(n.a) && !is_leaf(n.a))
+    return no_room("gather indices computed in this launch");
+  if (auto bits = facts_.uniform[node]) {
+    forecast_.for_leaf = true;
+    int r = constant(int32_t(*bits), n.dtype);
+    forecast_.for_leaf = false;
+    return r;
+  }
+  if (int s = slots_.holding(node); s >= 0) {  // filled earlier in this launch, its vreg given up
+    int r = alloc_vreg();
+    emit(instr::load(r, s));
+    return r;
+  }
+  int r = load_fill(node);
+  slots_.content[cutter_.launch().fills.back().slot] = node;
+  return r;
+}
+
+// The vreg holding an operand: a leaf filled, or a value spilled by an earlier launch filled back.
+int Emitter::operand(int node) {
+  if (regs_.of(node) < 0) {
+    if (!is_leaf(node) && !cutter_.spilled(node)) throw Unsupported("internal: operand not computed");
+    set_vreg(node, is_leaf(node) ? fill_leaf(node) : load_fill(node));
+  }
+  regs_.mark_operand(regs_.of(node));
+  return regs_.of(node);
+}
+
+// Releases the vregs of the node's operands that nothing reads after it.
+void Emitter::drop_dead(int node) {
+  for (int o : {p_.nodes[node].a, p_.nodes[node].b, p_.nodes[node].c})
+    if (o >= 0 && regs_.of(o) >= 0 && last_use(o) <= pos_) {
+      release(regs_.of(o));
+      set_vreg(o, -1);
+    }
+}
+
+}  // namespace tinytpu::compiler

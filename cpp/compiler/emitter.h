@@ -1,0 +1,104 @@
+#pragma once
+#include <initializer_list>
+#include <optional>
+#include <vector>
+
+#include "compiler/constant_tiles.h"
+#include "compiler/launch_cutter.h"
+#include "compiler/mxu_dot.h"
+#include "compiler/node_facts.h"
+#include "compiler/op_table.h"
+#include "compiler/schedule.h"
+#include "compiler/vmem_slots.h"
+#include "compiler/vreg_alloc.h"
+
+namespace tinytpu::compiler {
+
+// One emission of a batch (lower.h): its events in one order (schedule.h), each lowered to instructions by
+// instruction selection (lower.cc: a node's op table lowering, a store's outputs), which asks the parts it is
+// composed of (emitter.cc) for what the instructions name: vregs (vreg_alloc.h), VMEM slots (vmem_slots.h),
+// constants (constant_tiles.h), WMEM and AMEM (mxu_fills.h), and room in the launch (launch_cutter.h), which
+// cuts the launch where an event does not fit.
+class Emitter {
+ public:
+#define TINYTPU_FRIEND_LOWERING(name) friend void lowering::name(Emitter&, const Lowered&);
+  TINYTPU_LOWERINGS(TINYTPU_FRIEND_LOWERING)
+#undef TINYTPU_FRIEND_LOWERING
+  Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreConfig& cfg, bool fast_math,
+          const Choices& choices, EmitOrder order);
+  std::vector<Launch> run();
+  const std::vector<Tile>& constants() const { return consts_.tiles(); }
+
+ private:
+  const TileProgram& p_;
+  const TensorCoreConfig& cfg_;
+  bool fast_math_;
+  const Choices& choices_;
+  const NodeFacts& facts_;
+  const Schedule schedule_;
+  LaunchCutter cutter_;
+  VregAllocator regs_;
+  VmemSlots slots_;
+  ConstantTiles consts_;
+  ConstantForecast forecast_;
+  bool asking_when_full_ = false;  // forecast_.for_leaf when the event found the launch full
+  std::vector<int> held_;          // cut()'s values to spill, in storage kept across launches
+  int pos_ = 0;                    // current emission position
+
+  // The composition (emitter.cc): the launch and its transactions, and what the instructions name.
+  bool is_leaf(int node) const { return compiler::is_leaf(p_, node); }
+  int last_use(int node) const { return schedule_.last_use[node]; }
+  void begin_launch();
+  void finish_launch();
+  void cut();
+  template <class Body>
+  void transact(Body body);
+  int no_room(const char* why);
+  bool room_for_one_more_vreg();
+  int alloc_vreg();
+  int take_back(Content content);
+  void release(int r) { regs_.release(r); }
+  void set_vreg(int node, int r) { regs_.bind(node, r); }
+  void emit(Instr in);
+  void vpu(VpuOpcode op, int d, int a, int b = 0);
+  int take_out_slot(bool unfilled = false);
+  int load_fill(int node, DType const_dtype = DType::kI32);
+  int constant(int32_t value, DType dtype = DType::kI32);
+  int palette_vreg();
+  int weight_fill(const MxuTile& data, int chain);
+  int act_fill(const MxuTile& block, int k, int chain);
+  int fill_leaf(int node);
+  int operand(int node);
+  void drop_dead(int node);
+
+  // Instruction selection (lower.cc): the instructions of a node or a store, and the sequences the op table's
+  // lowerings are made of.
+  void emit_node(int i);
+  void emit_store(int s);
+  void one_instruction(const OpInfo& info, bool f, int d, int a, int b);
+  bool zero_leaf(int node) const { return facts_.uniform[node] == 0u; }
+  int relu_input(const TileNode& n) const;
+  void wrap(DType d, int r);
+  void isnan(int d, int x);
+  void float_ne(int d, const TileNode& n, int a, int b);
+  void sar(int d, int a, int n);
+  bool from_float_to_i32(int node) const;
+  void less_unsigned(int out, int x, int y, int sign, int tx, int ty);
+  void udiv(int d, int a, int b);
+  void mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot = -1);
+
+  // The float32 arithmetic the VPU has no instruction for (float_sequences.cc).
+  void int_to_float(int d, int x, bool is_signed);
+  void reciprocal(int d, int x, bool in_range = false);
+  void div_scale(int d, int b0, int e);
+  void div_exact(int d, int a, int b, int r, int q);
+  void divide(int d, int a0, int b0);
+  void sub_exact_product(int x, int u, int v);
+  void square_root(int d, int x);
+  void horner(int t, int s, std::initializer_list<uint32_t> coefficients);
+  void exp2_decomposed(int d, int x);
+  void log2_decomposed(int d, int x);
+  void trunc(int d, int x);
+};
+
+}  // namespace tinytpu::compiler

@@ -1,0 +1,30 @@
+#pragma once
+#include <vector>
+
+#include "compiler/launch.h"
+#include "compiler/mxu_dot.h"
+
+namespace tinytpu::compiler {
+
+// The MXU's memories in a launch: the WMEM weight tiles and AMEM activation rows its dispatches read, as the
+// launch's MxuFills. An operand with the values of one already loaded (Choices::canonical) reads that one.
+struct MxuMemory {
+  std::vector<MxuFill>& fills;  // the launch's
+  const Choices& choices;
+  int entries;        // WMEM tiles, and AMEM rows
+  bool record_reads;  // false in an event that found the launch full (Emitter::no_room)
+
+  // The WMEM address of a weight tile, or -1 when WMEM is full.
+  int weight(const MxuTile& data, int chain);
+  // The first of k consecutive AMEM rows (row r in lanes 4r..4r+3 of block: one WS activation row, or an OS
+  // slice's activations), or -1 when AMEM is full.
+  int activations(const MxuTile& block, int k, int chain);
+
+ private:
+  // The chain reads the fill (the VPU takes the chain back when the fill's data leaves int8). (A rolled-back
+  // event may leave its chain on a fill of the launch it was cut from: harmless, the fill holds the same
+  // lanes as the one the chain then reads.)
+  void read_by(MxuFill& f, int chain);
+};
+
+}  // namespace tinytpu::compiler

@@ -1,0 +1,93 @@
+#include "compiler/vreg_alloc.h"
+
+#include <algorithm>
+
+namespace tinytpu::compiler {
+
+void VregAllocator::begin_launch() {
+  file.busy.reset();
+  file.leaves.reset();
+  file.content.fill(kNothing);
+  for (int n : bound_) vreg_[n] = -1;
+  bound_.clear();
+}
+
+void VregAllocator::rollback(const File& saved) {
+  file = saved;
+  event_regs_.reset();
+  for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) vreg_[it->first] = it->second;
+}
+
+void VregAllocator::bind(int node, int r) {
+  undo_.push_back({node, vreg_[node]});
+  if (is_leaf(p_, node)) {
+    if (vreg_[node] >= 0) file.leaves.reset(vreg_[node]);
+    if (r >= 0) file.leaves.set(r);
+  }
+  vreg_[node] = r;
+  if (r >= 0) bound_.push_back(node);
+}
+
+int VregAllocator::take_free(const ConstantForecast& forecast, const ConstantTiles& consts) {
+  int pick = -1;
+  for (int r = 0; r < vregs_ && (pick < 0 || file.content[pick] != kNothing); ++r)
+    if (!file.busy[r]) pick = r;
+  if (pick >= 0 && file.content[pick] != kNothing) pick = latest_asked_free(forecast, consts);
+  if (pick >= 0) file.busy.set(pick);
+  return pick;
+}
+
+int VregAllocator::latest_asked_free(const ConstantForecast& forecast, const ConstantTiles& consts) const {
+  constexpr int kUnforeseen = ConstantForecast::kEvents + 1;
+  std::array<int, TensorCoreConfig::kMaxVregs> when;  // events ahead, -1 for a busy vreg
+  int open = 0;
+  for (int r = 0; r < vregs_; ++r) {
+    when[r] = file.busy[r] ? -1 : kUnforeseen;
+    open += !file.busy[r];
+  }
+  forecast.ahead([&](Content content, int ahead) {
+    const bool in_palette = consts.in_palette(content_value(content));
+    for (int r = 0; r < vregs_; ++r)
+      if (when[r] == kUnforeseen &&
+          (file.content[r] == content || (in_palette && file.content[r] == kPalette))) {
+        when[r] = ahead;
+        --open;
+      }
+    return open > 0;
+  });
+  int pick = -1;
+  for (int r = 0; r < vregs_; ++r)
+    if (when[r] >= 0 && (pick < 0 || when[r] > when[pick])) pick = r;
+  return pick;
+}
+
+int VregAllocator::free_holding(Content content) const {
+  for (int r = 0; r < vregs_; ++r)
+    if (!file.busy[r] && file.content[r] == content) return r;
+  return -1;
+}
+
+int VregAllocator::evict_leaf(const VmemSlots& slots, const std::vector<int>& last_use) {
+  int victim = -1;
+  for (int n : bound_) {
+    int r = vreg_[n];
+    // (the cheap tests first: most nodes bound in a launch would not be taken over the victim so far)
+    if (r < 0 || event_regs_[r] || (victim >= 0 && last_use[n] <= last_use[victim])) continue;
+    if (is_leaf(p_, n) && slots.holding(n) >= 0) victim = n;
+  }
+  if (victim < 0) return -1;
+  int r = vreg_[victim];
+  bind(victim, -1);
+  return r;
+}
+
+void VregAllocator::live(int pos, const std::vector<int>& last_use, std::vector<int>& out) const {
+  // bound_ holds a node once per vreg it was given
+  out.clear();
+  for (int n : bound_)
+    if (vreg_[n] >= 0 && last_use[n] >= pos && !is_leaf(p_, n)) out.push_back(n);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
+}  // namespace tinytpu::compiler
