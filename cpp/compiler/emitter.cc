@@ -21,7 +21,9 @@ Emitter::Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreC
 
 std::vector<Launch> Emitter::run() {
   for (pos_ = 0; pos_ < int(schedule_.events.size()); ++pos_) {
-    auto [is_node, id] = schedule_.events[pos_];
+    // Named copies, not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    const bool is_node = schedule_.events[pos_].is_node;
+    const int id = schedule_.events[pos_].id;
     transact([&] {
       forecast_.begin_event(pos_);
       is_node ? emit_node(id) : emit_store(id);
