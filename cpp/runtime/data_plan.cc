@@ -203,15 +203,9 @@ std::pair<std::set<int>, std::vector<std::pair<int, int>>> DataPlan::choices() c
 
 void DataPlan::fill(const PlanLaunch& l, TensorCore& tc) const {
   fill_vmem(l, [&](int addr) -> Tile& { return tc.vmem.mem[addr]; });
-  const auto& records = l.image->bundle.records;
-  for (const PlanLaunch::MxuFill& f : l.mxu_fills) {
-    const Record& r = records[f.record];
-    Tile t = gather(p_.mxu_operands[f.operand].source);
-    if (r.type == RecordType::kWeightTile)
-      for (int k = 0; k < kTileElems; ++k) tc.wsram.mem[r.addr][k] = int8_t(t[k]);
-    else
-      for (int k = 0; k < kRows; ++k) tc.asram.mem[r.addr][k] = int8_t(t[k]);
-  }
+  fill_mxu(
+      l, [&](int addr) -> I8Tile& { return tc.wsram.mem[addr]; },
+      [&](int addr) -> I8Row& { return tc.asram.mem[addr]; });
 }
 
 Bundle DataPlan::bundle(const PlanLaunch& l) const {

@@ -84,11 +84,27 @@ class DataPlan {
 
   // Writes a launch's data into the memories (the records hold constants and placeholders).
   void fill(const PlanLaunch& l, TensorCore& tc) const;
-  // Its VMEM tiles, into entry(addr): a core's, or its own in a batch (whose programs read no MXU data).
+  // Its VMEM tiles, into entry(addr): a core's, or its own in a batch.
   template <class Entry>
   void fill_vmem(const PlanLaunch& l, Entry entry) const {
     const auto& records = l.image->bundle.records;
     for (const PlanLaunch::Fill& f : l.fills) gather(f.source, entry(records[f.record].addr));
+  }
+  // Its WeightSRAM and ActivationSRAM entries, into weights(addr) and acts(addr) (an I8Tile&, an I8Row&).
+  template <class Weights, class Acts>
+  void fill_mxu(const PlanLaunch& l, Weights weights, Acts acts) const {
+    const auto& records = l.image->bundle.records;
+    for (const PlanLaunch::MxuFill& f : l.mxu_fills) {
+      const Record& r = records[f.record];
+      const Tile t = gather(p_.mxu_operands[f.operand].source);
+      if (r.type == RecordType::kWeightTile) {
+        I8Tile& w = weights(r.addr);
+        for (int k = 0; k < kTileElems; ++k) w[k] = int8_t(t[k]);
+      } else {
+        I8Row& a = acts(r.addr);
+        for (int k = 0; k < kRows; ++k) a[k] = int8_t(t[k]);
+      }
+    }
   }
   // The launch's bundle with this call's data in its records (DEBUG=4 listings).
   Bundle bundle(const PlanLaunch& l) const;

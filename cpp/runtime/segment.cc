@@ -339,6 +339,9 @@ void Segment::run_batch(const int* launches, int n) {
       const Windowed& w = window_[size_t(launches[i])];
       gathering(w);
       data.fill_vmem(*w.launch, [&](int addr) -> Tile& { return b.vmem.mem[addr][i]; });
+      data.fill_mxu(
+          *w.launch, [&](int addr) -> I8Tile& { return b.mxu(i).wsram.mem[addr]; },
+          [&](int addr) -> I8Row& { return b.mxu(i).asram.mem[addr]; });
     }
     key.runner->run(b, poll_);
     ++stats_.batches;
@@ -350,6 +353,7 @@ void Segment::run_batch(const int* launches, int n) {
       RunResult in_order = key.timing->counters;
       in_order.vmem_results.assign(outputs_.begin() + ptrdiff_t(w.outputs),
                                    outputs_.begin() + ptrdiff_t(w.outputs + outputs.size()));
+      key.runner->more_results(b, i, in_order);
       gathering(w);
       check_same(
           in_order,

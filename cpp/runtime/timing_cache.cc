@@ -13,7 +13,7 @@ std::shared_ptr<TimingCache::Entry> TimingCache::add(const Key& key,
                                                      const RunResult& ticked) {
   auto entry = std::make_shared<Entry>();
   entry->image = image;
-  entry->in_order = computes_in_order(image->bundle);
+  entry->in_order = computes_in_order(image->bundle) && !ticked.mxu_overlapped;
   entry->counters = ticked;
   entry->counters.vmem_results.clear();
   entry->counters.asram_results.clear();

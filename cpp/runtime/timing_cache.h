@@ -33,7 +33,7 @@ class TimingCache {
   };
   struct Entry {
     std::shared_ptr<const compiler::Image> image;  // keeps the key's image alive
-    bool in_order;                                 // its program computes in order
+    bool in_order;                                 // its program computes in order (sim/runner.h)
     RunResult counters;                            // the ticked run's, without its results
     std::atomic<uint64_t> runs{0};                 // its launches run in order so far
   };

@@ -6,6 +6,9 @@
 #include "base/config.h"
 #include "base/tile.h"
 #include "isa/vpu_ops.h"
+#include "sim/controller.h"
+#include "sim/memories.h"
+#include "sim/systolic_array.h"
 #include "sim/trace.h"
 
 namespace tinytpu {
@@ -48,10 +51,13 @@ void each(const TileSpan& out, const TileSpan& in, F f) {
 }
 
 // A batch of launches of one program that computes in order (sim/runner.h), as the SXU's exec functions see a
-// Datapath (datapath.h): the same members, each place a TileSpan. Only what such programs use is here: the
-// vregs, VMEM, PSUM, the VPU and the XLU. Nothing waits: every record has arrived, the MXU never drains, and
-// a VPU op of many cycles delivers its result at once (the SXU waits for it in such a program, so no
-// instruction sees the difference). The batch's counters are its ticked launch's: nothing here counts them.
+// Datapath (datapath.h): the same members, each place a TileSpan. Nothing waits: every record has arrived, a
+// VPU op of many cycles delivers its result at once (the SXU waits for it in such a program, so no instruction
+// sees the difference), and an MXU dispatch runs whole at its start, for each launch (Controller::run_whole):
+// the MXU is never busy, its result ready whenever the SXU looks. That is what ticking gives when no SXU PSUM
+// access or ActivationSRAM output meets a dispatch still running that writes there (RunResult::mxu_overlapped,
+// which keeps such a program ticked): the dispatches run one after another, and nothing else reads what they
+// write before they are done. The batch's counters are its ticked launch's: nothing here counts them.
 class BatchDatapath {
  public:
   BatchDatapath(const TensorCoreConfig& cfg, int capacity);
@@ -63,7 +69,7 @@ class BatchDatapath {
   bool holds(const TensorCoreConfig& cfg, int capacity) const;
   int launches() const { return launches_; }
   void set_launches(int n) { launches_ = n; }  // 1..capacity
-  // The places in order: vregs, VMEM entries, PSUM buckets, then the four result registers.
+  // The places in order: vregs, VMEM entries, PSUM buckets, then the eight result registers.
   TileSpan place(int p) { return {&store_[size_t(p) * size_t(capacity_)], launches_}; }
 
   // Places addressed as the hardware's memories: the low bits of an address.
@@ -77,6 +83,7 @@ class BatchDatapath {
     TileSpan resp;  // the read response register
     int wrap(int a) const { return a & mem.mask; }
     int bucket(int a) const { return wrap(a); }
+    int buckets() const { return mem.mask + 1; }
   };
   struct Vpu {
     TileSpan result;
@@ -95,22 +102,62 @@ class BatchDatapath {
   struct XluResult {
     TileSpan result;
   };
+  // Each launch's MXU: its memories, its array and its Controller.
+  struct LaunchMxu {
+    WeightSram wsram;
+    ActivationSram asram;
+    SystolicArray array;
+    Controller ctrl;
+  };
+  // The MXU as the SXU sees it: the Controller's state, the same for every launch (a launch's own Controller
+  // runs its dispatches), and the result registers the SXU reads, a place each.
+  struct Mxu {
+    CState state = CState::kIdle;
+    bool epilogue_active = false;
+    EpilogueConfig epi;
+    int32_t scale_mul = 0;  // SET_REQUANT_CONFIG's, given to each launch's Controller at a dispatch
+    uint8_t scale_shift = 0;
+    TileSpan output, matrix_buf, epilogue_buf, stat;  // Controller::output_tile, matrix_buf, ... of each launch
+    static constexpr bool can_start() { return true; }
+    static constexpr bool active() { return false; }
+    static constexpr bool depositing() { return false; }
+    bool is_done() const { return state == CState::kDone; }
+    const TileSpan& output_tile() const { return output; }
+    const TileSpan& stat_tile() const { return stat; }
+  };
+  struct Array {  // MXU_CLEAR's target: every launch's array
+    BatchDatapath* batch;
+    void clear_all() const;
+  };
+  struct Addresses {  // WeightSRAM's and ActivationSRAM's, whose entries are each launch's (mxu())
+    int mask;
+    int wrap(int a) const { return a & mask; }
+  };
+  LaunchMxu& mxu(int launch) { return mxu_[size_t(launch)]; }
+  // A dispatch the SXU starts, run whole for each launch; `operand` the vreg its vregSrc names.
+  void start_mxu(const MxuDispatch& d, const TileSpan& operand);
 
  private:
   int capacity_, launches_ = 0, places_;
   std::vector<Tile> store_;
+  std::vector<LaunchMxu> mxu_;
 
  public:
   TensorCoreConfig cfg;
   uint64_t cycle = 0;         // counted as instructions run; READ_CYCLE is never batched
   TraceLog* trace = nullptr;  // batches are never traced
   static constexpr bool psum_port_taken = false;
+  static constexpr uint64_t mxu_data_arrival = 0;  // every record has arrived
+  bool mxu_overlapped = false;                     // never set: nothing runs beside the SXU
   std::array<uint64_t, TensorCoreConfig::kMaxDepth> vmem_arrival{};  // every record has arrived
   uint64_t xlu_busy_cycles = 0;                                      // counted, not reported
   Places vrf;
   Memory vmem, psum;
   Vpu vpu;
   XluResult xlu;
+  Mxu ctrl;
+  Array array;
+  Addresses wsram, asram;
 };
 
 }  // namespace tinytpu

@@ -44,7 +44,7 @@ Controller::Controller() {
   fill_uninit(src2);
 }
 
-void Controller::start(const MxuDispatch& d, SystolicArray& array) {
+void Controller::start(const MxuDispatch& d, SystolicArray& array, const Tile& operand) {
   bool os = output_stationary(d.kind);
   w_base = d.w_base;
   a_base = d.a_base;
@@ -65,12 +65,12 @@ void Controller::start(const MxuDispatch& d, SystolicArray& array) {
       psum_mode = d.psum_mode;
       break;
     case MxuStart::kEpilogue:
-      bias = d.bias;
+      std::copy_n(operand.begin(), kRows, bias.begin());
       epi = d.epi;
       epilogue_active = true;
       break;
     case MxuStart::kGeneric:
-      src2 = d.src2;
+      src2 = operand;
       vpu_op = d.vpu_op;
       wb_vmem = d.wb_vmem;
       generic_active = true;
@@ -154,7 +154,7 @@ void Controller::tick(SystolicArray& array, WeightSram& wsram, ActivationSram& a
       break;
     }
     case CState::kDrain:
-      drain(array, asram, psum);
+      drain(array, asram, psum.mem[psum.bucket(psum_addr)]);
       state = CState::kDone;
       break;
     case CState::kIdle:
@@ -163,7 +163,38 @@ void Controller::tick(SystolicArray& array, WeightSram& wsram, ActivationSram& a
   }
 }
 
-void Controller::drain(SystolicArray& array, ActivationSram& asram, PsumBank& psum) {
+void Controller::run_whole(SystolicArray& array, const WeightSram& wsram, ActivationSram& asram,
+                           Tile& psum_bucket) {
+  if (df == Dataflow::kOS) {
+    // The FSM's loads: the weight tile, then K activation rows into slots whose index is 2 bits (a K past
+    // the slots overwrites the first; K 0 still loads one)
+    os_weight = wsram.mem[w_base];
+    for (int k = 0; k < std::max<int>(os_klen, 1); ++k)
+      os_act[k & (kRows - 1)] = asram.mem[asram.wrap(a_base + k)];
+    array.stream_os(os_weight, os_act, os_klen);
+  } else {
+    array.load_weights(wsram.mem[w_base]);
+    Row sums{};
+    for (int t = 0; t < t_len; ++t) {
+      const I8Row& a = asram.mem[asram.wrap(a_base + t)];
+      for (int r = 0; r < kRows; ++r) sums[r] += a[r];  // at most 31 rows of Int8: no overflow
+    }
+    array.stream_ws(sums);
+  }
+  drain(array, asram, psum_bucket);
+  state = CState::kDone;
+}
+
+Tile Controller::stat_tile() const {
+  Tile t{};
+  for (int r = 0; r < kRows; ++r) {
+    t[r * kRows] = int32_t(uint64_t(stat_buf[r]));
+    t[r * kRows + 1] = int32_t(uint64_t(stat_buf[r]) >> 32);
+  }
+  return t;
+}
+
+void Controller::drain(SystolicArray& array, ActivationSram& asram, Tile& psum_bucket) {
   Row r = array.results();
   output_buf = r;
   matrix_buf = array.matrix();
@@ -196,9 +227,9 @@ void Controller::drain(SystolicArray& array, ActivationSram& asram, PsumBank& ps
     std::copy_n(src2.begin(), kRows, src2_row.begin());
     epilogue_buf = row_tile(generic_epilogue(vpu_op, r, src2_row));
   } else if (psum_mode == PsumMode::kWrite) {
-    std::copy_n(r.begin(), kRows, psum.mem[psum.bucket(psum_addr)].begin() + psum_row * kRows);
+    std::copy_n(r.begin(), kRows, psum_bucket.begin() + psum_row * kRows);
   } else if (psum_mode == PsumMode::kAccumulate) {
-    psum.accumulate_row(psum.bucket(psum_addr), psum_row, r);
+    PsumBank::accumulate_into_row(psum_bucket, psum_row, r);
   }
 }
 

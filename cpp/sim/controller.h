@@ -40,9 +40,7 @@ struct MxuDispatch {
   uint8_t w_base = 0, a_base = 0, len = 0;  // already truncated to 5 bits
   uint8_t psum_addr = 0, psum_row = 0;
   PsumMode psum_mode = PsumMode::kOff;
-  Row bias{};
   EpilogueConfig epi;
-  Tile src2{};
   uint8_t vpu_op = 0;
   bool wb_vmem = false;
   uint8_t requant_base = 0;
@@ -89,13 +87,26 @@ struct Controller {
   // conflict with every SXU PSUM write and makes the drain more urgent (G0010), so the SXU's PSUM
   // writes lose every drain cycle, whatever the drain does.
   bool draining() const { return state == CState::kDrain; }
-  // Caller checks can_start().
-  void start(const MxuDispatch& d, SystolicArray& array);
+  // A dispatch running that writes a PSUM row when it drains.
+  bool depositing() const {
+    return active() && (psum_mode == PsumMode::kWrite || psum_mode == PsumMode::kAccumulate);
+  }
+  // Caller checks can_start(). `operand`: the vreg the instruction's vregSrc names, whose row 0 is an epilogue's
+  // bias or a generic epilogue's src2.
+  void start(const MxuDispatch& d, SystolicArray& array, const Tile& operand);
   // One cycle of the running FSM; runs only in cycles that started with the controller active.
   void tick(SystolicArray& array, WeightSram& wsram, ActivationSram& asram, PsumBank& psum);
+  // The dispatch just started, from its start to Done at once, without its cycles: the array's accumulators as
+  // its stream leaves them (SystolicArray::stream_ws, stream_os), then the drain. Every dispatch runs to Done,
+  // which leaves the pass registers an earlier one could feed in zero, so the stream's result is its own
+  // products. `psum_bucket`: the bucket its psum_addr names.
+  void run_whole(SystolicArray& array, const WeightSram& wsram, ActivationSram& asram, Tile& psum_bucket);
+  // What LOAD_MXU_RESULT and LOAD_EPILOGUE_STAT write to a vreg.
+  Tile output_tile() const { return row_tile(output_buf); }
+  Tile stat_tile() const;
 
  private:
-  void drain(SystolicArray& array, ActivationSram& asram, PsumBank& psum);
+  void drain(SystolicArray& array, ActivationSram& asram, Tile& psum_bucket);
 };
 
 }  // namespace tinytpu

@@ -40,6 +40,12 @@ struct Datapath {
   uint64_t mxu_data_arrival = 0, data_arrival = 0;
   uint64_t xlu_busy_cycles = 0;
   bool psum_port_taken = false;  // the MXU drain owns the PSUM write port this cycle
+  // An SXU PSUM access or an ActivationSRAM output met a dispatch still running that writes there: the
+  // run's results depend on when the MXU drained, not only on its instructions' order.
+  bool mxu_overlapped = false;
+
+  // A dispatch the SXU starts (caller checks ctrl.can_start()); `operand` the vreg its vregSrc names.
+  void start_mxu(const MxuDispatch& d, const Tile& operand) { ctrl.start(d, array, operand); }
 };
 
 }  // namespace tinytpu

@@ -156,6 +156,7 @@ template <bool kTraced>
       write(RecordType::kOutputVmem);
     } else if (ai < asram_out.size()) {
       if constexpr (kTraced) trace_testbench(*tc.trace, tc.cycle, "OUTPUT_ASRAM AMEM", asram_out[ai]);
+      if (tc.ctrl.active() && tc.ctrl.requant_active) tc.mxu_overlapped = true;  // its drain writes ASRAM
       const I8Row& a = tc.asram.mem[asram_out[ai++]];
       res.asram_results.emplace_back();
       std::copy(a.begin(), a.end(), res.asram_results.back().begin());
@@ -226,6 +227,7 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
   res.hbm_bytes = loader->hbm_bytes();
   res.sc_lookups = loader->sc_lookups();
   res.sxu_cycles = tc.sxu.cycles;
+  res.mxu_overlapped = tc.mxu_overlapped;
   res.busy = {tc.sxu.cycles, tc.ctrl.busy_cycles, tc.vpu.busy_cycles, tc.xlu_busy_cycles,
               tc.sxu.stall_cycles};
   if (trace) trace->end_run(res.cycles);
@@ -234,23 +236,30 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
 
 bool computes_in_order(const Bundle& bundle) {
   for (const Record& r : bundle.records) {
-    if (r.type == RecordType::kOutputAsram || (r.type == RecordType::kOutputMxu && r.addr != 0)) return false;
     if (r.type != RecordType::kInstr) continue;
     const Instr& i = r.instr;
     if (i.op >= kNumSxuOps) return false;
     const SxuOpInfo& row = kSxuOps[i.op];
-    const bool synchronous_vpu = row.alone == SxuAlone::kCombVpu && row.timing == SxuTiming::kVpu;
-    if (row.reads_data || !(Sxu::runs_alone(i) || synchronous_vpu || SxuOpcode(i.op) == SxuOpcode::kHalt))
-      return false;
+    const bool background_vpu = row.alone == SxuAlone::kCombVpu && row.timing != SxuTiming::kVpu;
+    if (row.reads_data || (background_vpu && !Sxu::runs_alone(i))) return false;
   }
   return true;
 }
 
+namespace {
+
+bool uses_mxu(const Bundle& bundle) {
+  return std::any_of(bundle.records.begin(), bundle.records.end(), [](const Record& r) {
+    return r.type == RecordType::kInstr && r.instr.op < kNumSxuOps && kSxuOps[r.instr.op].waits_for_mxu;
+  });
+}
+
+}  // namespace
+
 BatchRunner::BatchRunner(const Bundle& bundle, const TensorCoreConfig& cfg)
     : loaded_(std::make_unique<TensorCore>(cfg)) {
-  bool out_mxu = false;
-  std::vector<int> asram_out;
-  load(*loaded_, bundle, out_mxu, vmem_out_, asram_out);
+  load(*loaded_, bundle, out_mxu_, vmem_out_, asram_out_);
+  mxu_state_ = uses_mxu(bundle) || !asram_out_.empty();
 }
 BatchRunner::~BatchRunner() = default;
 
@@ -267,6 +276,17 @@ void BatchRunner::start(BatchDatapath& b, int launches, const std::vector<int>& 
   b.psum.resp = tc.psum.resp;
   b.vpu.result = tc.vpu.result;
   b.xlu.result = tc.xlu.result;
+  if (!mxu_state_) return;  // its records may fill the MXU's memories, which nothing reads
+  b.ctrl.state = tc.ctrl.state;
+  b.ctrl.epilogue_active = tc.ctrl.epilogue_active;
+  b.ctrl.epi = tc.ctrl.epi;
+  b.ctrl.scale_mul = tc.ctrl.scale_mul;
+  b.ctrl.scale_shift = tc.ctrl.scale_shift;
+  b.ctrl.output = tc.ctrl.output_tile();
+  b.ctrl.matrix_buf = tc.ctrl.matrix_buf;
+  b.ctrl.epilogue_buf = tc.ctrl.epilogue_buf;
+  b.ctrl.stat = tc.ctrl.stat_tile();
+  for (int l = 0; l < launches; ++l) b.mxu(l) = {tc.wsram, tc.asram, tc.array, tc.ctrl};
 }
 
 void BatchRunner::run(BatchDatapath& b, const Poll& poll) const {
@@ -295,6 +315,20 @@ void BatchRunner::run(BatchDatapath& b, const Poll& poll) const {
 void BatchRunner::results(BatchDatapath& b, int launch, RunResult& res) const {
   res.vmem_results.resize(vmem_out_.size());
   for (size_t k = 0; k < vmem_out_.size(); ++k) res.vmem_results[k] = b.vmem.mem[vmem_out_[k]][launch];
+  more_results(b, launch, res);
+}
+
+void BatchRunner::more_results(BatchDatapath& b, int launch, RunResult& res) const {
+  if (out_mxu_) {  // the testbench waits for the MXU: the last dispatch's result
+    res.mxu_result.emplace();
+    std::copy_n(b.ctrl.output[launch].begin(), kRows, res.mxu_result->begin());
+  }
+  res.asram_results.clear();
+  for (int a : asram_out_) {
+    const I8Row& row = b.mxu(launch).asram.mem[a];
+    res.asram_results.emplace_back();
+    std::copy(row.begin(), row.end(), res.asram_results.back().begin());
+  }
 }
 
 std::string RunResult::output() const {

@@ -28,6 +28,7 @@ struct RunResult {
   std::vector<Tile> vmem_results;  // in OUTPUT_VMEM order
   std::optional<Row> mxu_result;   // when the bundle asked for OUTPUT_MXU
   std::vector<Row> asram_results;  // in OUTPUT_ASRAM order
+  bool mxu_overlapped = false;      // Datapath::mxu_overlapped: then its program's launches are ticked
   std::string output() const;      // the testbench's stdout: result lines, cycles N, status ok
 };
 
@@ -51,13 +52,13 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
                         TraceLog* trace = nullptr, const Poll& poll = {}, const LaunchLoad& launch = {});
 
 // Exact results without ticking. A program computes in order when none of its instructions reads data for its
-// timing or control flow and each, started in a quiet core, retires leaving it quiet but for a write-back
-// that lands in the next FETCH, which reads no vreg: the instructions a quiet core takes whole and the
-// synchronous VPU dispatches of any op (sxu_ops.def's reads_data, alone and timing columns). It has no MXU
-// work, which goes on after its dispatch, and outputs no MXU or ActivationSRAM values, which would be only
-// its records. Whatever its timing, such a program's instructions act one after another on the same values:
-// its results are those of running them in order, and its cycles, the same for all its data, those of ticking
-// it once.
+// timing or control flow (sxu_ops.def's reads_data column) and no VPU op of many cycles runs in the background
+// (a VPU_BG's op is combinational). Its timing is then the same for all its data: the MXU's too, whose
+// dispatches take fixed cycles (hardware.md §2.3). Its instructions act one after another on the same values;
+// an MXU dispatch's results, once it is done, are those of its instruction's place in that order, as long as
+// nothing reads or writes what it writes while it runs, which the program's ticked run tells
+// (RunResult::mxu_overlapped). Such a program's results are those of running its instructions in order, each
+// dispatch whole (sim/batch.h), and its cycles, the same for all its data, those of ticking it once.
 bool computes_in_order(const Bundle& bundle);
 
 class BatchDatapath;
@@ -77,12 +78,16 @@ class BatchRunner {
   // `poll` as run_bundle's: called about every kPollCycles of the launches' cycles run in order.
   void run(BatchDatapath& batch, const Poll& poll = {}) const;
   const std::vector<int>& outputs() const { return vmem_out_; }  // the OUTPUT_VMEM entries, in order
-  // A launch's OUTPUT_VMEM results, after run, into `res`, whose counters are left as they are.
+  // A launch's results, after run, into `res`, whose counters are left as they are.
   void results(BatchDatapath& batch, int launch, RunResult& res) const;
+  // Those but its OUTPUT_VMEM results (its MXU and ActivationSRAM outputs).
+  void more_results(BatchDatapath& batch, int launch, RunResult& res) const;
 
  private:
   std::unique_ptr<TensorCore> loaded_;
-  std::vector<int> vmem_out_;
+  bool out_mxu_ = false;
+  std::vector<int> vmem_out_, asram_out_;
+  bool mxu_state_ = false;  // the MXU's state is read: it uses the MXU or outputs ActivationSRAM rows
 };
 
 }  // namespace tinytpu

@@ -54,8 +54,8 @@ bool Sxu::runs_alone(const Instr& i) {
 namespace {
 
 // Each opcode's exec function, from its sxu_ops.def row: for one core, and for a batch (sim/batch.h) the rows
-// a program that computes in order may hold (a quiet core takes them whole; they read no data for their
-// control flow). A batch never runs the others, whose exec functions are not made for one.
+// a program that computes in order may hold (they read no data for their timing or control flow). A batch
+// never runs the others, whose exec functions are not made for one.
 template <class DP>
 using ExecFn = Exec (*)(Sxu&, DP&);
 template <int kOpcode>
@@ -71,7 +71,7 @@ struct ExecOf;
 Exec unbatched(Sxu& sx, BatchDatapath& tc) {
   sx.fail(tc, "internal error: an instruction that does not compute in order in a batch");
 }
-constexpr bool batched(const SxuOpInfo& row) { return row.alone != SxuAlone::kNever && !row.reads_data; }
+constexpr bool batched(const SxuOpInfo& row) { return !row.reads_data; }
 template <class DP, int kOpcode>
 constexpr ExecFn<DP> exec_fn() {
   if constexpr (std::is_same_v<DP, BatchDatapath> && !batched(kSxuOps[kOpcode]))
@@ -357,12 +357,13 @@ MxuDispatch mxu_operands(Sxu& sx, DP& tc) {
   return d;
 }
 
-// Asynchronous start: the SXU moves on; the start method's guard stalls it while the MXU is busy.
+// Asynchronous start: the SXU moves on; the start method's guard stalls it while the MXU is busy. The
+// epilogues read their bias or src2 from the vreg vregSrc names.
 template <class DP>
 Exec start_mxu(Sxu& sx, DP& tc, const MxuDispatch& d) {
   if (!tc.ctrl.can_start()) return Exec::kStallMxuBusy;
   if (!mxu_data_arrived(tc)) return Exec::kStallLoad;
-  tc.ctrl.start(d, tc.array);
+  tc.start_mxu(d, vreg(tc, sx.cur.vregSrc));
   if (tc.trace) tc.trace->mxu_started(tc.cycle + 1, tc.trace->instr_name(sx.pc, sx.cur), sx.pc);
   return Exec::kNext;
 }
@@ -419,10 +420,18 @@ template <class DP>
 bool psum_port_free(DP& tc) {
   return !tc.psum_port_taken;
 }
+// An SXU access to PSUM while a dispatch that deposits there runs: which value it meets depends on when the
+// dispatch drains, so running its program in order would not be exact (RunResult::mxu_overlapped).
+template <class DP>
+void psum_access(DP& tc) {
+  if (tc.ctrl.depositing()) tc.mxu_overlapped = true;
+}
 template <class DP>
 Exec psum_write_guard(Sxu& sx, DP& tc) {
   if (wb_pending(sx)) return Exec::kStallVpuWriteback;
-  return psum_port_free(tc) ? Exec::kFired : Exec::kStallPsumPort;
+  if (!psum_port_free(tc)) return Exec::kStallPsumPort;
+  psum_access(tc);
+  return Exec::kFired;
 }
 
 template <class DP, class Value>
@@ -584,22 +593,25 @@ Exec wait_mxu(Sxu& sx, DP& tc) {
 template <class DP>
 Exec load_mxu_result(Sxu& sx, DP& tc) {
   if (!mxu_result_ready(sx, tc)) return Exec::kStallMxuResult;
-  return write_vreg(sx, tc, row_tile(tc.ctrl.output_buf));
+  return write_vreg(sx, tc, tc.ctrl.output_tile());
 }
 
 template <class DP>
 Exec load_mxu_matrix_row(Sxu& sx, DP& tc) {
   if (!mxu_result_ready(sx, tc)) return Exec::kStallMxuResult;
-  Row r;
-  std::copy_n(tc.ctrl.matrix_buf.begin() + (sx.cur.vregSrc & (kRows - 1)) * kRows, kRows, r.begin());
-  return write_vreg(sx, tc, row_tile(r));
+  const int row = sx.cur.vregSrc & (kRows - 1);
+  each(vreg(tc, sx.cur.vregDst), tc.ctrl.matrix_buf, [row](Tile& out, const Tile& m) {
+    Row r;
+    std::copy_n(m.begin() + row * kRows, kRows, r.begin());
+    out = row_tile(r);
+  });
+  return Exec::kNext;
 }
 
 template <class DP>
 Exec mxu_epilogue(Sxu& sx, DP& tc) {
   const Instr& i = sx.cur;
   MxuDispatch d = mxu_operands(sx, tc);
-  std::copy_n(vreg(tc, i.vregSrc).begin(), kRows, d.bias.begin());
   d.epi = {bool(i.vpuOp & 1), bool(i.vpuOp & 2), bool(i.vpuOp & 4), bool(i.vpuOp & 8)};
   return run_epilogue(sx, tc, d, i.vpuOp & 16);
 }
@@ -608,7 +620,6 @@ template <class DP>
 Exec mxu_vpu_epilogue(Sxu& sx, DP& tc) {
   const Instr& i = sx.cur;
   MxuDispatch d = mxu_operands(sx, tc);
-  d.src2 = vreg(tc, i.vregSrc);
   d.vpu_op = i.vpuOp;
   d.wb_vmem = i.vregSrc2 & 1;
   return run_epilogue(sx, tc, d, d.wb_vmem);  // the Controller's copy of the bit is the same
@@ -616,16 +627,11 @@ Exec mxu_vpu_epilogue(Sxu& sx, DP& tc) {
 
 template <class DP>
 Exec load_epilogue_stat(Sxu& sx, DP& tc) {
-  const Controller& c = tc.ctrl;
+  const auto& c = tc.ctrl;
   if (c.active()) return Exec::kStallMxuResult;
   if (!(c.is_done() && c.epilogue_active && c.epi.reduce))
     sx.fail(tc, "LOAD_EPILOGUE_STAT without a finished reducing MXU_EPILOGUE: the reference deadlocks");
-  Tile t{};
-  for (int r = 0; r < kRows; ++r) {
-    t[r * kRows] = int32_t(uint64_t(c.stat_buf[r]));
-    t[r * kRows + 1] = int32_t(uint64_t(c.stat_buf[r]) >> 32);
-  }
-  return write_vreg(sx, tc, t);
+  return write_vreg(sx, tc, c.stat_tile());
 }
 
 template <class DP>
@@ -669,6 +675,7 @@ Exec psum_accumulate_row(Sxu& sx, DP& tc) {
 template <class DP>
 Exec psum_read(Sxu& sx, DP& tc) {
   if (sx.step == 0) {
+    psum_access(tc);
     tc.psum.resp = tc.psum.mem[tc.psum.bucket(sx.cur.vmemAddr)];
     return Exec::kFired;
   }
@@ -678,6 +685,7 @@ Exec psum_read(Sxu& sx, DP& tc) {
 template <class DP>
 Exec psum_read_row(Sxu& sx, DP& tc) {
   const int row = sx.cur.vregSrc & (kRows - 1);
+  psum_access(tc);
   each(vreg(tc, sx.cur.vregDst), tc.psum.mem[tc.psum.bucket(sx.cur.vmemAddr)],
        [row](Tile& out, const Tile& b) {
          Row r;
@@ -690,6 +698,7 @@ Exec psum_read_row(Sxu& sx, DP& tc) {
 template <class DP>
 Exec psum_clear(Sxu& sx, DP& tc) {
   if (!psum_port_free(tc)) return Exec::kStallPsumPort;
+  psum_access(tc);
   tc.psum.mem[tc.psum.bucket(sx.cur.vmemAddr)] = Tile{};
   return Exec::kNext;
 }
@@ -697,8 +706,9 @@ Exec psum_clear(Sxu& sx, DP& tc) {
 template <class DP>
 Exec psum_clear_all(Sxu& sx, DP& tc) {  // one bucket per cycle
   if (!psum_port_free(tc)) return Exec::kStallPsumPort;
+  psum_access(tc);
   uint8_t& idx = sx.psum_clear_idx;
-  tc.psum.mem[idx].fill(0);
+  tc.psum.mem[idx] = Tile{};
   if (idx == tc.psum.buckets() - 1) {
     idx = 0;
     return Exec::kNext;

@@ -26,6 +26,25 @@ void SystolicArray::feed_pair(const I8Row& w_top, const I8Row& a_left) {
     }
 }
 
+void SystolicArray::stream_ws(const Row& act_sums) {
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kRows; ++c) {
+      int i = r * kRows + c;
+      accum[i] = wrap_add(accum[i], int32_t(uint32_t(act_sums[r]) * uint32_t(int32_t(weight[i]))));
+    }
+}
+
+void SystolicArray::stream_os(const I8Tile& w, const std::array<I8Row, kRows>& act, int k) {
+  for (int j = 0; j < k; ++j) {
+    const int slot = j & (kRows - 1);
+    for (int r = 0; r < kRows; ++r)
+      for (int c = 0; c < kRows; ++c) {
+        int i = r * kRows + c;
+        accum[i] = wrap_add(accum[i], int32_t(act[slot][r]) * int32_t(w[slot * kRows + c]));
+      }
+  }
+}
+
 Row SystolicArray::results() const {
   Row out{};
   for (int c = 0; c < kRows; ++c)
