@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
+#include <tuple>
 #include <string>
 
 #include "base/errors.h"
@@ -117,6 +117,11 @@ void DataPlan::gather_strided(const TileSource& s, Tile& out) const {
     for (int l = 0; l < g.lanes; ++l) out[l] = counter(g.index(l) + moved);
     return;
   }
+  if (!s.gated && b.dtype == DType::kI8) {  // the MXU's operands: no lane's read goes through read_lane's switch
+    const auto* at = reinterpret_cast<const int8_t*>(b.read) + moved;
+    for (int l = 0; l < g.lanes; ++l) out[l] = at[g.index(l)];
+    return;
+  }
   for (int l = 0; l < g.lanes; ++l) {
     const int64_t at = g.index(l) + moved;
     if (!s.gated || (at >= 0 && at < b.size)) out[l] = read_lane(b.read + at * b.bytes, b.dtype);
@@ -189,15 +194,29 @@ void DataPlan::gather_lanes(const TileSource& s, Tile& out) const {
 std::pair<std::set<int>, std::vector<std::pair<int, int>>> DataPlan::choices() const {
   std::set<int> veto;
   std::vector<std::pair<int, int>> same;
-  std::map<std::pair<bool, Tile>, int> first;
-  for (int i = 0; i < int(p_.mxu_operands.size()); ++i) {
+  // The operands by value (weight or activation, then the tile) and index: the first of equal ones is the earlier
+  struct Value {
+    bool weight;
+    Tile tile;
+    int operand;
+    bool operator<(const Value& o) const { return std::tie(weight, tile, operand) < std::tie(o.weight, o.tile, o.operand); }
+  };
+  std::vector<Value> values(p_.mxu_operands.size());
+  for (int i = 0; i < int(values.size()); ++i) {
     const MxuOperand& op = p_.mxu_operands[i];
-    Tile t = gather(op.source);
-    if (std::any_of(t.begin(), t.end(), [](int32_t v) { return v < -128 || v > 127; }))
+    Value& v = values[size_t(i)];
+    v = {op.weight, gather(op.source), i};
+    if (std::any_of(v.tile.begin(), v.tile.end(), [](int32_t x) { return x < -128 || x > 127; }))
       veto.insert(op.chains.begin(), op.chains.end());
-    auto [it, fresh] = first.emplace(std::pair{op.weight, t}, i);
-    if (!fresh) same.push_back({i, it->second});
   }
+  std::sort(values.begin(), values.end());
+  for (size_t k = 1, first = 0; k < values.size(); ++k) {
+    if (values[k].weight != values[first].weight || values[k].tile != values[first].tile)
+      first = k;
+    else
+      same.push_back({values[k].operand, values[first].operand});
+  }
+  std::sort(same.begin(), same.end());  // in operand order
   return {veto, same};
 }
 

@@ -13,8 +13,7 @@ BatchDatapath::BatchDatapath(const TensorCoreConfig& cfg, int capacity)
       psum{{this, cfg.vregs + cfg.depth, cfg.psum_buckets - 1}, place(places_ - 7)},
       vpu{place(places_ - 6)},
       xlu{place(places_ - 5)},
-      ctrl{CState::kIdle, false, {}, 0, 0, place(places_ - 4), place(places_ - 3), place(places_ - 2),
-           place(places_ - 1)},
+      ctrl{this, place(places_ - 4), place(places_ - 3), place(places_ - 2), place(places_ - 1)},
       array{this},
       wsram{cfg.depth - 1},
       asram{cfg.depth - 1} {}
@@ -32,17 +31,12 @@ void BatchDatapath::start_mxu(const MxuDispatch& d, const TileSpan& operand) {
   ctrl.state = CState::kDone;
   ctrl.epilogue_active = d.kind == MxuStart::kEpilogue;
   if (ctrl.epilogue_active) ctrl.epi = d.epi;
-  const bool epilogue = ctrl.epilogue_active || d.kind == MxuStart::kGeneric;
   for (int l = 0; l < launches_; ++l) {
     Controller& c = mxu(l).ctrl;
     c.scale_mul = ctrl.scale_mul;
     c.scale_shift = ctrl.scale_shift;
     c.start(d, mxu(l).array, operand[l]);
     c.run_whole(mxu(l).array, mxu(l).wsram, mxu(l).asram, psum.mem[c.psum_addr][l]);
-    ctrl.output[l] = c.output_tile();
-    ctrl.matrix_buf[l] = c.matrix_buf;
-    if (epilogue) ctrl.epilogue_buf[l] = c.epilogue_buf;
-    if (ctrl.epilogue_active && d.epi.reduce) ctrl.stat[l] = c.stat_tile();
   }
 }
 

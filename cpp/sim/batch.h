@@ -110,20 +110,30 @@ class BatchDatapath {
     Controller ctrl;
   };
   // The MXU as the SXU sees it: the Controller's state, the same for every launch (a launch's own Controller
-  // runs its dispatches), and the result registers the SXU reads, a place each.
+  // runs its dispatches), and the results the SXU reads, each launch's gathered into a place when read.
   struct Mxu {
+    BatchDatapath* batch;
+    TileSpan output, matrix, epilogue, stat;  // the places
     CState state = CState::kIdle;
     bool epilogue_active = false;
     EpilogueConfig epi;
     int32_t scale_mul = 0;  // SET_REQUANT_CONFIG's, given to each launch's Controller at a dispatch
     uint8_t scale_shift = 0;
-    TileSpan output, matrix_buf, epilogue_buf, stat;  // Controller::output_tile, matrix_buf, ... of each launch
     static constexpr bool can_start() { return true; }
     static constexpr bool active() { return false; }
     static constexpr bool depositing() { return false; }
     bool is_done() const { return state == CState::kDone; }
-    const TileSpan& output_tile() const { return output; }
-    const TileSpan& stat_tile() const { return stat; }
+    const TileSpan& output_tile() const { return gather(output, &Controller::output_tile); }
+    const TileSpan& matrix_tile() const { return gather(matrix, &Controller::matrix_tile); }
+    const TileSpan& epilogue_tile() const { return gather(epilogue, &Controller::epilogue_tile); }
+    const TileSpan& stat_tile() const { return gather(stat, &Controller::stat_tile); }
+
+   private:
+    template <class Result>
+    const TileSpan& gather(const TileSpan& place, Result (Controller::*result)() const) const {
+      for (int l = 0; l < place.launches(); ++l) place[l] = (batch->mxu(l).ctrl.*result)();
+      return place;
+    }
   };
   struct Array {  // MXU_CLEAR's target: every launch's array
     BatchDatapath* batch;

@@ -101,9 +101,12 @@ struct Controller {
   // which leaves the pass registers an earlier one could feed in zero, so the stream's result is its own
   // products. `psum_bucket`: the bucket its psum_addr names.
   void run_whole(SystolicArray& array, const WeightSram& wsram, ActivationSram& asram, Tile& psum_bucket);
-  // What LOAD_MXU_RESULT and LOAD_EPILOGUE_STAT write to a vreg.
+  // The results the SXU reads: what LOAD_MXU_RESULT and LOAD_EPILOGUE_STAT write to a vreg, the per-PE
+  // matrix LOAD_MXU_MATRIX_ROW reads, an epilogue's result.
   Tile output_tile() const { return row_tile(output_buf); }
   Tile stat_tile() const;
+  const Tile& matrix_tile() const { return matrix_buf; }
+  const Tile& epilogue_tile() const { return epilogue_buf; }
 
  private:
   void drain(SystolicArray& array, ActivationSram& asram, Tile& psum_bucket);

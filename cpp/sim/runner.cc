@@ -282,10 +282,6 @@ void BatchRunner::start(BatchDatapath& b, int launches, const std::vector<int>& 
   b.ctrl.epi = tc.ctrl.epi;
   b.ctrl.scale_mul = tc.ctrl.scale_mul;
   b.ctrl.scale_shift = tc.ctrl.scale_shift;
-  b.ctrl.output = tc.ctrl.output_tile();
-  b.ctrl.matrix_buf = tc.ctrl.matrix_buf;
-  b.ctrl.epilogue_buf = tc.ctrl.epilogue_buf;
-  b.ctrl.stat = tc.ctrl.stat_tile();
   for (int l = 0; l < launches; ++l) b.mxu(l) = {tc.wsram, tc.asram, tc.array, tc.ctrl};
 }
 
@@ -320,8 +316,7 @@ void BatchRunner::results(BatchDatapath& b, int launch, RunResult& res) const {
 
 void BatchRunner::more_results(BatchDatapath& b, int launch, RunResult& res) const {
   if (out_mxu_) {  // the testbench waits for the MXU: the last dispatch's result
-    res.mxu_result.emplace();
-    std::copy_n(b.ctrl.output[launch].begin(), kRows, res.mxu_result->begin());
+    res.mxu_result = b.mxu(launch).ctrl.output_buf;
   }
   res.asram_results.clear();
   for (int a : asram_out_) {

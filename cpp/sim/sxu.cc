@@ -381,9 +381,9 @@ Exec run_epilogue(Sxu& sx, DP& tc, const MxuDispatch& d, bool wb_vmem) {
     default:
       if (wb_vmem && !vmem_arrived(tc, sx.cur.vmemAddr)) return Exec::kStallLoad;
       if (wb_vmem)
-        vmem_write(sx, tc, sx.cur.vmemAddr, tc.ctrl.epilogue_buf);
+        vmem_write(sx, tc, sx.cur.vmemAddr, tc.ctrl.epilogue_tile());
       else
-        vreg(tc, sx.cur.vregDst) = tc.ctrl.epilogue_buf;
+        vreg(tc, sx.cur.vregDst) = tc.ctrl.epilogue_tile();
       return Exec::kNext;
   }
 }
@@ -600,7 +600,7 @@ template <class DP>
 Exec load_mxu_matrix_row(Sxu& sx, DP& tc) {
   if (!mxu_result_ready(sx, tc)) return Exec::kStallMxuResult;
   const int row = sx.cur.vregSrc & (kRows - 1);
-  each(vreg(tc, sx.cur.vregDst), tc.ctrl.matrix_buf, [row](Tile& out, const Tile& m) {
+  each(vreg(tc, sx.cur.vregDst), tc.ctrl.matrix_tile(), [row](Tile& out, const Tile& m) {
     Row r;
     std::copy_n(m.begin() + row * kRows, kRows, r.begin());
     out = row_tile(r);

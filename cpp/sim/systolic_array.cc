@@ -37,11 +37,11 @@ void SystolicArray::stream_ws(const Row& act_sums) {
 void SystolicArray::stream_os(const I8Tile& w, const std::array<I8Row, kRows>& act, int k) {
   for (int j = 0; j < k; ++j) {
     const int slot = j & (kRows - 1);
-    for (int r = 0; r < kRows; ++r)
-      for (int c = 0; c < kRows; ++c) {
-        int i = r * kRows + c;
-        accum[i] = wrap_add(accum[i], int32_t(act[slot][r]) * int32_t(w[slot * kRows + c]));
-      }
+    for (int r = 0; r < kRows; ++r) {
+      const int32_t a = act[slot][r];
+      int32_t* row = &accum[r * kRows];
+      for (int c = 0; c < kRows; ++c) row[c] = wrap_add(row[c], a * int32_t(w[slot * kRows + c]));
+    }
   }
 }
 
