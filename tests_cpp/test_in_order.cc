@@ -46,7 +46,8 @@ Memories memories_of(BatchDatapath& b, int l) {
 }
 
 RunResult ticked_run(const Bundle& b, const TensorCoreConfig& cfg, const Edit& e) {
-  return run_validated(b, [&](TensorCore& tc) { e ? e(memories_of(tc)) : void(); }, cfg);
+  return run_validated(
+      b, [&](TensorCore& tc) { e ? e(memories_of(tc)) : void(); }, cfg);
 }
 
 // Whether a program's launches run in order: it computes in order, and its ticked run meets no running MXU
@@ -131,7 +132,8 @@ TEST_CASE("which programs compute in order: decided by the opcode rows' columns"
       computes_in_order(program("LOAD v0, VMEM[0]\nVPU_BG v1 = FSUM_REDUCE_TILE(v0)\nSTORE VMEM[1], v1")));
   // The MXU, whose dispatches take fixed cycles
   CHECK(computes_in_order(program("MXU_OS WMEM[0], AMEM[0], k=1\nWAIT_MXU")));
-  CHECK(computes_in_order(assemble("MXU_OS WMEM[0], AMEM[0], k=1\nHALT\nOUTPUT_MXU\nOUTPUT_ASRAM ASRAM[1]\nEND\n")));
+  CHECK(computes_in_order(
+      assemble("MXU_OS WMEM[0], AMEM[0], k=1\nHALT\nOUTPUT_MXU\nOUTPUT_ASRAM ASRAM[1]\nEND\n")));
   // Control flow or values that read data or the cycle
   CHECK_FALSE(computes_in_order(program("SET_PRED_IF_ZERO v0\nSKIP_IF_PRED\nVZERO v1")));
   CHECK_FALSE(computes_in_order(program("READ_CYCLE v0\nSTORE VMEM[1], v0")));
@@ -228,15 +230,29 @@ namespace {
 // A random valid instruction of an MXU program: a dispatch of any kind, a read of the MXU's results or
 // state, a PSUM access, or a load, store or VPU op between them; any fields.
 Instr random_mxu_instr(std::mt19937& rng) {
-  static const SxuOpcode kOps[] = {
-      SxuOpcode::kDispatchMxu,       SxuOpcode::kDispatchMxuAccumulate, SxuOpcode::kDispatchMxuOs,
-      SxuOpcode::kDispatchMxuOsAccumulate, SxuOpcode::kDispatchMxuEpilogue, SxuOpcode::kDispatchMxuRequant,
-      SxuOpcode::kDispatchMxuVpuEpilogue,  SxuOpcode::kWaitMxu,          SxuOpcode::kLoadMxuResult,
-      SxuOpcode::kLoadMxuMatrixRow,  SxuOpcode::kMxuClear,              SxuOpcode::kSetRequantConfig,
-      SxuOpcode::kLoadEpilogueStat,  SxuOpcode::kPsumWrite,             SxuOpcode::kPsumAccumulate,
-      SxuOpcode::kPsumAccumulateRow, SxuOpcode::kPsumRead,              SxuOpcode::kPsumReadRow,
-      SxuOpcode::kPsumClear,         SxuOpcode::kPsumClearAll,          SxuOpcode::kLoadVreg,
-      SxuOpcode::kStoreVreg,         SxuOpcode::kDispatchVpu};
+  static const SxuOpcode kOps[] = {SxuOpcode::kDispatchMxu,
+                                   SxuOpcode::kDispatchMxuAccumulate,
+                                   SxuOpcode::kDispatchMxuOs,
+                                   SxuOpcode::kDispatchMxuOsAccumulate,
+                                   SxuOpcode::kDispatchMxuEpilogue,
+                                   SxuOpcode::kDispatchMxuRequant,
+                                   SxuOpcode::kDispatchMxuVpuEpilogue,
+                                   SxuOpcode::kWaitMxu,
+                                   SxuOpcode::kLoadMxuResult,
+                                   SxuOpcode::kLoadMxuMatrixRow,
+                                   SxuOpcode::kMxuClear,
+                                   SxuOpcode::kSetRequantConfig,
+                                   SxuOpcode::kLoadEpilogueStat,
+                                   SxuOpcode::kPsumWrite,
+                                   SxuOpcode::kPsumAccumulate,
+                                   SxuOpcode::kPsumAccumulateRow,
+                                   SxuOpcode::kPsumRead,
+                                   SxuOpcode::kPsumReadRow,
+                                   SxuOpcode::kPsumClear,
+                                   SxuOpcode::kPsumClearAll,
+                                   SxuOpcode::kLoadVreg,
+                                   SxuOpcode::kStoreVreg,
+                                   SxuOpcode::kDispatchVpu};
   auto field = [&](int n) { return uint8_t(std::uniform_int_distribution<int>(0, n - 1)(rng)); };
   for (;;) {
     Instr i;
@@ -265,7 +281,8 @@ Bundle random_mxu_program(std::mt19937& rng, int length) {
   for (int a = 0; a < TensorCoreConfig::kMaxDepth; ++a)
     for (RecordType type : {RecordType::kVmemTile, RecordType::kWeightTile, RecordType::kActTile}) {
       Record r{type, a, {}, {}};
-      for (int32_t& x : r.data) x = type == RecordType::kVmemTile ? int32_t(rng()) : int32_t(rng() % 256) - 128;
+      for (int32_t& x : r.data)
+        x = type == RecordType::kVmemTile ? int32_t(rng()) : int32_t(rng() % 256) - 128;
       b.records.push_back(r);
     }
   Instr first;
@@ -321,8 +338,9 @@ TEST_CASE("a PSUM access or ActivationSRAM output that meets a running dispatch'
   const std::string data = "WMEM[0] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\nAMEM[0] = 1 -2 3 -4\n";
   const std::string deposit = "MXU WMEM[0], AMEM[0], tiles=1, psum_write=PSUM[0], psum_row=0\n";
   const std::string read = "PSUM_READ v0, PSUM[0]\nSTORE VMEM[1], v0\nHALT\nOUTPUT_VMEM VMEM[1]\nEND\n";
-  const std::string requant = "SET_REQUANT_CONFIG scale_mul=1000 scale_shift=4\n"
-                              "DISPATCH_MXU_REQUANT WMEM[0] AMEM[0] tiles=1 ASRAM[5]\n";
+  const std::string requant =
+      "SET_REQUANT_CONFIG scale_mul=1000 scale_shift=4\n"
+      "DISPATCH_MXU_REQUANT WMEM[0] AMEM[0] tiles=1 ASRAM[5]\n";
   const std::string out_asram = "HALT\nOUTPUT_ASRAM ASRAM[5]\nEND\n";
   const TensorCoreConfig cfg;
   for (const auto& [racing, waiting] :

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <tuple>
 #include <string>
+#include <tuple>
 
 #include "base/errors.h"
 #include "sim/tensorcore.h"
@@ -117,7 +117,8 @@ void DataPlan::gather_strided(const TileSource& s, Tile& out) const {
     for (int l = 0; l < g.lanes; ++l) out[l] = counter(g.index(l) + moved);
     return;
   }
-  if (!s.gated && b.dtype == DType::kI8) {  // the MXU's operands: no lane's read goes through read_lane's switch
+  if (!s.gated &&
+      b.dtype == DType::kI8) {  // the MXU's operands: no lane's read goes through read_lane's switch
     const auto* at = reinterpret_cast<const int8_t*>(b.read) + moved;
     for (int l = 0; l < g.lanes; ++l) out[l] = at[g.index(l)];
     return;
@@ -194,12 +195,15 @@ void DataPlan::gather_lanes(const TileSource& s, Tile& out) const {
 std::pair<std::set<int>, std::vector<std::pair<int, int>>> DataPlan::choices() const {
   std::set<int> veto;
   std::vector<std::pair<int, int>> same;
-  // The operands by value (weight or activation, then the tile) and index: the first of equal ones is the earlier
+  // The operands by value (weight or activation, then the tile) and index: the first of equal ones is the
+  // earlier
   struct Value {
     bool weight;
     Tile tile;
     int operand;
-    bool operator<(const Value& o) const { return std::tie(weight, tile, operand) < std::tie(o.weight, o.tile, o.operand); }
+    bool operator<(const Value& o) const {
+      return std::tie(weight, tile, operand) < std::tie(o.weight, o.tile, o.operand);
+    }
   };
   std::vector<Value> values(p_.mxu_operands.size());
   for (int i = 0; i < int(values.size()); ++i) {

@@ -52,12 +52,13 @@ void each(const TileSpan& out, const TileSpan& in, F f) {
 
 // A batch of launches of one program that computes in order (sim/runner.h), as the SXU's exec functions see a
 // Datapath (datapath.h): the same members, each place a TileSpan. Nothing waits: every record has arrived, a
-// VPU op of many cycles delivers its result at once (the SXU waits for it in such a program, so no instruction
-// sees the difference), and an MXU dispatch runs whole at its start, for each launch (Controller::run_whole):
-// the MXU is never busy, its result ready whenever the SXU looks. That is what ticking gives when no SXU PSUM
-// access or ActivationSRAM output meets a dispatch still running that writes there (RunResult::mxu_overlapped,
-// which keeps such a program ticked): the dispatches run one after another, and nothing else reads what they
-// write before they are done. The batch's counters are its ticked launch's: nothing here counts them.
+// VPU op of many cycles delivers its result at once (the SXU waits for it in such a program, so no
+// instruction sees the difference), and an MXU dispatch runs whole at its start, for each launch
+// (Controller::run_whole): the MXU is never busy, its result ready whenever the SXU looks. That is what
+// ticking gives when no SXU PSUM access or ActivationSRAM output meets a dispatch still running that writes
+// there (RunResult::mxu_overlapped, which keeps such a program ticked): the dispatches run one after another,
+// and nothing else reads what they write before they are done. The batch's counters are its ticked launch's:
+// nothing here counts them.
 class BatchDatapath {
  public:
   BatchDatapath(const TensorCoreConfig& cfg, int capacity);
@@ -157,8 +158,8 @@ class BatchDatapath {
   uint64_t cycle = 0;         // counted as instructions run; READ_CYCLE is never batched
   TraceLog* trace = nullptr;  // batches are never traced
   static constexpr bool psum_port_taken = false;
-  static constexpr uint64_t mxu_data_arrival = 0;  // every record has arrived
-  bool mxu_overlapped = false;                     // never set: nothing runs beside the SXU
+  static constexpr uint64_t mxu_data_arrival = 0;                    // every record has arrived
+  bool mxu_overlapped = false;                                       // never set: nothing runs beside the SXU
   std::array<uint64_t, TensorCoreConfig::kMaxDepth> vmem_arrival{};  // every record has arrived
   uint64_t xlu_busy_cycles = 0;                                      // counted, not reported
   Places vrf;

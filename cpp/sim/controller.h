@@ -91,15 +91,15 @@ struct Controller {
   bool depositing() const {
     return active() && (psum_mode == PsumMode::kWrite || psum_mode == PsumMode::kAccumulate);
   }
-  // Caller checks can_start(). `operand`: the vreg the instruction's vregSrc names, whose row 0 is an epilogue's
-  // bias or a generic epilogue's src2.
+  // Caller checks can_start(). `operand`: the vreg the instruction's vregSrc names, whose row 0 is an
+  // epilogue's bias or a generic epilogue's src2.
   void start(const MxuDispatch& d, SystolicArray& array, const Tile& operand);
   // One cycle of the running FSM; runs only in cycles that started with the controller active.
   void tick(SystolicArray& array, WeightSram& wsram, ActivationSram& asram, PsumBank& psum);
-  // The dispatch just started, from its start to Done at once, without its cycles: the array's accumulators as
-  // its stream leaves them (SystolicArray::stream_ws, stream_os), then the drain. Every dispatch runs to Done,
-  // which leaves the pass registers an earlier one could feed in zero, so the stream's result is its own
-  // products. `psum_bucket`: the bucket its psum_addr names.
+  // The dispatch just started, from its start to Done at once, without its cycles: the array's accumulators
+  // as its stream leaves them (SystolicArray::stream_ws, stream_os), then the drain. Every dispatch runs to
+  // Done, which leaves the pass registers an earlier one could feed in zero, so the stream's result is its
+  // own products. `psum_bucket`: the bucket its psum_addr names.
   void run_whole(SystolicArray& array, const WeightSram& wsram, ActivationSram& asram, Tile& psum_bucket);
   // The results the SXU reads: what LOAD_MXU_RESULT and LOAD_EPILOGUE_STAT write to a vreg, the per-PE
   // matrix LOAD_MXU_MATRIX_ROW reads, an epilogue's result.

@@ -28,7 +28,7 @@ struct RunResult {
   std::vector<Tile> vmem_results;  // in OUTPUT_VMEM order
   std::optional<Row> mxu_result;   // when the bundle asked for OUTPUT_MXU
   std::vector<Row> asram_results;  // in OUTPUT_ASRAM order
-  bool mxu_overlapped = false;      // Datapath::mxu_overlapped: then its program's launches are ticked
+  bool mxu_overlapped = false;     // Datapath::mxu_overlapped: then its program's launches are ticked
   std::string output() const;      // the testbench's stdout: result lines, cycles N, status ok
 };
 
@@ -52,11 +52,11 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
                         TraceLog* trace = nullptr, const Poll& poll = {}, const LaunchLoad& launch = {});
 
 // Exact results without ticking. A program computes in order when none of its instructions reads data for its
-// timing or control flow (sxu_ops.def's reads_data column) and no VPU op of many cycles runs in the background
-// (a VPU_BG's op is combinational). Its timing is then the same for all its data: the MXU's too, whose
-// dispatches take fixed cycles (hardware.md §2.3). Its instructions act one after another on the same values;
-// an MXU dispatch's results, once it is done, are those of its instruction's place in that order, as long as
-// nothing reads or writes what it writes while it runs, which the program's ticked run tells
+// timing or control flow (sxu_ops.def's reads_data column) and no VPU op of many cycles runs in the
+// background (a VPU_BG's op is combinational). Its timing is then the same for all its data: the MXU's too,
+// whose dispatches take fixed cycles (hardware.md §2.3). Its instructions act one after another on the same
+// values; an MXU dispatch's results, once it is done, are those of its instruction's place in that order, as
+// long as nothing reads or writes what it writes while it runs, which the program's ticked run tells
 // (RunResult::mxu_overlapped). Such a program's results are those of running its instructions in order, each
 // dispatch whole (sim/batch.h), and its cycles, the same for all its data, those of ticking it once.
 bool computes_in_order(const Bundle& bundle);

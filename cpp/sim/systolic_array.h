@@ -21,7 +21,7 @@ struct SystolicArray {
   // activation slot j mod rows, as the staircase pairs them.
   void stream_ws(const Row& act_sums);
   void stream_os(const I8Tile& w, const std::array<I8Row, kRows>& act, int k);
-  Row results() const;                                      // column sums, Int32 wrap
+  Row results() const;  // column sums, Int32 wrap
   const Tile& matrix() const { return accum; }
   void clear_all() { accum.fill(0); }
 };
