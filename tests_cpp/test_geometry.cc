@@ -5,14 +5,17 @@
 //  - OS dispatch + WAIT_MXU = K' + kLen + rows + cols + 5;
 //  - the FpReducer walks the tile's rows*cols elements one a cycle, the TranscUnit each element in its
 //    per-op step count (§2.4, FpReducer#(16) / TranscUnit#(16) at 4x4);
-//  - address and length operands are truncated to TLog#(depth) bits, so an OS slice of `depth` terms is 0.
+//  - address and length operands are truncated to TLog#(depth) bits, so an OS slice of `depth` terms is 0;
+//  - a dispatch run whole (the batch executor's) leaves what the Controller's cycles leave.
 #include <Eigen/Dense>
 #include <catch2/catch.hpp>
 #include <random>
 
 #include "helpers.h"
 #include "isa/tasm.h"
+#include "isa/vpu_ops.h"
 #include "runtime/executor.h"
+#include "sim/controller.h"
 
 using namespace tinytpu;
 using Mat = Eigen::Matrix<int64_t, Eigen::Dynamic, Eigen::Dynamic>;
@@ -157,4 +160,54 @@ TEST_CASE("geometry: OUTPUT_ASRAM prints every one of an ActivationSRAM word's R
   auto r = test::run(amem(5, a, 0) + "HALT\nOUTPUT_ASRAM ASRAM[5]\nEND");
   REQUIRE(r.asram_results.size() == 1);
   for (int c = 0; c < R; ++c) CHECK(r.asram_results[0][c] == a(0, c));
+}
+
+TEST_CASE("geometry: a dispatch run whole gives the array and the drain what its cycles give") {
+  // Every dispatch kind, K and tLen past the slots and stream, one after another on one array: the
+  // Controller's FSM ticked against run_whole, state by state
+  std::mt19937 rng(7);
+  const TensorCoreConfig cfg;
+  WeightSram wsram(cfg);
+  ActivationSram asram(cfg);
+  for (auto& w : wsram.mem)
+    for (int8_t& x : w) x = int8_t(rng());
+  for (auto& r : asram.mem)
+    for (int8_t& x : r) x = int8_t(rng());
+  PsumBank psum_ticked(cfg), psum_whole(cfg);
+  ActivationSram asram_ticked = asram, asram_whole = asram;
+  SystolicArray ticked_array, whole_array;
+  Controller ticked, whole;
+  for (int n = 0; n < 500; ++n) {
+    MxuDispatch d;
+    d.kind = MxuStart(rng() % 7);
+    d.w_base = uint8_t(rng() % 32);
+    d.a_base = uint8_t(rng() % 32);
+    d.len = uint8_t(rng() % 32);
+    d.psum_addr = uint8_t(rng() % 8);
+    d.psum_row = uint8_t(rng() % kRows);
+    d.psum_mode = PsumMode(rng() % 4);
+    d.epi = {bool(rng() % 2), bool(rng() % 2), bool(rng() % 2), bool(rng() % 2)};
+    d.vpu_op = uint8_t(rng() % kNumVpuOps);
+    d.requant_base = uint8_t(rng() % 32);
+    Tile operand;
+    for (int32_t& x : operand) x = int32_t(rng());
+    ticked.scale_mul = whole.scale_mul = int32_t(rng());
+    ticked.scale_shift = whole.scale_shift = uint8_t(rng() % 32);
+    ticked.start(d, ticked_array, operand);
+    while (!ticked.is_done()) ticked.tick(ticked_array, wsram, asram_ticked, psum_ticked);
+    whole.start(d, whole_array, operand);
+    whole.run_whole(whole_array, wsram, asram_whole, psum_whole.mem[psum_whole.bucket(whole.psum_addr)]);
+    INFO(n);
+    REQUIRE(whole_array.accum == ticked_array.accum);
+    REQUIRE(whole.output_buf == ticked.output_buf);
+    REQUIRE(whole.matrix_buf == ticked.matrix_buf);
+    REQUIRE(whole.epilogue_buf == ticked.epilogue_buf);
+    REQUIRE(whole.stat_tile() == ticked.stat_tile());
+    REQUIRE(asram_whole.mem == asram_ticked.mem);
+    REQUIRE(psum_whole.mem == psum_ticked.mem);
+    if (rng() % 8 == 0) {  // MXU_CLEAR now and then
+      ticked_array.clear_all();
+      whole_array.clear_all();
+    }
+  }
 }
