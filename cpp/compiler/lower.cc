@@ -5,6 +5,7 @@
 #include "base/fp32.h"
 #include "compiler/cost.h"
 #include "compiler/emitter.h"
+#include "compiler/lane_pack.h"
 #include "compiler/op_table.h"
 #include "isa/instr_builders.h"
 
@@ -160,6 +161,14 @@ void Emitter::udiv(int d, int a, int b) {
   for (int r : {sign, one, t, ax, bx, big, zero}) release(r);
 }
 
+// A LANE_BROADCAST's XLU instruction: lane `lane` to every lane, each row its column `lane`, or each column its
+// row `lane`.
+void Emitter::broadcast(const TileNode& n, int d, int a) {
+  emit(n.axis == LaneAxis::kTile  ? instr::broadcast_scalar(d, a, n.lane / kRows, n.lane % kRows)
+       : n.axis == LaneAxis::kRow ? instr::broadcast_col(d, a, n.lane)
+                                  : instr::broadcast_row(d, a, n.lane));
+}
+
 // MAX(x, 0) on signed lanes (narrow unsigned lanes are never negative) is one RELU: no zero tile.
 int Emitter::relu_input(const TileNode& n) const {
   if (n.op != Op::MAX || is_float(n.dtype) || n.dtype == DType::kU32) return -1;
@@ -213,7 +222,7 @@ void Emitter::emit_store(int s) {
       cutter_.launch().drains.push_back({slot, s, -1, role});
       continue;
     }
-    if (is_leaf(node) && regs_.of(node) < 0 && !p_.nodes[node].dynamic) {
+    if (is_gather(p_, node) && regs_.of(node) < 0 && !p_.nodes[node].dynamic) {
       // a gathered tile stored as it is: the loader fills an output slot, no LOAD and STORE
       int slot = take_out_slot(true);
       cutter_.launch().fills.push_back({slot, node, p_.nodes[node].dtype});
@@ -311,12 +320,7 @@ void lane_reduce(Emitter& e, const Lowered& o) {
   e.release(t);
 }
 
-void lane_broadcast(Emitter& e, const Lowered& o) {
-  const TileNode& n = o.n;
-  e.emit(n.axis == LaneAxis::kTile  ? instr::broadcast_scalar(o.d, o.a, n.lane / kRows, n.lane % kRows)
-         : n.axis == LaneAxis::kRow ? instr::broadcast_col(o.d, o.a, n.lane)
-                                    : instr::broadcast_row(o.d, o.a, n.lane));
-}
+void lane_broadcast(Emitter& e, const Lowered& o) { e.broadcast(o.n, o.d, o.a); }
 
 void fdiv(Emitter& e, const Lowered& o) {
   if (!e.fast_math_) return e.divide(o.d, o.a, o.b);
@@ -387,21 +391,46 @@ int64_t estimated_cycles(const std::vector<Launch>& launches) {
   return cycles;
 }
 
-std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
+namespace {
+
+// One emission of a batch: its launches and constants, and their estimated cycles.
+struct Emission {
+  std::vector<Launch> launches;
+  std::vector<Tile> constants;
+  int64_t cycles = INT64_MAX;
+};
+
+}  // namespace
+
+std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
                           bool fast_math, const Choices& choices) {
-  // Both emission orders, and the one whose launches take fewer cycles.
-  const NodeFacts facts(prog);
-  Emitter by_store(prog, facts, cfg, fast_math, choices, EmitOrder::kByStore);
-  auto launches = by_store.run();
-  constants = by_store.constants();
-  if (prog.stores.size() < 2) return launches;
-  Emitter in_order(prog, facts, cfg, fast_math, choices, EmitOrder::kProgram);
-  auto other = in_order.run();
-  if (estimated_cycles(other) < estimated_cycles(launches)) {
-    constants = in_order.constants();
-    return other;
-  }
-  return launches;
+  // The program as it is and with broadcast operands, in each emission order, and the lowering whose
+  // launches take the fewest cycles.
+  Emission best;
+  bool broadcast = false;
+  auto emit = [&](const TileProgram& p, const NodeFacts& facts, EmitOrder order, int group, bool is_broadcast) {
+    Emitter e(p, facts, cfg, fast_math, choices, order, group);
+    Emission l{e.run(), e.constants()};
+    l.cycles = estimated_cycles(l.launches);
+    if (l.cycles < best.cycles) {
+      best = std::move(l);
+      broadcast = is_broadcast;
+    }
+  };
+  auto orders = [&](const TileProgram& p, bool is_broadcast) {
+    const NodeFacts facts(p);
+    emit(p, facts, EmitOrder::kByStore, 0, is_broadcast);
+    if (p.stores.size() < 2) return;
+    emit(p, facts, EmitOrder::kProgram, 0, is_broadcast);
+    if (!interleavable(p)) return;
+    for (int group : {2, 4, 8}) emit(p, facts, EmitOrder::kInterleaved, group, is_broadcast);
+  };
+  orders(prog, false);
+  std::optional<TileProgram> with_broadcasts = broadcast_operands(prog);
+  if (with_broadcasts) orders(*with_broadcasts, true);
+  if (broadcast) prog = std::move(*with_broadcasts);
+  constants = std::move(best.constants);
+  return std::move(best.launches);
 }
 
 }  // namespace tinytpu::compiler

@@ -15,7 +15,7 @@ namespace tinytpu::compiler {
 // the data records.
 int64_t estimated_cycles(const std::vector<Launch>& launches);
 
-std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
+std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
                           bool fast_math = false, const Choices& choices = {});
 
 }  // namespace tinytpu::compiler
