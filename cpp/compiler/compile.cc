@@ -491,6 +491,7 @@ struct FirstChunk {
   TileProgram packed;
   std::vector<Launch> launches;
   std::vector<Tile> consts;
+  Emissions emissions;  // the way its lowering took, for the kernel's other batches
 };
 
 // A float reduction's chunk layout, by compiling its first chunk both ways: the one whose estimated
@@ -510,7 +511,7 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
     const bool whole = t.trace_chunk(0, prog);
     f.compiled = whole && !prog.stores.empty() && batch_ends(prog, 0, t);
     pack_lanes(prog);
-    f.launches = lower(prog, cfg, f.consts, k.fast_math, choices);
+    f.launches = lower(prog, cfg, f.consts, k.fast_math, choices, &f.emissions);
     // a chunk traced in parts: its cycles estimated from its first part's, by the share of it traced
     const double share = whole ? 1.0 : std::max(t.cut_share(), 1e-6);
     cost[&f - tried.data()] = int64_t(double(estimated_cycles(f.launches)) / share) * t.num_chunks();
@@ -539,6 +540,7 @@ class Batches {
         builder_(plan, tracer.slot_sizes(), buffers,
                  cfg.sparse_core ? rows_picked_by_variables(k) : std::set<int>{}),
         first_(std::move(first)),
+        emissions_(first_.emissions),
         period_(trace_every_chunk ? ChunkPeriod{} : tracer.chunk_period()) {}
 
   TileProgram& prog() { return prog_; }
@@ -621,6 +623,7 @@ class Batches {
   Plan& plan_;
   PlanBuilder builder_;
   FirstChunk first_;
+  Emissions emissions_;  // the way the kernel's batches are lowered (lower.h)
   Decisions why_;
   enum class Engine { kUndecided, kMxu, kVpu };
   Engine mxu_ = Engine::kUndecided;  // where the int8 dot products run (choose_engine)
@@ -682,10 +685,11 @@ class Batches {
   // ways; `launches` and `consts` are left as the chosen way's, and prog_ packed.
   void choose_engine(TileProgram unfused, std::vector<Launch>& launches, std::vector<Tile>& consts) {
     std::vector<Tile> vpu_consts;
+    Emissions vpu_emissions = emissions_;
     pack_lanes(unfused);
-    std::vector<Launch> on_vpu = lower(unfused, cfg_, vpu_consts, k_.fast_math, choices_);
+    std::vector<Launch> on_vpu = lower(unfused, cfg_, vpu_consts, k_.fast_math, choices_, &vpu_emissions);
     pack_lanes(prog_);
-    launches = lower(prog_, cfg_, consts, k_.fast_math, choices_);
+    launches = lower(prog_, cfg_, consts, k_.fast_math, choices_, &emissions_);
     const int64_t mxu_cycles = estimated_cycles(launches), vpu_cycles = estimated_cycles(on_vpu);
     mxu_ = vpu_cycles < mxu_cycles ? Engine::kVpu : Engine::kMxu;
     why_.engine = fmt::format("~{} cycles on the MXU against ~{} on the VPU (the first batch, estimated)",
@@ -694,6 +698,7 @@ class Batches {
       launches = std::move(on_vpu);
       consts = std::move(vpu_consts);
       prog_ = std::move(unfused);
+      emissions_ = vpu_emissions;
     }
   }
 
@@ -722,7 +727,7 @@ class Batches {
     } else {
       pack_lanes(prog_);
       why_.passed(Pass::kPack);
-      launches = lower(prog_, cfg_, consts, k_.fast_math, choices_);
+      launches = lower(prog_, cfg_, consts, k_.fast_math, choices_, &emissions_);
     }
     first_.compiled = false;  // only the first batch is chunk 0
     why_.passed(Pass::kLower);

@@ -1,6 +1,7 @@
 #include "compiler/lower.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "base/fp32.h"
 #include "compiler/cost.h"
@@ -403,32 +404,52 @@ struct Emission {
 }  // namespace
 
 std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
-                          bool fast_math, const Choices& choices) {
-  // The program as it is and with broadcast operands, in each emission order, and the lowering whose
-  // launches take the fewest cycles.
+                          bool fast_math, const Choices& choices, Emissions* emissions) {
+  // Both orders of the program as it is, then the other emissions (all of them, or the kernel's choice), and
+  // the one whose launches take the fewest cycles.
   Emission best;
-  bool broadcast = false;
-  auto emit = [&](const TileProgram& p, const NodeFacts& facts, EmitOrder order, int group, bool is_broadcast) {
-    Emitter e(p, facts, cfg, fast_math, choices, order, group);
-    Emission l{e.run(), e.constants()};
-    l.cycles = estimated_cycles(l.launches);
-    if (l.cycles < best.cycles) {
-      best = std::move(l);
-      broadcast = is_broadcast;
+  Emissions::Way won;
+  std::optional<TileProgram> with_broadcasts;
+  std::optional<NodeFacts> facts[2];  // of each program, found once for its emissions
+  auto emit = [&](const Emissions::Way& way) {
+    const TileProgram& p = way.broadcast ? *with_broadcasts : prog;
+    if (p.stores.size() < 2 && way.order != EmitOrder::kByStore) return;
+    if (way.order == EmitOrder::kInterleaved && !interleavable(p)) return;
+    if (!facts[way.broadcast]) facts[way.broadcast].emplace(p);
+    Emitter e(p, *facts[way.broadcast], cfg, fast_math, choices, way.order, way.group);
+    Emission l;
+    try {
+      l.launches = e.run();
+    } catch (const Unsupported&) {
+      // An event that needs more than an empty launch has (an op's temporaries beside broadcast leaves and
+      // their sources, say) makes the way no candidate; the two orders of the program as it is are the
+      // lowering's own, and throw on.
+      if (way.broadcast || way.order == EmitOrder::kInterleaved) return;
+      throw;
     }
+    l.constants = e.constants();
+    l.cycles = estimated_cycles(l.launches);
+    if (l.cycles < best.cycles) std::tie(best, won) = std::pair{std::move(l), way};
   };
-  auto orders = [&](const TileProgram& p, bool is_broadcast) {
-    const NodeFacts facts(p);
-    emit(p, facts, EmitOrder::kByStore, 0, is_broadcast);
-    if (p.stores.size() < 2) return;
-    emit(p, facts, EmitOrder::kProgram, 0, is_broadcast);
-    if (!interleavable(p)) return;
-    for (int group : {2, 4, 8}) emit(p, facts, EmitOrder::kInterleaved, group, is_broadcast);
-  };
-  orders(prog, false);
-  std::optional<TileProgram> with_broadcasts = broadcast_operands(prog);
-  if (with_broadcasts) orders(*with_broadcasts, true);
-  if (broadcast) prog = std::move(*with_broadcasts);
+  emit({EmitOrder::kByStore});
+  emit({EmitOrder::kProgram});
+  const bool choosing = !emissions || !emissions->decided;
+  if (choosing || emissions->other) with_broadcasts = broadcast_operands(prog);
+  if (choosing) {
+    for (bool broadcast : {false, true}) {
+      if (broadcast && !with_broadcasts) continue;
+      if (broadcast) emit({EmitOrder::kByStore, 0, true});
+      if (broadcast) emit({EmitOrder::kProgram, 0, true});
+      for (int group : Emissions::kGroups) emit({EmitOrder::kInterleaved, group, broadcast});
+    }
+  } else if (const auto& way = emissions->other; way && (!way->broadcast || with_broadcasts)) {
+    emit(*way);
+  }
+  if (choosing && emissions && (with_broadcasts || interleavable(prog)) && prog.stores.size() >= 2) {
+    emissions->decided = true;
+    if (won.broadcast || won.order == EmitOrder::kInterleaved) emissions->other = won;
+  }
+  if (won.broadcast) prog = std::move(*with_broadcasts);
   constants = std::move(best.constants);
   return std::move(best.launches);
 }

@@ -1,9 +1,11 @@
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "base/tile.h"
 #include "compiler/launch.h"
 #include "compiler/mxu_dot.h"
+#include "compiler/schedule.h"
 #include "compiler/tracer.h"
 
 namespace tinytpu::compiler {
@@ -15,7 +17,24 @@ namespace tinytpu::compiler {
 // the data records.
 int64_t estimated_cycles(const std::vector<Launch>& launches);
 
+// The emissions of a batch lower() weighs beyond the two orders of the program as it is (emitter.h): both
+// orders and the interleaved one with groups of kGroups stores, of the program as it is and with broadcast
+// operands (lane_pack.h). A kernel's batches are mostly alike: the first that has a choice tries every one,
+// and the others only the way it took (besides the two orders, which every batch tries as before).
+struct Emissions {
+  static constexpr int kGroups[] = {2, 4, 8};
+  struct Way {
+    EmitOrder order = EmitOrder::kByStore;
+    int group = 0;  // kInterleaved's stores a group
+    bool broadcast = false;
+  };
+  bool decided = false;
+  std::optional<Way> other;  // the way the first batch took, when not one of the two orders as they were
+};
+
+// `prog` becomes the program the launches were emitted from (with broadcast operands, say). `emissions`: the
+// kernel's choice so far, kept across its batches; without it, every emission is tried.
 std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
-                          bool fast_math = false, const Choices& choices = {});
+                          bool fast_math = false, const Choices& choices = {}, Emissions* emissions = nullptr);
 
 }  // namespace tinytpu::compiler
