@@ -737,7 +737,7 @@ class Batches {
     batch.packed_stores = stores - int64_t(prog_.stores.size());
     for (const TileNode& n : prog_.nodes) {
       batch.lane_reduces += n.op == Op::LANE_REDUCE;
-      batch.broadcasts += n.op == Op::LANE_BROADCAST;
+      batch.broadcasts += n.op == Op::LANE_BROADCAST && !is_gather(prog_, n.a);  // not a broadcast operand
     }
     for (const Launch& l : launches)
       if (l.cut) ++batch.cuts[l.cut];
@@ -796,6 +796,9 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
   if (!why_.engine.empty())
     decision_log().info("  int8 dot products on the {}: {}", mxu_ == Engine::kVpu ? "VPU" : "MXU",
                         why_.engine);
+  if (emissions_.other)
+    decision_log().info("  emitted {} (the first batch with a choice: ~{} cycles, ~{} in the better order as before)",
+                        describe(*emissions_.other), emissions_.estimates.second, emissions_.estimates.first);
   if (chains_ > 0)
     decision_log().info(
         "  MXU: {} of {} int8 dot-product chains, in {} output-stationary and {} weight-stationary "

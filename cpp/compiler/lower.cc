@@ -385,6 +385,13 @@ void cast(Emitter& e, const Lowered& o) {
 
 }  // namespace lowering
 
+std::string describe(const Emissions::Way& way) {
+  const char* orders[] = {"store by store", "in program order", "interleaved"};
+  return std::string(orders[int(way.order)]) +
+         (way.order == EmitOrder::kInterleaved ? " in groups of up to " + std::to_string(way.group) + " stores" : "") +
+         (way.broadcast ? ", operands broadcast" : "");
+}
+
 int64_t estimated_cycles(const std::vector<Launch>& launches) {
   int64_t cycles = 0;
   for (const Launch& l : launches)
@@ -433,6 +440,7 @@ std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::v
   };
   emit({EmitOrder::kByStore});
   emit({EmitOrder::kProgram});
+  const int64_t as_it_was = best.cycles;
   const bool choosing = !emissions || !emissions->decided;
   if (choosing || emissions->other) with_broadcasts = broadcast_operands(prog);
   if (choosing) {
@@ -448,6 +456,7 @@ std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::v
   if (choosing && emissions && (with_broadcasts || interleavable(prog)) && prog.stores.size() >= 2) {
     emissions->decided = true;
     if (won.broadcast || won.order == EmitOrder::kInterleaved) emissions->other = won;
+    emissions->estimates = {as_it_was, best.cycles};
   }
   if (won.broadcast) prog = std::move(*with_broadcasts);
   constants = std::move(best.constants);

@@ -1,5 +1,7 @@
 #pragma once
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "base/tile.h"
@@ -30,7 +32,10 @@ struct Emissions {
   };
   bool decided = false;
   std::optional<Way> other;  // the way the first batch took, when not one of the two orders as they were
+  // The first batch's estimated cycles, in the better of the two orders as they were and the way it took.
+  std::pair<int64_t, int64_t> estimates;
 };
+std::string describe(const Emissions::Way& way);  // the decision log's words
 
 // `prog` becomes the program the launches were emitted from (with broadcast operands, say). `emissions`: the
 // kernel's choice so far, kept across its batches; without it, every emission is tried.
