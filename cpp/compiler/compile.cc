@@ -514,7 +514,9 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
     f.launches = lower(prog, cfg, f.consts, k.fast_math, choices, &f.emissions);
     // a chunk traced in parts: its cycles estimated from its first part's, by the share of it traced
     const double share = whole ? 1.0 : std::max(t.cut_share(), 1e-6);
-    cost[&f - tried.data()] = int64_t(double(estimated_cycles(f.launches)) / share) * t.num_chunks();
+    // (by the two orders as they were: lane packing may add a float sum in another order in one layout, so
+    // the layout is chosen as before, which keeps every float result as it was)
+    cost[&f - tried.data()] = int64_t(double(f.emissions.estimates.first) / share) * t.num_chunks();
     f.packed = std::move(prog);
   }
   decision_log().debug("kernel {}: chunks of 16 consecutive points (~{} cycles) or 4x4 blocks (~{})", k.name,
@@ -797,8 +799,9 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
     decision_log().info("  int8 dot products on the {}: {}", mxu_ == Engine::kVpu ? "VPU" : "MXU",
                         why_.engine);
   if (emissions_.other)
-    decision_log().info("  emitted {} (the first batch with a choice: ~{} cycles, ~{} in the better order as before)",
-                        describe(*emissions_.other), emissions_.estimates.second, emissions_.estimates.first);
+    decision_log().info(
+        "  emitted {} (the first batch with a choice: ~{} cycles, ~{} in the better order as before)",
+        describe(*emissions_.other), emissions_.estimates.second, emissions_.estimates.first);
   if (chains_ > 0)
     decision_log().info(
         "  MXU: {} of {} int8 dot-product chains, in {} output-stationary and {} weight-stationary "

@@ -6,7 +6,7 @@
 namespace tinytpu::compiler {
 
 Emitter::Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreConfig& cfg, bool fast_math,
-                 const Choices& choices, EmitOrder order, int group)
+                 const Choices& choices, EmitOrder order, int group, bool blocking)
     : p_(p),
       cfg_(cfg),
       fast_math_(fast_math),
@@ -16,7 +16,7 @@ Emitter::Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreC
       cutter_(cfg, int(p.nodes.size())),
       regs_(p, cutter_.lim.vregs),
       forecast_(p, schedule_, facts.uniform),
-      cut_early_(order == EmitOrder::kInterleaved) {
+      blocking_(blocking) {
   begin_launch();
 }
 
@@ -35,7 +35,7 @@ std::vector<Launch> Emitter::run() {
                           cutter_.full() + " than an empty launch of a TensorCore with " + cfg_.describe() +
                           " has");
       }
-    } else if (cut_early_) {
+    } else if (blocking_) {
       boundaries_.push_back(std::move(here));
     }
     if (auto [is_node, id] = schedule_.events[pos_]; is_node) forecast_.learn(p_.nodes[id]);
@@ -71,7 +71,7 @@ void Emitter::cut() {
 // The launch as it is before the current event.
 Emitter::Boundary Emitter::boundary() {
   Boundary b{pos_, cutter_.begin_event(), consts_.mark(), regs_.mark(), slots_, 0};
-  if (cut_early_) {
+  if (blocking_) {
     regs_.live(pos_, schedule_.last_use, held_);
     b.live = int(held_.size());
   }
@@ -136,7 +136,7 @@ bool Emitter::room_for_one_more_vreg() {
 int Emitter::alloc_vreg() {
   if (!room_for_one_more_vreg()) return 0;  // no_room's stand-in
   if (int r = regs_.take_free(forecast_, consts_); r >= 0) return r;
-  if (int r = regs_.evict_leaf(slots_, schedule_, pos_); r >= 0) return r;
+  if (int r = regs_.evict_leaf(slots_, schedule_, pos_, blocking_); r >= 0) return r;
   return no_room(kNoVregs);
 }
 

@@ -25,7 +25,7 @@ class Emitter {
   TINYTPU_LOWERINGS(TINYTPU_FRIEND_LOWERING)
 #undef TINYTPU_FRIEND_LOWERING
   Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreConfig& cfg, bool fast_math,
-          const Choices& choices, EmitOrder order, int group = 0);
+          const Choices& choices, EmitOrder order, int group = 0, bool blocking = false);
   std::vector<Launch> run();
   const std::vector<Tile>& constants() const { return consts_.tiles(); }
 
@@ -53,10 +53,12 @@ class Emitter {
     VmemSlots slots;
     int live;
   };
-  // A full launch ends where a cut spills the fewest values among its last events' boundaries (the
-  // interleaved order's), else where it fills (the other orders', whose plans stay as they were).
-  const bool cut_early_;
-  std::vector<Boundary> boundaries_;  // the current launch's, when cutting early
+  // Register blocking's emissions (lower.h: every way but the two orders of the program as it is): a leaf
+  // given up is the one read again latest, and a full launch ends where a cut spills the fewest values among
+  // its last events' boundaries. The two orders as they were keep their plans: the leaf last read furthest
+  // is given up, and a launch ends where it fills.
+  const bool blocking_;
+  std::vector<Boundary> boundaries_;  // the current launch's, when blocking
 
   // The composition (emitter.cc): the launch and its transactions, and what the instructions name.
   bool is_leaf(int node) const { return compiler::is_leaf(p_, node); }

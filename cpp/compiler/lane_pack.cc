@@ -739,7 +739,8 @@ class ReplicaPacker {
 // a data gate, are left alone.
 class OperandBroadcaster {
  public:
-  explicit OperandBroadcaster(const TileProgram& p) : p_(p), b_(p), facts_(p), stored_(p.nodes.size(), false) {
+  explicit OperandBroadcaster(const TileProgram& p)
+      : p_(p), b_(p), facts_(p), stored_(p.nodes.size(), false) {
     for (const TileStore& st : p.stores)
       for (int o : {st.value, st.gate, st.index_node})
         if (o >= 0) stored_[size_t(o)] = true;
@@ -777,7 +778,7 @@ class OperandBroadcaster {
   const TileProgram& p_;
   Builder b_;
   const LaneFacts facts_;
-  std::vector<bool> stored_;           // nodes a store reads
+  std::vector<bool> stored_;          // nodes a store reads
   std::map<SourceKey, Source> open_;  // the source taking elements, by what they share
   static int capacity(LaneAxis a) { return a == LaneAxis::kTile ? kLanes : kRows; }
 
@@ -812,15 +813,18 @@ class OperandBroadcaster {
     for (int l = 0; l < kLanes; ++l) {
       const int r = l / kRows, c = l % kRows;
       if (live[size_t(l)])
-        to[size_t(axis == LaneAxis::kTile ? j : axis == LaneAxis::kRow ? r * kRows + j : j * kRows + c)] =
-            lanes[size_t(l)];
+        to[size_t(axis == LaneAxis::kTile  ? j
+                  : axis == LaneAxis::kRow ? r * kRows + j
+                                           : j * kRows + c)] = lanes[size_t(l)];
     }
   }
 };
 
 }  // namespace
 
-std::optional<TileProgram> broadcast_operands(const TileProgram& prog) { return OperandBroadcaster(prog).run(); }
+std::optional<TileProgram> broadcast_operands(const TileProgram& prog) {
+  return OperandBroadcaster(prog).run();
+}
 
 void pack_lanes(TileProgram& prog) {
   if (auto packed = pack_stores(prog)) prog = std::move(*packed);

@@ -30,8 +30,8 @@ void pack_lanes(TileProgram& prog);
 
 // Broadcast operands: gathers of data whose live lanes repeat one element (across the tile, each row, each
 // column) become broadcasts of one lane (column, row) of a shared source gather (lane_pack.cc); nullopt when
-// the program has none. An alternative the lowering weighs (lower.h), not part of pack_lanes: a launch reading
-// one such element costs more this way (the source's fill and LOAD, then the broadcast).
+// the program has none. An alternative the lowering weighs (lower.h), not part of pack_lanes: a launch
+// reading one such element costs more this way (the source's fill and LOAD, then the broadcast).
 std::optional<TileProgram> broadcast_operands(const TileProgram& prog);
 
 }  // namespace tinytpu::compiler

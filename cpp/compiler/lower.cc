@@ -162,8 +162,8 @@ void Emitter::udiv(int d, int a, int b) {
   for (int r : {sign, one, t, ax, bx, big, zero}) release(r);
 }
 
-// A LANE_BROADCAST's XLU instruction: lane `lane` to every lane, each row its column `lane`, or each column its
-// row `lane`.
+// A LANE_BROADCAST's XLU instruction: lane `lane` to every lane, each row its column `lane`, or each column
+// its row `lane`.
 void Emitter::broadcast(const TileNode& n, int d, int a) {
   emit(n.axis == LaneAxis::kTile  ? instr::broadcast_scalar(d, a, n.lane / kRows, n.lane % kRows)
        : n.axis == LaneAxis::kRow ? instr::broadcast_col(d, a, n.lane)
@@ -388,7 +388,9 @@ void cast(Emitter& e, const Lowered& o) {
 std::string describe(const Emissions::Way& way) {
   const char* orders[] = {"store by store", "in program order", "interleaved"};
   return std::string(orders[int(way.order)]) +
-         (way.order == EmitOrder::kInterleaved ? " in groups of up to " + std::to_string(way.group) + " stores" : "") +
+         (way.order == EmitOrder::kInterleaved
+              ? " in groups of up to " + std::to_string(way.group) + " stores"
+              : "") +
          (way.broadcast ? ", operands broadcast" : "");
 }
 
@@ -423,7 +425,8 @@ std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::v
     if (p.stores.size() < 2 && way.order != EmitOrder::kByStore) return;
     if (way.order == EmitOrder::kInterleaved && !interleavable(p)) return;
     if (!facts[way.broadcast]) facts[way.broadcast].emplace(p);
-    Emitter e(p, *facts[way.broadcast], cfg, fast_math, choices, way.order, way.group);
+    const bool blocking = way.broadcast || way.order == EmitOrder::kInterleaved;
+    Emitter e(p, *facts[way.broadcast], cfg, fast_math, choices, way.order, way.group, blocking);
     Emission l;
     try {
       l.launches = e.run();
@@ -431,7 +434,7 @@ std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::v
       // An event that needs more than an empty launch has (an op's temporaries beside broadcast leaves and
       // their sources, say) makes the way no candidate; the two orders of the program as it is are the
       // lowering's own, and throw on.
-      if (way.broadcast || way.order == EmitOrder::kInterleaved) return;
+      if (blocking) return;
       throw;
     }
     l.constants = e.constants();
@@ -453,10 +456,10 @@ std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::v
   } else if (const auto& way = emissions->other; way && (!way->broadcast || with_broadcasts)) {
     emit(*way);
   }
-  if (choosing && emissions && (with_broadcasts || interleavable(prog)) && prog.stores.size() >= 2) {
-    emissions->decided = true;
-    if (won.broadcast || won.order == EmitOrder::kInterleaved) emissions->other = won;
+  if (choosing && emissions) {
     emissions->estimates = {as_it_was, best.cycles};
+    emissions->decided = (with_broadcasts || interleavable(prog)) && prog.stores.size() >= 2;
+    if (won.broadcast || won.order == EmitOrder::kInterleaved) emissions->other = won;
   }
   if (won.broadcast) prog = std::move(*with_broadcasts);
   constants = std::move(best.constants);

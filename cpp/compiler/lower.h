@@ -32,7 +32,8 @@ struct Emissions {
   };
   bool decided = false;
   std::optional<Way> other;  // the way the first batch took, when not one of the two orders as they were
-  // The first batch's estimated cycles, in the better of the two orders as they were and the way it took.
+  // The estimated cycles of the batch that chose (the last tried, until one has a choice): in the better of
+  // the two orders as they were, and in the way it took.
   std::pair<int64_t, int64_t> estimates;
 };
 std::string describe(const Emissions::Way& way);  // the decision log's words
@@ -40,6 +41,7 @@ std::string describe(const Emissions::Way& way);  // the decision log's words
 // `prog` becomes the program the launches were emitted from (with broadcast operands, say). `emissions`: the
 // kernel's choice so far, kept across its batches; without it, every emission is tried.
 std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
-                          bool fast_math = false, const Choices& choices = {}, Emissions* emissions = nullptr);
+                          bool fast_math = false, const Choices& choices = {},
+                          Emissions* emissions = nullptr);
 
 }  // namespace tinytpu::compiler

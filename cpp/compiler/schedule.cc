@@ -104,7 +104,7 @@ int reread_cycles(const TileProgram& p, int leaf) {
   return uniform_bits(p, p.nodes[leaf]) ? 0 : kGather;
 }
 
-constexpr int kGroupWindow = 64;     // unassigned stores ahead that a group looks at for its next member
+constexpr int kGroupWindow = 64;      // unassigned stores ahead that a group looks at for its next member
 constexpr int kLeafSearch = 1 << 12;  // nodes under a store looked at for its leaves
 
 // kInterleaved's groups of stores, each of up to `size`: a group starts at the first store not in one and
@@ -173,7 +173,7 @@ void interleaved_order(const TileProgram& p, const std::vector<bool>& to_vmem, i
   struct Item {
     std::tuple<int, int, int> key;  // term, chain, position
     Schedule::Event event;
-    int waits = 0;              // operands not yet emitted
+    int waits = 0;             // operands not yet emitted
     std::vector<int> readers;  // items that wait for it
   };
   std::vector<char> done(p.nodes.size(), false);
@@ -189,8 +189,8 @@ void interleaved_order(const TileProgram& p, const std::vector<bool>& to_vmem, i
       });
       items.push_back({{term, chain, int(items.size())}, {false, group[chain]}});
     }
-    std::priority_queue<std::pair<std::tuple<int, int, int>, int>, std::vector<std::pair<std::tuple<int, int, int>, int>>,
-                        std::greater<>>
+    std::priority_queue<std::pair<std::tuple<int, int, int>, int>,
+                        std::vector<std::pair<std::tuple<int, int, int>, int>>, std::greater<>>
         ready;
     for (int i = 0; i < int(items.size()); ++i) {
       auto [is_node, id] = items[size_t(i)].event;
@@ -268,7 +268,8 @@ Schedule schedule(const TileProgram& p, const std::vector<bool>& to_vmem, EmitOr
 }
 
 int Schedule::next_read(int node, int pos) const {
-  const auto first = reads_at.begin() + read_start[size_t(node)], end = reads_at.begin() + read_start[size_t(node) + 1];
+  const auto first = reads_at.begin() + read_start[size_t(node)],
+             end = reads_at.begin() + read_start[size_t(node) + 1];
   const auto it = std::upper_bound(first, end, pos);
   return it == end ? INT_MAX : *it;
 }

@@ -15,7 +15,9 @@ inline bool is_broadcast_leaf(const TileProgram& p, int node) {
   const TileNode& n = p.nodes[node];
   return n.op == Op::LANE_BROADCAST && is_gather(p, n.a);
 }
-inline bool is_leaf(const TileProgram& p, int node) { return is_gather(p, node) || is_broadcast_leaf(p, node); }
+inline bool is_leaf(const TileProgram& p, int node) {
+  return is_gather(p, node) || is_broadcast_leaf(p, node);
+}
 
 // The nodes a store reads: its value, then its gate and its element indices when it has them. (In place,
 // not a vector: program order asks for a waiting store's reads after every node.)
@@ -52,7 +54,8 @@ struct Schedule {
   };
   std::vector<Event> events;
   std::vector<int> last_use;  // node -> event position of its last read, -1 when nothing reads it
-  // node -> the positions of the events reading it, in order: reads_at[read_start[node], read_start[node + 1])
+  // node -> the positions of the events reading it, in order: reads_at[read_start[node], read_start[node +
+  // 1])
   std::vector<int> read_start, reads_at;
   // The position of the node's first read after `pos`, INT_MAX when none.
   int next_read(int node, int pos) const;

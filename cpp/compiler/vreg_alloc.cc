@@ -69,13 +69,14 @@ int VregAllocator::free_holding(Content content) const {
   return -1;
 }
 
-int VregAllocator::evict_leaf(const VmemSlots& slots, const Schedule& schedule, int pos) {
+int VregAllocator::evict_leaf(const VmemSlots& slots, const Schedule& schedule, int pos, bool by_next_read) {
   int victim = -1, victim_read = -1;
   for (int n : bound_) {
     int r = vreg_[n];
     if (r < 0 || event_regs_[r] || !is_leaf(p_, n)) continue;
-    const int next = schedule.next_read(n, pos);
-    if (next > victim_read && refillable(slots, n)) std::tie(victim, victim_read) = std::pair{n, next};
+    const int read = by_next_read ? schedule.next_read(n, pos) : schedule.last_use[size_t(n)];
+    if ((victim < 0 || read > victim_read) && refillable(slots, n))
+      std::tie(victim, victim_read) = std::pair{n, read};
   }
   if (victim < 0) return -1;
   int r = vreg_[victim];
@@ -83,8 +84,8 @@ int VregAllocator::evict_leaf(const VmemSlots& slots, const Schedule& schedule, 
   return r;
 }
 
-// A leaf whose vreg may be given up: a gather its slot still holds, a broadcast leaf whose source is in a vreg
-// or refillable.
+// A leaf whose vreg may be given up: a gather its slot still holds, a broadcast leaf whose source is in a
+// vreg or refillable.
 bool VregAllocator::refillable(const VmemSlots& slots, int node) const {
   if (is_broadcast_leaf(p_, node)) return vreg_[p_.nodes[node].a] >= 0 || refillable(slots, p_.nodes[node].a);
   return is_gather(p_, node) && slots.holding(node) >= 0;

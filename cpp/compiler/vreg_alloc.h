@@ -105,9 +105,9 @@ class VregAllocator {
   // A free vreg still holding `content`, or -1 (take it with take()).
   int free_holding(Content content) const;
   void take(int r) { file.busy.set(r); }
-  // The vreg of a leaf the current event (at `pos`) does not read, the one read again latest, unbound (it
-  // stays busy: it changes hands); -1 without.
-  int evict_leaf(const VmemSlots& slots, const Schedule& schedule, int pos);
+  // The vreg of a leaf the current event (at `pos`) does not read, unbound (it stays busy: it changes hands);
+  // -1 without: the leaf read again latest (`by_next_read`), else the one whose last read is furthest.
+  int evict_leaf(const VmemSlots& slots, const Schedule& schedule, int pos, bool by_next_read);
   void release(int r) {
     file.busy.reset(r);
     file.leaves.reset(r);
