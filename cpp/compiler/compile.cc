@@ -494,11 +494,14 @@ struct FirstChunk {
   Emissions emissions;  // the way its lowering took, for the kernel's other batches
 };
 
-// A float reduction's chunk layout, by compiling its first chunk both ways: the one whose estimated
-// cycles over all its chunks are fewer (a first chunk traced in parts, by its first part's). When
-// compile() will compile the first chunk as a batch of its own, the chosen layout's packing and lowering of
-// it are kept: tracing is deterministic, so compile() traces the same program again (cheaply) and, when the
-// MXU pass fused nothing in it, takes these instead of packing and lowering it a second time.
+// A float reduction's chunk layout, by compiling its first chunk both ways in the two orders of the program
+// as it is: the one whose estimated cycles over all its chunks are fewer (a first chunk traced in parts, by
+// its first part's). (Not by register blocking's emissions: lane packing may add a float sum in another
+// order in one layout, so the layout is chosen as before, which keeps every float result as it was.) The
+// chosen layout's first chunk is then lowered in every emission, and when compile() will compile it as a
+// batch of its own, that packing and lowering are kept: tracing is deterministic, so compile() traces the
+// same program again (cheaply) and, when the MXU pass fused nothing in it, takes these instead of packing and
+// lowering it a second time.
 FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
                          const std::vector<int64_t>& sizes, const Choices& choices,
                          const TraceLimits& limits) {
@@ -511,17 +514,19 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
     const bool whole = t.trace_chunk(0, prog);
     f.compiled = whole && !prog.stores.empty() && batch_ends(prog, 0, t);
     pack_lanes(prog);
-    f.launches = lower(prog, cfg, f.consts, k.fast_math, choices, &f.emissions);
+    Emissions as_it_is;
+    as_it_is.decided = true;  // the two orders alone
+    const std::vector<Launch> launches = lower(prog, cfg, f.consts, k.fast_math, choices, &as_it_is);
     // a chunk traced in parts: its cycles estimated from its first part's, by the share of it traced
     const double share = whole ? 1.0 : std::max(t.cut_share(), 1e-6);
-    // (by the two orders as they were: lane packing may add a float sum in another order in one layout, so
-    // the layout is chosen as before, which keeps every float result as it was)
-    cost[&f - tried.data()] = int64_t(double(f.emissions.estimates.first) / share) * t.num_chunks();
+    cost[&f - tried.data()] = int64_t(double(estimated_cycles(launches)) / share) * t.num_chunks();
     f.packed = std::move(prog);
   }
   decision_log().debug("kernel {}: chunks of 16 consecutive points (~{} cycles) or 4x4 blocks (~{})", k.name,
                        cost[0], cost[1]);
-  return std::move(tried[cost[1] < cost[0] ? 1 : 0]);
+  FirstChunk& chosen = tried[cost[1] < cost[0] ? 1 : 0];
+  chosen.launches = lower(chosen.packed, cfg, chosen.consts, k.fast_math, choices, &chosen.emissions);
+  return std::move(chosen);
 }
 
 }  // namespace

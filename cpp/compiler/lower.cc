@@ -414,7 +414,7 @@ struct Emission {
 
 std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
                           bool fast_math, const Choices& choices, Emissions* emissions) {
-  // Both orders of the program as it is, then the other emissions (all of them, or the kernel's choice), and
+  // The emissions weighed (all of them, the kernel's choice, or the two orders of the program as it is), and
   // the one whose launches take the fewest cycles.
   Emission best;
   Emissions::Way won;
@@ -441,11 +441,17 @@ std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::v
     l.cycles = estimated_cycles(l.launches);
     if (l.cycles < best.cycles) std::tie(best, won) = std::pair{std::move(l), way};
   };
-  emit({EmitOrder::kByStore});
-  emit({EmitOrder::kProgram});
-  const int64_t as_it_was = best.cycles;
   const bool choosing = !emissions || !emissions->decided;
-  if (choosing || emissions->other) with_broadcasts = broadcast_operands(prog);
+  const std::optional<Emissions::Way> taken = choosing ? std::nullopt : emissions->other;
+  if (choosing || taken) with_broadcasts = broadcast_operands(prog);
+  // A later batch of a kernel whose first took another way takes that way alone; the two orders of the
+  // program as it is are emitted otherwise, and where that way does not fit this batch.
+  if (taken && (!taken->broadcast || with_broadcasts)) emit(*taken);
+  if (best.cycles == INT64_MAX) {
+    emit({EmitOrder::kByStore});
+    emit({EmitOrder::kProgram});
+  }
+  const int64_t as_it_was = best.cycles;
   if (choosing) {
     for (bool broadcast : {false, true}) {
       if (broadcast && !with_broadcasts) continue;
@@ -453,8 +459,6 @@ std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::v
       if (broadcast) emit({EmitOrder::kProgram, 0, true});
       for (int group : Emissions::kGroups) emit({EmitOrder::kInterleaved, group, broadcast});
     }
-  } else if (const auto& way = emissions->other; way && (!way->broadcast || with_broadcasts)) {
-    emit(*way);
   }
   if (choosing && emissions) {
     emissions->estimates = {as_it_was, best.cycles};

@@ -21,8 +21,9 @@ int64_t estimated_cycles(const std::vector<Launch>& launches);
 
 // The emissions of a batch lower() weighs beyond the two orders of the program as it is (emitter.h): both
 // orders and the interleaved one with groups of kGroups stores, of the program as it is and with broadcast
-// operands (lane_pack.h). A kernel's batches are mostly alike: the first that has a choice tries every one,
-// and the others only the way it took (besides the two orders, which every batch tries as before).
+// operands (lane_pack.h). A kernel's batches are mostly alike: the first that has a choice tries every one
+// and the two orders, and the others only the way it took (the two orders, as before, when it took one of
+// them or its way does not fit the batch).
 struct Emissions {
   static constexpr int kGroups[] = {2, 4, 8};
   struct Way {
@@ -39,7 +40,8 @@ struct Emissions {
 std::string describe(const Emissions::Way& way);  // the decision log's words
 
 // `prog` becomes the program the launches were emitted from (with broadcast operands, say). `emissions`: the
-// kernel's choice so far, kept across its batches; without it, every emission is tried.
+// kernel's choice so far, kept across its batches (decided without a way: the two orders alone); without it,
+// every emission is tried.
 std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
                           bool fast_math = false, const Choices& choices = {},
                           Emissions* emissions = nullptr);
