@@ -735,15 +735,16 @@ class ReplicaPacker {
 // LOAD of its own would read it, one lane (column, row) of a source gather of up to sixteen (four) such
 // elements, copied to its lanes by one XLU broadcast. Sources take the elements in program order, so that
 // operands read together share one. The broadcast is a leaf the emitter makes from its source's vreg in each
-// launch that reads it (schedule.h): never spilled. Leaves that a store reads as they are, and gathers under
-// a data gate, are left alone.
+// launch that reads it (schedule.h): never spilled. Leaves that a store or the loader (a gather's indices)
+// reads as they are, and gathers under a data gate, are left alone.
 class OperandBroadcaster {
  public:
-  explicit OperandBroadcaster(const TileProgram& p)
-      : p_(p), b_(p), facts_(p), stored_(p.nodes.size(), false) {
+  explicit OperandBroadcaster(const TileProgram& p) : p_(p), b_(p), facts_(p), kept_(p.nodes.size(), false) {
     for (const TileStore& st : p.stores)
       for (int o : {st.value, st.gate, st.index_node})
-        if (o >= 0) stored_[size_t(o)] = true;
+        if (o >= 0) kept_[size_t(o)] = true;
+    for (const TileNode& n : p.nodes)
+      if (n.op == Op::LOAD && n.dynamic) kept_[size_t(n.a)] = true;  // the loader reads its indices from VMEM
   }
 
   std::optional<TileProgram> run() {
@@ -778,13 +779,13 @@ class OperandBroadcaster {
   const TileProgram& p_;
   Builder b_;
   const LaneFacts facts_;
-  std::vector<bool> stored_;          // nodes a store reads
+  std::vector<bool> kept_;            // nodes read as they are: by a store, or as a gather's indices
   std::map<SourceKey, Source> open_;  // the source taking elements, by what they share
   static int capacity(LaneAxis a) { return a == LaneAxis::kTile ? kLanes : kRows; }
 
   std::optional<LaneAxis> broadcastable(int i) const {
     const TileNode& n = p_.nodes[i];
-    if (n.op != Op::LOAD || !movable(n) || n.gated || stored_[size_t(i)] || uniform_bits(p_, n))
+    if (n.op != Op::LOAD || !movable(n) || n.gated || kept_[size_t(i)] || uniform_bits(p_, n))
       return std::nullopt;
     const std::optional<LaneAxis>& rep = facts_.rep[size_t(i)];
     if (!rep || *rep == LaneAxis::kPair) return std::nullopt;
