@@ -302,6 +302,12 @@ def test_gather_by_tensor_indices():
   check(lambda t, i: t[i, 2] + t[i, 0], w, idx)
   check(lambda t, i: t.gather(0, i.reshape(5, 1).expand(5, 4)), w, idx)
 
+def test_gather_whose_indices_are_one_element_each_read_by_the_loader():
+  # a few indices, each replicated over a tile's lanes: the loader reads them from VMEM as they are, not as a
+  # broadcast of a shared source (random program seed 194 read element 0 instead)
+  table, idx = (np.arange(1, 129) * 2 - 1).astype(np.uint8), np.array([31, 115], dtype=np.int32)
+  check(lambda t, i: t.gather(0, i).mean().relu().sin(), table, idx)
+
 def test_cross_entropy_with_class_indices():
   logits, target = data((6, 10), dtypes.float32, -3, 3), np.array([1, 0, 9, 4, 4, 2], dtype=np.int32)
   check(lambda x, y: x.sparse_categorical_crossentropy(y), logits, target, atol=1e-5, rtol=1e-5)

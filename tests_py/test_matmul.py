@@ -59,6 +59,26 @@ def test_float_matmul_stays_on_the_vpu():
   a, b = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5), np.linspace(-2, 2, 15, dtype=np.float32).reshape(5, 3)
   np.testing.assert_allclose(matmul_on("TINYTPU", a, b, dtypes.float32), matmul_on("CPU", a, b, dtypes.float32), rtol=1e-6)
 
+def sum_in_kernel_order(a: np.ndarray, b: np.ndarray, unroll: int) -> np.ndarray:
+  """a @ b in float32, added as docs/accuracy.md says tinygrad's kernel adds it: from 0.0, each `unroll` terms
+  summed among themselves left to right, then added to the running sum."""
+  acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+  for k0 in range(0, a.shape[1], unroll):
+    part = a[:, k0, None] * b[None, k0]
+    for k in range(k0 + 1, min(k0 + unroll, a.shape[1])): part = part + a[:, k, None] * b[None, k]
+    acc = acc + part
+  return acc
+
+@pytest.mark.parametrize("m,k,n,unroll", [(64, 64, 64, 4), (37, 29, 53, 1)])
+def test_float_matmul_keeps_the_kernels_order_of_each_sum_under_register_blocking(m, k, n, unroll):
+  rng = np.random.default_rng(m)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  a[rng.random(a.shape) < 0.05] = -0.0
+  tinytpu.reset_counters()
+  got = matmul_on("TINYTPU", a, b, dtypes.float32)
+  assert tinytpu.counters()["xlu_ops"] > 0  # the row operand broadcast from a shared source: blocked
+  np.testing.assert_array_equal(got.view(np.uint32), sum_in_kernel_order(a, b, unroll).view(np.uint32))
+
 def test_int8_matmul_256():
   a, b = operands(256, 256, 256, dtypes.int8, -128, 127, 256)
   ta, tb = (Tensor(x, device="TINYTPU").cast(dtypes.int32) for x in (a, b))

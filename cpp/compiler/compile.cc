@@ -491,13 +491,17 @@ struct FirstChunk {
   TileProgram packed;
   std::vector<Launch> launches;
   std::vector<Tile> consts;
+  Emissions emissions;  // the way its lowering took, for the kernel's other batches
 };
 
-// A float reduction's chunk layout, by compiling its first chunk both ways: the one whose estimated
-// cycles over all its chunks are fewer (a first chunk traced in parts, by its first part's). When
-// compile() will compile the first chunk as a batch of its own, the chosen layout's packing and lowering of
-// it are kept: tracing is deterministic, so compile() traces the same program again (cheaply) and, when the
-// MXU pass fused nothing in it, takes these instead of packing and lowering it a second time.
+// A float reduction's chunk layout, by compiling its first chunk both ways in the two orders of the program
+// as it is: the one whose estimated cycles over all its chunks are fewer (a first chunk traced in parts, by
+// its first part's). (Not by register blocking's emissions: lane packing may add a float sum in another
+// order in one layout, so the layout is chosen as before, which keeps every float result as it was.) The
+// chosen layout's first chunk is then lowered in every emission, and when compile() will compile it as a
+// batch of its own, that packing and lowering are kept: tracing is deterministic, so compile() traces the
+// same program again (cheaply) and, when the MXU pass fused nothing in it, takes these instead of packing and
+// lowering it a second time.
 FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
                          const std::vector<int64_t>& sizes, const Choices& choices,
                          const TraceLimits& limits) {
@@ -510,15 +514,19 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
     const bool whole = t.trace_chunk(0, prog);
     f.compiled = whole && !prog.stores.empty() && batch_ends(prog, 0, t);
     pack_lanes(prog);
-    f.launches = lower(prog, cfg, f.consts, k.fast_math, choices);
+    Emissions as_it_is;
+    as_it_is.decided = true;  // the two orders alone
+    const std::vector<Launch> launches = lower(prog, cfg, f.consts, k.fast_math, choices, &as_it_is);
     // a chunk traced in parts: its cycles estimated from its first part's, by the share of it traced
     const double share = whole ? 1.0 : std::max(t.cut_share(), 1e-6);
-    cost[&f - tried.data()] = int64_t(double(estimated_cycles(f.launches)) / share) * t.num_chunks();
+    cost[&f - tried.data()] = int64_t(double(estimated_cycles(launches)) / share) * t.num_chunks();
     f.packed = std::move(prog);
   }
   decision_log().debug("kernel {}: chunks of 16 consecutive points (~{} cycles) or 4x4 blocks (~{})", k.name,
                        cost[0], cost[1]);
-  return std::move(tried[cost[1] < cost[0] ? 1 : 0]);
+  FirstChunk& chosen = tried[cost[1] < cost[0] ? 1 : 0];
+  chosen.launches = lower(chosen.packed, cfg, chosen.consts, k.fast_math, choices, &chosen.emissions);
+  return std::move(chosen);
 }
 
 }  // namespace
@@ -539,6 +547,7 @@ class Batches {
         builder_(plan, tracer.slot_sizes(), buffers,
                  cfg.sparse_core ? rows_picked_by_variables(k) : std::set<int>{}),
         first_(std::move(first)),
+        emissions_(first_.emissions),
         period_(trace_every_chunk ? ChunkPeriod{} : tracer.chunk_period()) {}
 
   TileProgram& prog() { return prog_; }
@@ -621,6 +630,7 @@ class Batches {
   Plan& plan_;
   PlanBuilder builder_;
   FirstChunk first_;
+  Emissions emissions_;  // the way the kernel's batches are lowered (lower.h)
   Decisions why_;
   enum class Engine { kUndecided, kMxu, kVpu };
   Engine mxu_ = Engine::kUndecided;  // where the int8 dot products run (choose_engine)
@@ -682,10 +692,11 @@ class Batches {
   // ways; `launches` and `consts` are left as the chosen way's, and prog_ packed.
   void choose_engine(TileProgram unfused, std::vector<Launch>& launches, std::vector<Tile>& consts) {
     std::vector<Tile> vpu_consts;
+    Emissions vpu_emissions = emissions_;
     pack_lanes(unfused);
-    std::vector<Launch> on_vpu = lower(unfused, cfg_, vpu_consts, k_.fast_math, choices_);
+    std::vector<Launch> on_vpu = lower(unfused, cfg_, vpu_consts, k_.fast_math, choices_, &vpu_emissions);
     pack_lanes(prog_);
-    launches = lower(prog_, cfg_, consts, k_.fast_math, choices_);
+    launches = lower(prog_, cfg_, consts, k_.fast_math, choices_, &emissions_);
     const int64_t mxu_cycles = estimated_cycles(launches), vpu_cycles = estimated_cycles(on_vpu);
     mxu_ = vpu_cycles < mxu_cycles ? Engine::kVpu : Engine::kMxu;
     why_.engine = fmt::format("~{} cycles on the MXU against ~{} on the VPU (the first batch, estimated)",
@@ -694,6 +705,7 @@ class Batches {
       launches = std::move(on_vpu);
       consts = std::move(vpu_consts);
       prog_ = std::move(unfused);
+      emissions_ = vpu_emissions;
     }
   }
 
@@ -722,7 +734,7 @@ class Batches {
     } else {
       pack_lanes(prog_);
       why_.passed(Pass::kPack);
-      launches = lower(prog_, cfg_, consts, k_.fast_math, choices_);
+      launches = lower(prog_, cfg_, consts, k_.fast_math, choices_, &emissions_);
     }
     first_.compiled = false;  // only the first batch is chunk 0
     why_.passed(Pass::kLower);
@@ -732,7 +744,7 @@ class Batches {
     batch.packed_stores = stores - int64_t(prog_.stores.size());
     for (const TileNode& n : prog_.nodes) {
       batch.lane_reduces += n.op == Op::LANE_REDUCE;
-      batch.broadcasts += n.op == Op::LANE_BROADCAST;
+      batch.broadcasts += n.op == Op::LANE_BROADCAST && !is_gather(prog_, n.a);  // not a broadcast operand
     }
     for (const Launch& l : launches)
       if (l.cut) ++batch.cuts[l.cut];
@@ -791,6 +803,10 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
   if (!why_.engine.empty())
     decision_log().info("  int8 dot products on the {}: {}", mxu_ == Engine::kVpu ? "VPU" : "MXU",
                         why_.engine);
+  if (emissions_.other)
+    decision_log().info(
+        "  emitted {} (the first batch with a choice: ~{} cycles, ~{} in the better order as before)",
+        describe(*emissions_.other), emissions_.estimates.second, emissions_.estimates.first);
   if (chains_ > 0)
     decision_log().info(
         "  MXU: {} of {} int8 dot-product chains, in {} output-stationary and {} weight-stationary "

@@ -6,29 +6,39 @@
 namespace tinytpu::compiler {
 
 Emitter::Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreConfig& cfg, bool fast_math,
-                 const Choices& choices, EmitOrder order)
+                 const Choices& choices, EmitOrder order, int group, bool blocking)
     : p_(p),
       cfg_(cfg),
       fast_math_(fast_math),
       choices_(choices),
       facts_(facts),
-      schedule_(schedule(p, facts.to_vmem, order)),
+      schedule_(schedule(p, facts.to_vmem, order, group)),
       cutter_(cfg, int(p.nodes.size())),
       regs_(p, cutter_.lim.vregs),
-      forecast_(p, schedule_, facts.uniform) {
+      forecast_(p, schedule_, facts.uniform),
+      blocking_(blocking) {
   begin_launch();
 }
 
 std::vector<Launch> Emitter::run() {
   for (pos_ = 0; pos_ < int(schedule_.events.size()); ++pos_) {
-    // Named copies, not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
-    const bool is_node = schedule_.events[pos_].is_node;
-    const int id = schedule_.events[pos_].id;
-    transact([&] {
-      forecast_.begin_event(pos_);
-      is_node ? emit_node(id) : emit_store(id);
-    });
-    if (is_node) forecast_.learn(p_.nodes[id]);
+    Boundary here = boundary();
+    if (!emit_event(here)) {
+      // the event does not fit: the launch ends here, or at an earlier boundary where fewer values are live
+      const Boundary& at = cut_point(here);
+      if (&at != &here) forecast_.for_leaf = false;  // (as between any two events)
+      return_to(at);
+      cut();
+      if (!emit_event(boundary())) {
+        auto [is_node, id] = schedule_.events[pos_];
+        throw Unsupported(std::string(is_node ? op_name(p_.nodes[id].op) : "a store") + " needs more " +
+                          cutter_.full() + " than an empty launch of a TensorCore with " + cfg_.describe() +
+                          " has");
+      }
+    } else if (blocking_) {
+      boundaries_.push_back(std::move(here));
+    }
+    if (auto [is_node, id] = schedule_.events[pos_]; is_node) forecast_.learn(p_.nodes[id]);
   }
   finish_launch();
   return cutter_.take();
@@ -55,36 +65,54 @@ void Emitter::cut() {
     cutter_.spill(n, regs_.of(n), s);
   }
   finish_launch();
+  boundaries_.clear();
 }
 
-// Runs one event's emission as a transaction against the launch limits. An event only appends to the
-// launch, so undoing it truncates.
-template <class Body>
-void Emitter::transact(Body body) {
-  const LaunchCutter::Mark launch = cutter_.begin_event();
-  const ConstantTiles::Mark consts = consts_.mark();
-  const VregAllocator::File regs = regs_.file;
-  const VmemSlots slots = slots_;
-  regs_.begin_event();
-  body();
-  if (!cutter_.full()) return;
-  cutter_.rollback(launch);
-  consts_.rollback(consts);
-  regs_.rollback(regs);
-  slots_ = slots;
-  forecast_.for_leaf = asking_when_full_;
-  cut();
-  cutter_.begin_event();
-  regs_.begin_event();
-  body();
-  if (const char* full = cutter_.full()) {
-    auto [is_node, id] = schedule_.events[pos_];
-    throw Unsupported(std::string(is_node ? op_name(p_.nodes[id].op) : "a store") + " needs more " + full +
-                      " than an empty launch of a TensorCore with " + cfg_.describe() + " has");
+// The launch as it is before the current event.
+Emitter::Boundary Emitter::boundary() {
+  Boundary b{pos_, cutter_.begin_event(), consts_.mark(), regs_.mark(), slots_, 0};
+  if (blocking_) {
+    regs_.live(pos_, schedule_.last_use, held_);
+    b.live = int(held_.size());
   }
+  return b;
 }
 
-// The event being emitted does not fit the current launch: transact() rolls it back, ends the launch
+// Emits the current event into the launch, or, when it does not fit, returns it to `before` (the launch as
+// the event found it): an event only appends to the launch, so undoing it truncates.
+bool Emitter::emit_event(const Boundary& before) {
+  regs_.begin_event();
+  forecast_.begin_event(pos_);
+  auto [is_node, id] = schedule_.events[pos_];
+  is_node ? emit_node(id) : emit_store(id);
+  if (!cutter_.full()) return true;
+  return_to(before);
+  forecast_.for_leaf = asking_when_full_;
+  return false;
+}
+
+// Where the launch ends when the event at `here` does not fit: there, or, cutting early, at the boundary of
+// the last quarter of its events where a cut spills the fewest values (the latest of those), so that a
+// launch ends between a group's dot products, or between the terms of its accumulators (interleaved
+// order), rather than halfway through their partial sums.
+const Emitter::Boundary& Emitter::cut_point(const Boundary& here) const {
+  const Boundary* best = &here;
+  for (size_t b = boundaries_.size() - boundaries_.size() / 4; b < boundaries_.size(); ++b)
+    if (boundaries_[b].live < best->live ||
+        (boundaries_[b].live == best->live && best != &here && boundaries_[b].pos > best->pos))
+      best = &boundaries_[b];
+  return *best;
+}
+
+void Emitter::return_to(const Boundary& b) {
+  cutter_.rollback(b.launch);
+  consts_.rollback(b.consts);
+  regs_.rollback(b.regs);
+  slots_ = b.slots;
+  pos_ = b.pos;
+}
+
+// The event being emitted does not fit the current launch: emit_event() rolls it back, run() ends the launch
 // (spilling live values) and emits it again into a fresh one. The event goes on to its end with 0 as a
 // stand-in for the register, slot or MXU address it did not get, and whatever it does after this is rolled
 // back or, where not (the forecast's for_leaf, MxuMemory's readers), left as at this point, as a throw would.
@@ -108,7 +136,7 @@ bool Emitter::room_for_one_more_vreg() {
 int Emitter::alloc_vreg() {
   if (!room_for_one_more_vreg()) return 0;  // no_room's stand-in
   if (int r = regs_.take_free(forecast_, consts_); r >= 0) return r;
-  if (int r = regs_.evict_leaf(slots_, schedule_.last_use); r >= 0) return r;
+  if (int r = regs_.evict_leaf(slots_, schedule_, pos_, blocking_); r >= 0) return r;
   return no_room(kNoVregs);
 }
 
@@ -214,10 +242,15 @@ int Emitter::act_fill(const MxuTile& block, int k, int chain) {
   return addr >= 0 ? addr : no_room("AMEM rows");
 }
 
-// A leaf's lanes: a uniform constant (VZERO/VFILL or a constant tile), or a loader gather whose dynamic
-// indices must already be in scratch.
+// A leaf's lanes: a broadcast from its source's vreg, a uniform constant (VZERO/VFILL or a constant tile),
+// or a loader gather whose dynamic indices must already be in scratch.
 int Emitter::fill_leaf(int node) {
   const TileNode& n = p_.nodes[node];
+  if (is_broadcast_leaf(p_, node)) {
+    const int source = operand(n.a), r = alloc_vreg();
+    broadcast(n, r, source);
+    return r;
+  }
   // the gather's indices come from an earlier launch, or are themselves a leaf the loader reads
   if (n.dynamic && !cutter_.spilled(n.a) && !is_leaf(n.a))
     return no_room("gather indices computed in this launch");
@@ -247,13 +280,16 @@ int Emitter::operand(int node) {
   return regs_.of(node);
 }
 
-// Releases the vregs of the node's operands that nothing reads after it.
+// Releases the vregs of the node's operands that nothing reads after it, and of a broadcast leaf's source.
 void Emitter::drop_dead(int node) {
-  for (int o : {p_.nodes[node].a, p_.nodes[node].b, p_.nodes[node].c})
-    if (o >= 0 && regs_.of(o) >= 0 && last_use(o) <= pos_) {
-      release(regs_.of(o));
-      set_vreg(o, -1);
-    }
+  for (int o : {p_.nodes[node].a, p_.nodes[node].b, p_.nodes[node].c}) {
+    if (o < 0) continue;
+    for (int x : {o, is_broadcast_leaf(p_, o) ? p_.nodes[o].a : -1})
+      if (x >= 0 && regs_.of(x) >= 0 && last_use(x) <= pos_) {
+        release(regs_.of(x));
+        set_vreg(x, -1);
+      }
+  }
 }
 
 }  // namespace tinytpu::compiler

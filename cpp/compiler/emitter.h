@@ -25,7 +25,7 @@ class Emitter {
   TINYTPU_LOWERINGS(TINYTPU_FRIEND_LOWERING)
 #undef TINYTPU_FRIEND_LOWERING
   Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreConfig& cfg, bool fast_math,
-          const Choices& choices, EmitOrder order);
+          const Choices& choices, EmitOrder order, int group = 0, bool blocking = false);
   std::vector<Launch> run();
   const std::vector<Tile>& constants() const { return consts_.tiles(); }
 
@@ -44,6 +44,21 @@ class Emitter {
   bool asking_when_full_ = false;  // forecast_.for_leaf when the event found the launch full
   std::vector<int> held_;          // cut()'s values to spill, in storage kept across launches
   int pos_ = 0;                    // current emission position
+  // The launch between two events, to which emission can return, and how many values a cut there spills.
+  struct Boundary {
+    int pos;
+    LaunchCutter::Mark launch;
+    ConstantTiles::Mark consts;
+    VregAllocator::Mark regs;
+    VmemSlots slots;
+    int live;
+  };
+  // Register blocking's emissions (lower.h: every way but the two orders of the program as it is): a leaf
+  // given up is the one read again latest, and a full launch ends where a cut spills the fewest values among
+  // its last events' boundaries. The two orders as they were keep their plans: the leaf last read furthest
+  // is given up, and a launch ends where it fills.
+  const bool blocking_;
+  std::vector<Boundary> boundaries_;  // the current launch's, when blocking
 
   // The composition (emitter.cc): the launch and its transactions, and what the instructions name.
   bool is_leaf(int node) const { return compiler::is_leaf(p_, node); }
@@ -51,8 +66,10 @@ class Emitter {
   void begin_launch();
   void finish_launch();
   void cut();
-  template <class Body>
-  void transact(Body body);
+  Boundary boundary();
+  bool emit_event(const Boundary& before);
+  const Boundary& cut_point(const Boundary& here) const;
+  void return_to(const Boundary& b);
   int no_room(const char* why);
   bool room_for_one_more_vreg();
   int alloc_vreg();
@@ -86,6 +103,7 @@ class Emitter {
   void less_unsigned(int out, int x, int y, int sign, int tx, int ty);
   void udiv(int d, int a, int b);
   void mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot = -1);
+  void broadcast(const TileNode& n, int d, int a);
 
   // The float32 arithmetic the VPU has no instruction for (float_sequences.cc).
   void int_to_float(int d, int x, bool is_signed);

@@ -730,7 +730,102 @@ class ReplicaPacker {
   }
 };
 
+// Broadcast operands: a gather of data whose live lanes repeat one element (across the tile, along each row,
+// along each column: a matmul's row operand, a convolution's filter tap) takes, where a fill record and a
+// LOAD of its own would read it, one lane (column, row) of a source gather of up to sixteen (four) such
+// elements, copied to its lanes by one XLU broadcast. Sources take the elements in program order, so that
+// operands read together share one. The broadcast is a leaf the emitter makes from its source's vreg in each
+// launch that reads it (schedule.h): never spilled. Leaves that a store or the loader (a gather's indices)
+// reads as they are, and gathers under a data gate, are left alone.
+class OperandBroadcaster {
+ public:
+  explicit OperandBroadcaster(const TileProgram& p) : p_(p), b_(p), facts_(p), kept_(p.nodes.size(), false) {
+    for (const TileStore& st : p.stores)
+      for (int o : {st.value, st.gate, st.index_node})
+        if (o >= 0) kept_[size_t(o)] = true;
+    for (const TileNode& n : p.nodes)
+      if (n.op == Op::LOAD && n.dynamic) kept_[size_t(n.a)] = true;  // the loader reads its indices from VMEM
+  }
+
+  std::optional<TileProgram> run() {
+    bool any = false;
+    for (int i = 0; i < int(p_.nodes.size()) && !any; ++i) any = broadcastable(i).has_value();
+    if (!any) return std::nullopt;
+    b_.begin();
+    for (int i = 0; i < int(p_.nodes.size()); ++i) {
+      const std::optional<LaneAxis> axis = broadcastable(i);
+      if (!axis) {
+        b_.copy(i);
+        continue;
+      }
+      const TileNode& n = p_.nodes[i];
+      Source& src = open_source({*axis, n.dtype});
+      TileNode copy{Op::LANE_BROADCAST, n.dtype, n.dtype, src.node};
+      copy.axis = *axis;
+      copy.lane = uint8_t(src.taken);
+      take_lanes(b_.out, *axis, src, p_.lanes(n), facts_.uses.live[i]);
+      b_.set(i, b_.add(copy));
+    }
+    for (const TileStore& st : p_.stores) b_.out.stores.push_back(b_.copy_store(st));
+    return std::move(b_.out);
+  }
+
+ private:
+  using SourceKey = std::pair<LaneAxis, DType>;  // what a source's elements share
+  struct Source {
+    int node = -1;  // its gather in the output
+    int taken = 0;  // elements (lanes, columns or rows) given so far
+  };
+  const TileProgram& p_;
+  Builder b_;
+  const LaneFacts facts_;
+  std::vector<bool> kept_;            // nodes read as they are: by a store, or as a gather's indices
+  std::map<SourceKey, Source> open_;  // the source taking elements, by what they share
+  static int capacity(LaneAxis a) { return a == LaneAxis::kTile ? kLanes : kRows; }
+
+  std::optional<LaneAxis> broadcastable(int i) const {
+    const TileNode& n = p_.nodes[i];
+    if (n.op != Op::LOAD || !movable(n) || n.gated || kept_[size_t(i)] || uniform_bits(p_, n))
+      return std::nullopt;
+    const std::optional<LaneAxis>& rep = facts_.rep[size_t(i)];
+    if (!rep || *rep == LaneAxis::kPair) return std::nullopt;
+    for (int l = 0; l < kLanes; ++l)
+      if (facts_.uses.live[size_t(i)][size_t(l)] && p_.lanes(n)[size_t(l)].buf >= 0) return rep;
+    return std::nullopt;  // constants in every live lane
+  }
+
+  // The source taking the next element with this key: the open one, or a new one when it is full.
+  Source& open_source(const SourceKey& key) {
+    Source& src = open_[key];
+    if (src.node < 0 || src.taken == capacity(key.first)) {
+      TileNode gather{Op::LOAD, key.second};
+      b_.out.lanes(gather);
+      src = {b_.add(gather), 0};
+    }
+    return src;
+  }
+
+  // The leaf's live lanes into the source's next lane (kTile), or next column of each row (kRow) or row of
+  // each column (kCol): what the broadcast copies back to them. Lanes no leaf gives read the constant 0.
+  static void take_lanes(TileProgram& out, LaneAxis axis, Source& src, const LeafLanes& lanes,
+                         const LaneSet& live) {
+    LeafLanes& to = out.leaves[size_t(out.nodes[size_t(src.node)].leaf)];
+    const int j = src.taken++;
+    for (int l = 0; l < kLanes; ++l) {
+      const int r = l / kRows, c = l % kRows;
+      if (live[size_t(l)])
+        to[size_t(axis == LaneAxis::kTile  ? j
+                  : axis == LaneAxis::kRow ? r * kRows + j
+                                           : j * kRows + c)] = lanes[size_t(l)];
+    }
+  }
+};
+
 }  // namespace
+
+std::optional<TileProgram> broadcast_operands(const TileProgram& prog) {
+  return OperandBroadcaster(prog).run();
+}
 
 void pack_lanes(TileProgram& prog) {
   if (auto packed = pack_stores(prog)) prog = std::move(*packed);

@@ -1,4 +1,6 @@
 #pragma once
+#include <optional>
+
 #include "compiler/tile_program.h"
 
 namespace tinytpu::compiler {
@@ -25,5 +27,11 @@ namespace tinytpu::compiler {
 // Each packing is taken only when a node (or cycle) count says it saves instructions. MXU_DOT, pinned and
 // data-indexed leaves are never moved.
 void pack_lanes(TileProgram& prog);
+
+// Broadcast operands: gathers of data whose live lanes repeat one element (across the tile, each row, each
+// column) become broadcasts of one lane (column, row) of a shared source gather (lane_pack.cc); nullopt when
+// the program has none. An alternative the lowering weighs (lower.h), not part of pack_lanes: a launch
+// reading one such element costs more this way (the source's fill and LOAD, then the broadcast).
+std::optional<TileProgram> broadcast_operands(const TileProgram& prog);
 
 }  // namespace tinytpu::compiler

@@ -1,10 +1,12 @@
 #include "compiler/lower.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "base/fp32.h"
 #include "compiler/cost.h"
 #include "compiler/emitter.h"
+#include "compiler/lane_pack.h"
 #include "compiler/op_table.h"
 #include "isa/instr_builders.h"
 
@@ -160,6 +162,14 @@ void Emitter::udiv(int d, int a, int b) {
   for (int r : {sign, one, t, ax, bx, big, zero}) release(r);
 }
 
+// A LANE_BROADCAST's XLU instruction: lane `lane` to every lane, each row its column `lane`, or each column
+// its row `lane`.
+void Emitter::broadcast(const TileNode& n, int d, int a) {
+  emit(n.axis == LaneAxis::kTile  ? instr::broadcast_scalar(d, a, n.lane / kRows, n.lane % kRows)
+       : n.axis == LaneAxis::kRow ? instr::broadcast_col(d, a, n.lane)
+                                  : instr::broadcast_row(d, a, n.lane));
+}
+
 // MAX(x, 0) on signed lanes (narrow unsigned lanes are never negative) is one RELU: no zero tile.
 int Emitter::relu_input(const TileNode& n) const {
   if (n.op != Op::MAX || is_float(n.dtype) || n.dtype == DType::kU32) return -1;
@@ -213,7 +223,7 @@ void Emitter::emit_store(int s) {
       cutter_.launch().drains.push_back({slot, s, -1, role});
       continue;
     }
-    if (is_leaf(node) && regs_.of(node) < 0 && !p_.nodes[node].dynamic) {
+    if (is_gather(p_, node) && regs_.of(node) < 0 && !p_.nodes[node].dynamic) {
       // a gathered tile stored as it is: the loader fills an output slot, no LOAD and STORE
       int slot = take_out_slot(true);
       cutter_.launch().fills.push_back({slot, node, p_.nodes[node].dtype});
@@ -311,12 +321,7 @@ void lane_reduce(Emitter& e, const Lowered& o) {
   e.release(t);
 }
 
-void lane_broadcast(Emitter& e, const Lowered& o) {
-  const TileNode& n = o.n;
-  e.emit(n.axis == LaneAxis::kTile  ? instr::broadcast_scalar(o.d, o.a, n.lane / kRows, n.lane % kRows)
-         : n.axis == LaneAxis::kRow ? instr::broadcast_col(o.d, o.a, n.lane)
-                                    : instr::broadcast_row(o.d, o.a, n.lane));
-}
+void lane_broadcast(Emitter& e, const Lowered& o) { e.broadcast(o.n, o.d, o.a); }
 
 void fdiv(Emitter& e, const Lowered& o) {
   if (!e.fast_math_) return e.divide(o.d, o.a, o.b);
@@ -380,6 +385,15 @@ void cast(Emitter& e, const Lowered& o) {
 
 }  // namespace lowering
 
+std::string describe(const Emissions::Way& way) {
+  const char* orders[] = {"store by store", "in program order", "interleaved"};
+  return std::string(orders[int(way.order)]) +
+         (way.order == EmitOrder::kInterleaved
+              ? " in groups of up to " + std::to_string(way.group) + " stores"
+              : "") +
+         (way.broadcast ? ", operands broadcast" : "");
+}
+
 int64_t estimated_cycles(const std::vector<Launch>& launches) {
   int64_t cycles = 0;
   for (const Launch& l : launches)
@@ -387,21 +401,73 @@ int64_t estimated_cycles(const std::vector<Launch>& launches) {
   return cycles;
 }
 
-std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
-                          bool fast_math, const Choices& choices) {
-  // Both emission orders, and the one whose launches take fewer cycles.
-  const NodeFacts facts(prog);
-  Emitter by_store(prog, facts, cfg, fast_math, choices, EmitOrder::kByStore);
-  auto launches = by_store.run();
-  constants = by_store.constants();
-  if (prog.stores.size() < 2) return launches;
-  Emitter in_order(prog, facts, cfg, fast_math, choices, EmitOrder::kProgram);
-  auto other = in_order.run();
-  if (estimated_cycles(other) < estimated_cycles(launches)) {
-    constants = in_order.constants();
-    return other;
+namespace {
+
+// One emission of a batch: its launches and constants, and their estimated cycles.
+struct Emission {
+  std::vector<Launch> launches;
+  std::vector<Tile> constants;
+  int64_t cycles = INT64_MAX;
+};
+
+}  // namespace
+
+std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
+                          bool fast_math, const Choices& choices, Emissions* emissions) {
+  // The emissions weighed (all of them, the kernel's choice, or the two orders of the program as it is), and
+  // the one whose launches take the fewest cycles.
+  Emission best;
+  Emissions::Way won;
+  std::optional<TileProgram> with_broadcasts;
+  std::optional<NodeFacts> facts[2];  // of each program, found once for its emissions
+  auto emit = [&](const Emissions::Way& way) {
+    const TileProgram& p = way.broadcast ? *with_broadcasts : prog;
+    if (p.stores.size() < 2 && way.order != EmitOrder::kByStore) return;
+    if (way.order == EmitOrder::kInterleaved && !interleavable(p)) return;
+    if (!facts[way.broadcast]) facts[way.broadcast].emplace(p);
+    const bool blocking = way.broadcast || way.order == EmitOrder::kInterleaved;
+    Emitter e(p, *facts[way.broadcast], cfg, fast_math, choices, way.order, way.group, blocking);
+    Emission l;
+    try {
+      l.launches = e.run();
+    } catch (const Unsupported&) {
+      // An event that needs more than an empty launch has (an op's temporaries beside broadcast leaves and
+      // their sources, say) makes the way no candidate; the two orders of the program as it is are the
+      // lowering's own, and throw on.
+      if (blocking) return;
+      throw;
+    }
+    l.constants = e.constants();
+    l.cycles = estimated_cycles(l.launches);
+    if (l.cycles < best.cycles) std::tie(best, won) = std::pair{std::move(l), way};
+  };
+  const bool choosing = !emissions || !emissions->decided;
+  const std::optional<Emissions::Way> taken = choosing ? std::nullopt : emissions->other;
+  if (choosing || taken) with_broadcasts = broadcast_operands(prog);
+  // A later batch of a kernel whose first took another way takes that way alone; the two orders of the
+  // program as it is are emitted otherwise, and where that way does not fit this batch.
+  if (taken && (!taken->broadcast || with_broadcasts)) emit(*taken);
+  if (best.cycles == INT64_MAX) {
+    emit({EmitOrder::kByStore});
+    emit({EmitOrder::kProgram});
   }
-  return launches;
+  const int64_t as_it_was = best.cycles;
+  if (choosing) {
+    for (bool broadcast : {false, true}) {
+      if (broadcast && !with_broadcasts) continue;
+      if (broadcast) emit({EmitOrder::kByStore, 0, true});
+      if (broadcast) emit({EmitOrder::kProgram, 0, true});
+      for (int group : Emissions::kGroups) emit({EmitOrder::kInterleaved, group, broadcast});
+    }
+  }
+  if (choosing && emissions) {
+    emissions->estimates = {as_it_was, best.cycles};
+    emissions->decided = (with_broadcasts || interleavable(prog)) && prog.stores.size() >= 2;
+    if (won.broadcast || won.order == EmitOrder::kInterleaved) emissions->other = won;
+  }
+  if (won.broadcast) prog = std::move(*with_broadcasts);
+  constants = std::move(best.constants);
+  return std::move(best.launches);
 }
 
 }  // namespace tinytpu::compiler

@@ -1,9 +1,13 @@
 #pragma once
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "base/tile.h"
 #include "compiler/launch.h"
 #include "compiler/mxu_dot.h"
+#include "compiler/schedule.h"
 #include "compiler/tile_program.h"
 
 namespace tinytpu::compiler {
@@ -15,7 +19,31 @@ namespace tinytpu::compiler {
 // the data records.
 int64_t estimated_cycles(const std::vector<Launch>& launches);
 
-std::vector<Launch> lower(const TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
-                          bool fast_math = false, const Choices& choices = {});
+// The emissions of a batch lower() weighs beyond the two orders of the program as it is (emitter.h): both
+// orders and the interleaved one with groups of kGroups stores, of the program as it is and with broadcast
+// operands (lane_pack.h). A kernel's batches are mostly alike: the first that has a choice tries every one
+// and the two orders, and the others only the way it took (the two orders, as before, when it took one of
+// them or its way does not fit the batch).
+struct Emissions {
+  static constexpr int kGroups[] = {2, 4, 8};
+  struct Way {
+    EmitOrder order = EmitOrder::kByStore;
+    int group = 0;  // kInterleaved's stores a group
+    bool broadcast = false;
+  };
+  bool decided = false;
+  std::optional<Way> other;  // the way the first batch took, when not one of the two orders as they were
+  // The estimated cycles of the batch that chose (the last tried, until one has a choice): in the better of
+  // the two orders as they were, and in the way it took.
+  std::pair<int64_t, int64_t> estimates;
+};
+std::string describe(const Emissions::Way& way);  // the decision log's words
+
+// `prog` becomes the program the launches were emitted from (with broadcast operands, say). `emissions`: the
+// kernel's choice so far, kept across its batches (decided without a way: the two orders alone); without it,
+// every emission is tried.
+std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::vector<Tile>& constants,
+                          bool fast_math = false, const Choices& choices = {},
+                          Emissions* emissions = nullptr);
 
 }  // namespace tinytpu::compiler

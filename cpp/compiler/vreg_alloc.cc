@@ -1,6 +1,7 @@
 #include "compiler/vreg_alloc.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace tinytpu::compiler {
 
@@ -10,12 +11,13 @@ void VregAllocator::begin_launch() {
   file.content.fill(kNothing);
   for (int n : bound_) vreg_[n] = -1;
   bound_.clear();
+  undo_.clear();
 }
 
-void VregAllocator::rollback(const File& saved) {
-  file = saved;
+void VregAllocator::rollback(const Mark& m) {
+  file = m.file;
   event_regs_.reset();
-  for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) vreg_[it->first] = it->second;
+  for (; undo_.size() > m.undo; undo_.pop_back()) vreg_[undo_.back().first] = undo_.back().second;
 }
 
 void VregAllocator::bind(int node, int r) {
@@ -67,18 +69,26 @@ int VregAllocator::free_holding(Content content) const {
   return -1;
 }
 
-int VregAllocator::evict_leaf(const VmemSlots& slots, const std::vector<int>& last_use) {
-  int victim = -1;
+int VregAllocator::evict_leaf(const VmemSlots& slots, const Schedule& schedule, int pos, bool by_next_read) {
+  int victim = -1, victim_read = -1;
   for (int n : bound_) {
     int r = vreg_[n];
-    // (the cheap tests first: most nodes bound in a launch would not be taken over the victim so far)
-    if (r < 0 || event_regs_[r] || (victim >= 0 && last_use[n] <= last_use[victim])) continue;
-    if (is_leaf(p_, n) && slots.holding(n) >= 0) victim = n;
+    if (r < 0 || event_regs_[r] || !is_leaf(p_, n)) continue;
+    const int read = by_next_read ? schedule.next_read(n, pos) : schedule.last_use[size_t(n)];
+    if ((victim < 0 || read > victim_read) && refillable(slots, n))
+      std::tie(victim, victim_read) = std::pair{n, read};
   }
   if (victim < 0) return -1;
   int r = vreg_[victim];
   bind(victim, -1);
   return r;
+}
+
+// A leaf whose vreg may be given up: a gather its slot still holds, a broadcast leaf whose source is in a
+// vreg or refillable.
+bool VregAllocator::refillable(const VmemSlots& slots, int node) const {
+  if (is_broadcast_leaf(p_, node)) return vreg_[p_.nodes[node].a] >= 0 || refillable(slots, p_.nodes[node].a);
+  return is_gather(p_, node) && slots.holding(node) >= 0;
 }
 
 void VregAllocator::live(int pos, const std::vector<int>& last_use, std::vector<int>& out) const {

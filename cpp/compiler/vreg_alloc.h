@@ -83,13 +83,16 @@ class VregAllocator {
 
   VregAllocator(const TileProgram& p, int vregs) : p_(p), vregs_(vregs), vreg_(p.nodes.size(), -1) {}
   void begin_launch();
-  // An event starts: its operands are marked as it reads them, and its bindings can be undone.
-  void begin_event() {
-    event_regs_.reset();
-    undo_.clear();
-  }
-  // The event is rolled back: `saved` is the file as it began.
-  void rollback(const File& saved);
+  // An event starts: its operands are marked as it reads them.
+  void begin_event() { event_regs_.reset(); }
+  // The registers between two events of the launch, to which rollback() returns (the bindings since are
+  // undone).
+  struct Mark {
+    File file;
+    size_t undo;
+  };
+  Mark mark() const { return {file, undo_.size()}; }
+  void rollback(const Mark& m);
 
   // The vreg holding the node in this launch, or -1.
   int of(int node) const { return vreg_[node]; }
@@ -102,9 +105,9 @@ class VregAllocator {
   // A free vreg still holding `content`, or -1 (take it with take()).
   int free_holding(Content content) const;
   void take(int r) { file.busy.set(r); }
-  // The vreg of a leaf the current event does not read, the one whose last read is furthest, unbound (it
-  // stays busy: it changes hands); -1 without.
-  int evict_leaf(const VmemSlots& slots, const std::vector<int>& last_use);
+  // The vreg of a leaf the current event (at `pos`) does not read, unbound (it stays busy: it changes hands);
+  // -1 without: the leaf read again latest (`by_next_read`), else the one whose last read is furthest.
+  int evict_leaf(const VmemSlots& slots, const Schedule& schedule, int pos, bool by_next_read);
   void release(int r) {
     file.busy.reset(r);
     file.leaves.reset(r);
@@ -121,15 +124,16 @@ class VregAllocator {
   void live(int pos, const std::vector<int>& last_use, std::vector<int>& out) const;
 
  private:
+  bool refillable(const VmemSlots& slots, int node) const;
   // Of the free vregs, all holding constants, the one whose constant the forecast asks for again latest.
   int latest_asked_free(const ConstantForecast& forecast, const ConstantTiles& consts) const;
 
   const TileProgram& p_;
   const int vregs_;
   std::vector<int> vreg_;  // node -> vreg holding it in the current launch, or -1
-  // Nodes given a vreg in the current launch, and the (node, previous vreg) bindings of the current event:
-  // resetting, cutting and rolling back touch only these, so emission stays linear in the program's size
-  // however long it is.
+  // Nodes given a vreg in the current launch, and the (node, previous vreg) bindings made in it: resetting,
+  // cutting and rolling back touch only these, so emission stays linear in the program's size however long
+  // it is.
   std::vector<int> bound_;
   std::vector<std::pair<int, int>> undo_;
   Set event_regs_;  // operands of the current event: never evicted
