@@ -35,7 +35,7 @@ FOLDER_RANKS = {
   "chip": [("units", {"chip_noc", "chip_timeline", "hbm_model", "sparse_core"}), ("the chip top", {"tinytpu_chip"})],
   "compiler": [("the kernel IR, its op table and the log", {"dtypes", "ir", "lowerings", "op_table", "log"}),
                ("the tile IR", {"tracer", "divide"}), ("the cost estimate", {"cost"}),
-               ("passes over tiles", {"lane_pack", "mxu_dot", "replay"}),
+               ("passes over tiles", {"value_ranges", "clamps", "lane_pack", "mxu_dot", "replay"}),
                ("the lowering's parts", {"launch", "contents", "vmem_slots", "constant_tiles", "node_facts", "schedule",
                                          "vreg_alloc", "mxu_fills", "launch_cutter"}),
                ("plans", {"plan", "lower", "independent", "emitter", "float_sequences"}), ("compile", {"compile"})],

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "base/errors.h"
+#include "compiler/clamps.h"
 #include "compiler/divide.h"
 #include "compiler/independent.h"
 #include "compiler/lane_pack.h"
@@ -394,8 +395,8 @@ class PlanBuilder {
 };
 
 // The passes, in order, for their host time in the decision log.
-enum class Pass : uint8_t { kTrace, kShape, kFuseMxu, kPack, kLower, kPlan, kCount };
-constexpr std::array<const char*, size_t(Pass::kCount)> kPassNames = {"trace", "shape", "fuse_mxu",
+enum class Pass : uint8_t { kTrace, kShape, kClamps, kFuseMxu, kPack, kLower, kPlan, kCount };
+constexpr std::array<const char*, size_t(Pass::kCount)> kPassNames = {"trace", "shape", "clamps", "fuse_mxu",
                                                                       "pack",  "lower", "plan"};
 
 // What the passes decided, for the decision log.
@@ -509,6 +510,7 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
     TileProgram prog;
     const bool whole = t.trace_chunk(0, prog);
     f.compiled = whole && !prog.stores.empty() && batch_ends(prog, 0, t);
+    fold_clamps(prog);
     pack_lanes(prog);
     f.launches = lower(prog, cfg, f.consts, k.fast_math, choices);
     // a chunk traced in parts: its cycles estimated from its first part's, by the share of it traced
@@ -700,6 +702,8 @@ class Batches {
   // The batch, fused, packed, lowered and added to the plan; as kept for replays (null: not kept).
   const CompiledBatch* compile_new(bool has_shape) {
     const int first_chain = chains_;
+    fold_clamps(prog_);
+    why_.passed(Pass::kClamps);
     std::optional<TileProgram> unfused;
     if (mxu_ != Engine::kMxu) unfused = prog_;
     chains_ = fuse_mxu_dots(prog_, cfg_, chains_, choices_);

@@ -12,8 +12,7 @@ namespace tinytpu::compiler {
 //   the MXU_VPU_EPILOGUE writes them straight into the store's output slot (no vreg, no STORE). They are
 //   not events of their own; the store emits them;
 // - in_range: narrow integer results whose lanes hold a value of their dtype's range before any wrap, so
-//   that the wrap (Emitter::emit_node) would change nothing: the larger of two such values, a select of
-//   them, a cast of a value the program has already bounded (a clamp, say).
+//   that the wrap (Emitter::emit_node) would change nothing (value_ranges.h).
 struct NodeFacts {
   std::vector<std::optional<uint32_t>> uniform;
   std::vector<bool> to_vmem;

@@ -197,6 +197,8 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     lowered(plain(Op::LANE_REDUCE, "LANE_REDUCE", 0, A::kNever), lowering::lane_reduce),
     // a broadcast copies lanes already wrapped
     lowered(plain(Op::LANE_BROADCAST, "LANE_BROADCAST", 0, A::kNever), lowering::lane_broadcast, false),
+    // signed lanes only: a clamp's upper bound (compiler/clamps.h)
+    alu(Op::MIN, "MIN", 2, A::kNever, Fold{}, V::kMin, none, true),
 }};
 static_assert(
     [] {
