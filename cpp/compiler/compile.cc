@@ -403,7 +403,7 @@ constexpr std::array<const char*, size_t(Pass::kCount)> kPassNames = {"trace", "
 struct Decisions {
   int64_t batches = 0, launches = 0, spills = 0, stores = 0, packed_stores = 0, lane_reduces = 0,
           broadcasts = 0;
-  int64_t ws_blocks = 0, os_blocks = 0;
+  int64_t ws_blocks = 0, os_blocks = 0, across_blocks = 0;
   int mxu_chains = 0;
   std::map<std::string, int64_t> cuts;  // launches ended early, by the limit reached
   // Host time per pass (the log at debug), timed only when the log shows it.
@@ -438,15 +438,15 @@ struct Decisions {
   void fused(const TileProgram& prog, int first_chain, int next_chain, bool on_vpu) {
     std::set<int> on_mxu;
     for (const MxuDot& m : prog.mxu) {
-      ++(m.os ? os_blocks : ws_blocks);
-      on_mxu.insert(m.chain);
+      ++(m.across ? across_blocks : m.os ? os_blocks : ws_blocks);
+      on_mxu.insert(m.chains.begin(), m.chains.end());
     }
     mxu_chains += int(on_mxu.size());
     if (decision_log().should_log(spdlog::level::debug))
       for (int c = first_chain; c < next_chain; ++c) {
         int ws = 0, os = 0, dispatches = 0;
         for (const MxuDot& m : prog.mxu)
-          if (m.chain == c) {
+          if (std::find(m.chains.begin(), m.chains.end(), c) != m.chains.end()) {
             ++(m.os ? os : ws);
             dispatches += int(m.dispatches.size());
           }
@@ -797,10 +797,10 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
                         why_.engine);
   if (chains_ > 0)
     decision_log().info(
-        "  MXU: {} of {} int8 dot-product chains, in {} output-stationary and {} weight-stationary "
-        "blocks; this data: {} kept on the VPU (out of int8 range), {} operands loaded once "
-        "(equal values)",
-        why_.mxu_chains, chains_, why_.os_blocks, why_.ws_blocks, choices_.veto.size(),
+        "  MXU: {} of {} int8 dot-product chains, in {} output-stationary, {} output-stationary across "
+        "chains and {} weight-stationary blocks; this data: {} kept on the VPU (out of int8 range), {} "
+        "operands loaded once (equal values)",
+        why_.mxu_chains, chains_, why_.os_blocks, why_.across_blocks, why_.ws_blocks, choices_.veto.size(),
         choices_.same_values.size());
   if (why_.packed_stores + why_.lane_reduces + why_.broadcasts > 0)
     decision_log().info(

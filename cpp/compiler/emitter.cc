@@ -2,6 +2,8 @@
 
 #include "compiler/mxu_fills.h"
 #include "isa/instr_builders.h"
+#include "sim/controller.h"
+#include "sim/timing.h"
 
 namespace tinytpu::compiler {
 
@@ -12,7 +14,7 @@ Emitter::Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreC
       fast_math_(fast_math),
       choices_(choices),
       facts_(facts),
-      schedule_(schedule(p, facts.to_vmem, order)),
+      schedule_(schedule(p, facts, order)),
       cutter_(cfg, int(p.nodes.size())),
       regs_(p, cutter_.lim.vregs),
       forecast_(p, schedule_, facts.uniform) {
@@ -21,12 +23,15 @@ Emitter::Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreC
 
 std::vector<Launch> Emitter::run() {
   for (pos_ = 0; pos_ < int(schedule_.events.size()); ++pos_) {
-    auto [is_node, id] = schedule_.events[pos_];
+    const Schedule::Event e = schedule_.events[pos_];
     transact([&] {
       forecast_.begin_event(pos_);
-      is_node ? emit_node(id) : emit_store(id);
+      if (e.part == Schedule::Part::kDispatch)
+        mxu_dispatch(e.id);
+      else
+        e.is_node ? emit_node(e.id) : emit_store(e.id);
     });
-    if (is_node) forecast_.learn(p_.nodes[id]);
+    if (e.is_node && e.part != Schedule::Part::kDispatch) forecast_.learn(p_.nodes[e.id]);
   }
   finish_launch();
   return cutter_.take();
@@ -36,16 +41,25 @@ void Emitter::begin_launch() {
   regs_.begin_launch();
   slots_.reset(cutter_.lim.slots);
   consts_.begin_launch();
+  mxu_ = Shadow{};
+  dispatched_.clear();
+  skipped_ = {-1, nullptr};
 }
 
+// The read-backs' deferred instructions are placed (they make values); dispatches still waiting are dropped:
+// their read-back is in a later launch, which dispatches the block again.
 void Emitter::finish_launch() {
+  mxu_.pending.clear();
+  flush_deferred();
   if (cutter_.finish()) begin_launch();
 }
 
 // Ends the launch: values still to be read (by the current event or later) move to scratch through output
 // tiles. The invariants kept by emit(), take_out_slot() and alloc_vreg() (room for one STORE and one output
-// per busy vreg) guarantee this fits.
+// per busy vreg, and for the instructions waiting in the MXU's shadow) guarantee this fits.
 void Emitter::cut() {
+  mxu_.pending.clear();
+  flush_deferred();
   regs_.live(pos_, schedule_.last_use, held_);
   for (int n : held_) {
     const int s = slots_.first_not_out();
@@ -56,28 +70,40 @@ void Emitter::cut() {
 }
 
 // Runs one event's emission as a transaction against the launch limits. An event only appends to the
-// launch, so undoing it truncates.
+// launch, so undoing it truncates. An OS block's dispatches that do not fit are undone and left to its
+// read-back (which dispatches a block not dispatched in its launch): the work before the read-back, under
+// those dispatches had they fit, is emitted into the launch first.
 template <class Body>
 void Emitter::transact(Body body) {
   const LaunchCutter::Mark launch = cutter_.begin_event();
   const ConstantTiles::Mark consts = consts_.mark();
   const VregAllocator::File regs = regs_.file;
   const VmemSlots slots = slots_;
+  const Shadow shadow = mxu_;
   regs_.begin_event();
   body();
   if (!cutter_.full()) return;
+  const char* ended = cutter_.launch().cut;  // (rollback names the event's limit)
+  const char* why = cutter_.full();
   cutter_.rollback(launch);
   consts_.rollback(consts);
   regs_.rollback(regs);
   slots_ = slots;
+  mxu_ = shadow;
+  dispatched_.resize(mxu_.dispatched);
   forecast_.for_leaf = asking_when_full_;
+  if (schedule_.events[pos_].part == Schedule::Part::kDispatch) {
+    skipped_ = {p_.nodes[schedule_.events[pos_].id].mxu, why};
+    cutter_.launch().cut = ended;
+    return;
+  }
   cut();
   cutter_.begin_event();
   regs_.begin_event();
   body();
   if (const char* full = cutter_.full()) {
-    auto [is_node, id] = schedule_.events[pos_];
-    throw Unsupported(std::string(is_node ? op_name(p_.nodes[id].op) : "a store") + " needs more " + full +
+    const Schedule::Event& e = schedule_.events[pos_];
+    throw Unsupported(std::string(e.is_node ? op_name(p_.nodes[e.id].op) : "a store") + " needs more " + full +
                       " than an empty launch of a TensorCore with " + cfg_.describe() + " has");
   }
 }
@@ -94,7 +120,7 @@ int Emitter::no_room(const char* why) {
 // Every busy vreg but a leaf's may need a STORE and an output tile if the launch is cut: keep room.
 bool Emitter::room_for_one_more_vreg() {
   const int busy = regs_.spillable() + 1;
-  const char* full = !cutter_.fits_instrs(busy)               ? kNoInstrs
+  const char* full = !cutter_.fits_instrs(busy + queued())    ? kNoInstrs
                      : !cutter_.fits_slots(slots_.outs, busy) ? kNoSlots
                      : !cutter_.fits_drains(busy)             ? kNoOutputs
                                                               : nullptr;
@@ -117,14 +143,66 @@ int Emitter::take_back(Content content) {
   return r;
 }
 
+// An instruction into the program, after the read-backs' deferred instructions; an instruction that waits for
+// the MXU after the dispatches waiting in its shadow too, and any other between them.
 void Emitter::emit(Instr in) {
-  if (!cutter_.fits_instrs(1 + regs_.spillable())) {
+  flush_deferred();
+  if (kSxuOps[in.op].waits_for_mxu) {
+    flush_pending();
+    place(in);
+  } else {
+    interleave(in);
+  }
+}
+
+void Emitter::place(const Instr& in) {
+  if (!cutter_.fits_instrs(1 + regs_.spillable() + queued())) {
     no_room(kNoInstrs);
     return;
   }
   cutter_.launch().program.push_back(in);
   // every instruction that writes a vreg names it in vregDst
   if (may_write_vreg_dst(in.op)) regs_.written(in.vregDst);
+}
+
+// An instruction in the MXU's shadow: the next waiting dispatch first when the MXU would be done with the one
+// before by then.
+void Emitter::interleave(const Instr& in) {
+  if (mxu_.pending.empty()) return place(in);
+  const int cycles = instr_cycles(in, cfg_);
+  if (mxu_.shadow < cycles) {
+    const Instr next = mxu_.pending.front();
+    mxu_.pending.erase(mxu_.pending.begin());
+    place(next);
+    mxu_.shadow = os_dispatch_interval(next.mxuTLen) - instr_cycles(next, cfg_);
+  }
+  place(in);
+  mxu_.shadow -= cycles;
+}
+
+// An OS block's dispatches: the first at once (the MXU is done: the read-back before waited for it), the others
+// in its shadow.
+void Emitter::issue(std::vector<Instr> dispatches) {
+  flush_pending();
+  if (dispatches.empty()) return;
+  place(dispatches[0]);
+  mxu_.shadow = os_dispatch_interval(dispatches[0].mxuTLen) - instr_cycles(dispatches[0], cfg_);
+  mxu_.pending.assign(dispatches.begin() + 1, dispatches.end());
+}
+
+void Emitter::flush_deferred() {
+  if (mxu_.deferred.empty()) return;
+  const std::vector<Instr> deferred = std::move(mxu_.deferred);
+  mxu_.deferred.clear();
+  for (const Instr& in : deferred) interleave(in);
+  for (int r : mxu_.deferred_rows) release(r);
+  mxu_.deferred_rows.clear();
+}
+
+void Emitter::flush_pending() {
+  const std::vector<Instr> pending = std::move(mxu_.pending);
+  mxu_.pending.clear();
+  for (const Instr& in : pending) place(in);
 }
 
 // A combinational op is dispatched in the background: its write-back lands in the next instruction's
@@ -198,17 +276,15 @@ int Emitter::palette_vreg() {
   return r;
 }
 
-int Emitter::weight_fill(const MxuTile& data, int chain) {
-  const int addr =
-      MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}.weight(data,
-                                                                                                       chain);
+int Emitter::weight_fill(const MxuTile& data, const std::vector<int>& chains) {
+  const int addr = MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}
+                       .weight(data, chains);
   return addr >= 0 ? addr : no_room("WMEM tiles");
 }
 
-int Emitter::act_fill(const MxuTile& block, int k, int chain) {
-  const int addr =
-      MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}.activations(
-          block, k, chain);
+int Emitter::act_fill(const MxuTile& block, int k, const std::vector<int>& chains) {
+  const int addr = MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}
+                       .activations(block, k, chains);
   return addr >= 0 ? addr : no_room("AMEM rows");
 }
 

@@ -1,5 +1,9 @@
 #include "compiler/schedule.h"
 
+#include <algorithm>
+#include <functional>
+#include <queue>
+
 namespace tinytpu::compiler {
 
 StoreReads store_reads(const TileStore& s) {
@@ -11,14 +15,27 @@ StoreReads store_reads(const TileStore& s) {
 
 namespace {
 
-// An event of the node unless it is a leaf or emitted by its store.
-bool is_event(const TileProgram& p, const std::vector<bool>& to_vmem, int node) {
-  return !is_leaf(p, node) && !to_vmem[node];
+using Event = Schedule::Event;
+using Part = Schedule::Part;
+
+// An event of the node unless it is a leaf, emitted by its store or made by another node's event.
+bool is_event(const TileProgram& p, const NodeFacts& f, int node) {
+  return !is_leaf(p, node) && !f.to_vmem[node] && f.made_by[node] < 0;
 }
 
-// kByStore: each store after the post-order of what it reads and is not yet computed.
-void store_order(const TileProgram& p, const std::vector<bool>& to_vmem,
-                 std::vector<Schedule::Event>& events) {
+bool is_os_dot(const TileProgram& p, int node) {
+  return p.nodes[node].op == Op::MXU_DOT && p.mxu[p.nodes[node].mxu].os;
+}
+
+// A node's events: an OS MXU block's dispatches and read-back, else one.
+void add_node(const TileProgram& p, int node, std::vector<Event>& events) {
+  if (is_os_dot(p, node)) events.push_back({true, node, Part::kDispatch});
+  events.push_back({true, node, is_os_dot(p, node) ? Part::kReadBack : Part::kWhole});
+}
+
+// kByStore: each store after the post-order of what it reads and is not yet computed (a node made by another's
+// event after that node).
+void store_order(const TileProgram& p, const NodeFacts& f, std::vector<Event>& events) {
   std::vector<char> done(p.nodes.size(), false);  // (bytes: this visits every node of a batch)
   std::vector<std::pair<int, int>> stack;         // node, operands looked at
   for (size_t s = 0; s < p.stores.size(); ++s) {
@@ -28,8 +45,8 @@ void store_order(const TileProgram& p, const std::vector<bool>& to_vmem,
         auto& [n, k] = stack.back();
         const TileNode& t = p.nodes[n];
         int next = -1;  // the first operand from k on not yet done
-        while (k < 3 && next < 0) {
-          const int o = k == 0 ? t.a : k == 1 ? t.b : t.c;
+        while (k < 4 && next < 0) {
+          const int o = k == 0 ? t.a : k == 1 ? t.b : k == 2 ? t.c : f.made_by[n];
           ++k;
           if (o >= 0 && !done[o]) next = o;
         }
@@ -38,7 +55,7 @@ void store_order(const TileProgram& p, const std::vector<bool>& to_vmem,
           continue;
         }
         done[n] = true;
-        if (is_event(p, to_vmem, n)) events.push_back({true, n});
+        if (is_event(p, f, n)) add_node(p, n, events);
         stack.pop_back();
       }
     }
@@ -46,67 +63,193 @@ void store_order(const TileProgram& p, const std::vector<bool>& to_vmem,
   }
 }
 
-// The nodes the stores read, directly or through operands: operands come before their readers, so one
-// sweep back from the last node (a search from each store, as store_order() does, misses the cache).
-std::vector<bool> needed(const TileProgram& p) {
+// The nodes the stores read, directly or through operands (and the nodes making them): operands come before
+// their readers, so one sweep back from the last node (a search from each store, as store_order() does, misses
+// the cache).
+std::vector<bool> needed(const TileProgram& p, const NodeFacts& f) {
   std::vector<bool> needed(p.nodes.size(), false);
   for (const TileStore& st : p.stores)
     for (int r : store_reads(st)) needed[r] = true;
   for (int i = int(p.nodes.size()) - 1; i >= 0; --i)
     if (needed[i])
-      for (int o : {p.nodes[i].a, p.nodes[i].b, p.nodes[i].c})
+      for (int o : {p.nodes[i].a, p.nodes[i].b, p.nodes[i].c, f.made_by[i]})
         if (o >= 0) needed[o] = true;
   return needed;
 }
 
 // kProgram: the needed nodes in program order, each store as soon as every node it reads is made.
-void program_order(const TileProgram& p, const std::vector<bool>& to_vmem,
-                   std::vector<Schedule::Event>& events) {
-  const std::vector<bool> need = needed(p);
+void program_order(const TileProgram& p, const NodeFacts& f, std::vector<Event>& events) {
+  const std::vector<bool> need = needed(p, f);
   std::vector<bool> made(p.nodes.size(), false);
   size_t s = 0;
   auto ready = [&](size_t st) {
-    for (int r : store_reads(p.stores[st]))
-      if (is_event(p, to_vmem, r) && !made[r]) return false;
+    for (int r : store_reads(p.stores[st])) {
+      const int maker = f.made_by[r] >= 0 ? f.made_by[r] : r;
+      if (is_event(p, f, maker) && !made[maker]) return false;
+    }
     return true;
   };
   for (int i = 0; i < int(p.nodes.size()); ++i) {
-    if (need[i] && is_event(p, to_vmem, i)) {
-      events.push_back({true, i});
+    if (need[i] && is_event(p, f, i)) {
+      add_node(p, i, events);
       made[i] = true;
     }
     while (s < p.stores.size() && ready(s)) events.push_back({false, int(s++)});
   }
 }
 
-// Each node's last read: by a node or a store, and a dynamic leaf's gather indices where the leaf is read.
-std::vector<int> last_uses(const TileProgram& p, const std::vector<Schedule::Event>& events) {
-  std::vector<int> last_use(p.nodes.size(), -1);
-  auto read = [&](int node, int e) {
-    last_use[node] = e;
-    if (is_leaf(p, node) && p.nodes[node].dynamic) last_use[p.nodes[node].a] = e;  // its gather indices
+// What each event reads: its operands' nodes (a store's value, gate and indices), and a dynamic leaf's gather
+// indices where the leaf is read. An OS block's dispatches read nothing.
+template <class Read>
+void reads_of(const TileProgram& p, const Event& e, Read read) {
+  auto node = [&](int n) {
+    read(n);
+    if (is_leaf(p, n) && p.nodes[n].dynamic) read(p.nodes[n].a);
   };
-  for (int e = 0; e < int(events.size()); ++e) {
-    auto [is_node, id] = events[e];
-    if (!is_node) {
-      for (int n : store_reads(p.stores[id])) read(n, e);
-      continue;
-    }
-    for (int o : {p.nodes[id].a, p.nodes[id].b, p.nodes[id].c})
-      if (o >= 0) read(o, e);
+  if (!e.is_node) {
+    for (int n : store_reads(p.stores[e.id])) node(n);
+  } else if (e.part != Part::kDispatch) {
+    for (int o : {p.nodes[e.id].a, p.nodes[e.id].b, p.nodes[e.id].c})
+      if (o >= 0) node(o);
   }
+}
+
+// Each node's last read: by a node or a store, and a dynamic leaf's gather indices where the leaf is read.
+std::vector<int> last_uses(const TileProgram& p, const std::vector<Event>& events) {
+  std::vector<int> last_use(p.nodes.size(), -1);
+  for (int e = 0; e < int(events.size()); ++e) reads_of(p, events[e], [&](int n) { last_use[n] = e; });
   return last_use;
 }
 
+// The pipelining of OS MXU blocks (Schedule): events move only earlier, each after what it reads, and the MXU's
+// events keep their order.
+class Pipeline {
+ public:
+  Pipeline(const TileProgram& p, const NodeFacts& f, const std::vector<Event>& events)
+      : p_(p), f_(f), in_(events), placed_(events.size(), false), waiting_(events.size(), 0) {}
+
+  std::vector<Event> run() {
+    link();
+    std::vector<int> next_mxu(in_.size() + 1, int(in_.size()));  // the first MXU event from each on
+    for (int e = int(in_.size()) - 1; e >= 0; --e) next_mxu[e] = mxu(e) ? e : next_mxu[e + 1];
+    for (int e = 0; e < int(in_.size()); ++e) {
+      if (placed_[e]) continue;
+      place(e);
+      if (in_[e].part != Part::kReadBack) continue;
+      const int next = next_mxu[e + 1];
+      if (next < int(in_.size()) && in_[next].part == Part::kDispatch) {
+        place(next);
+        pull(e);
+      }
+    }
+    return std::move(out_);
+  }
+
+ private:
+  const TileProgram& p_;
+  const NodeFacts& f_;
+  const std::vector<Event>& in_;
+  std::vector<Event> out_;
+  std::vector<bool> placed_;
+  std::vector<int> waiting_;            // per event: the events it reads not yet placed
+  std::vector<int> first_reader_, readers_;  // per event, the events reading it: readers_[first_reader_[e]...]
+  std::vector<int> stores_;                  // the store events, in order
+  size_t open_store_ = 0;                    // stores_ before it are placed
+
+  // Whether the event uses the MXU: an MXU block's events, a store of an MXU result it writes itself.
+  bool mxu(int e) const {
+    const Event& ev = in_[e];
+    if (ev.is_node) return p_.nodes[ev.id].op == Op::MXU_DOT;
+    for (int n : store_reads(p_.stores[ev.id]))
+      if (f_.to_vmem[n]) return true;
+    return false;
+  }
+
+  // The events each event reads (a node made by another's event: that event; leaves: none).
+  void link() {
+    std::vector<int> maker(p_.nodes.size(), -1);
+    for (int e = 0; e < int(in_.size()); ++e)
+      if (!in_[e].is_node)
+        stores_.push_back(e);
+      else if (in_[e].part != Part::kDispatch)
+        maker[in_[e].id] = e;
+    std::vector<std::pair<int, int>> edges;  // (read event, reader)
+    for (int e = 0; e < int(in_.size()); ++e)
+      reads_of(p_, in_[e], [&](int n) {
+        const int m = maker[f_.made_by[n] >= 0 ? f_.made_by[n] : n];
+        if (m >= 0) edges.push_back({m, e});
+      });
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    first_reader_.assign(in_.size() + 1, 0);
+    for (auto [from, to] : edges) {
+      ++first_reader_[from + 1];
+      ++waiting_[to];
+      readers_.push_back(to);
+    }
+    for (size_t e = 0; e < in_.size(); ++e) first_reader_[e + 1] += first_reader_[e];
+  }
+
+  void place(int e) {
+    out_.push_back(in_[e]);
+    placed_[e] = true;
+    for (int r = first_reader_[e]; r < first_reader_[e + 1]; ++r) --waiting_[readers_[r]];
+  }
+
+  // The events that read e's value, directly or through others pulled, as soon as all they read is placed.
+  void pull(int e) {
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;  // in their order
+    auto offer = [&](int from) {
+      for (int r = first_reader_[from]; r < first_reader_[from + 1]; ++r) {
+        const int reader = readers_[r];
+        if (!placed_[reader] && waiting_[reader] == 0 && !mxu(reader)) ready.push(reader);
+      }
+    };
+    offer(e);
+    while (!ready.empty()) {
+      const int r = ready.top();
+      ready.pop();
+      if (placed_[r] || (!in_[r].is_node && !store_may_move(r))) continue;
+      place(r);
+      offer(r);
+    }
+  }
+
+  // A store moves before earlier stores only when each writes other elements than it: static stores (no data
+  // gate or indices) to other buffers or other elements, or pinned tiles.
+  bool store_may_move(int e) {
+    constexpr int kLookBack = 64;  // earlier stores compared, at most
+    while (open_store_ < stores_.size() && placed_[stores_[open_store_]]) ++open_store_;
+    const TileStore& s = p_.stores[in_[e].id];
+    int compared = 0;
+    for (size_t i = open_store_; i < stores_.size() && stores_[i] < e; ++i) {
+      const int o = stores_[i];
+      if (placed_[o]) continue;
+      if (++compared > kLookBack || !apart(p_.stores[in_[o].id], s)) return false;
+    }
+    return true;
+  }
+  static bool apart(const TileStore& a, const TileStore& b) {
+    if (a.pin >= 0 || b.pin >= 0) return true;
+    if (a.gate >= 0 || b.gate >= 0 || a.index_node >= 0 || b.index_node >= 0) return false;
+    if (a.buf != b.buf) return true;
+    for (int i = 0; i < kLanes; ++i)
+      for (int j = 0; j < kLanes; ++j)
+        if (a.active[i] && b.active[j] && a.index[i] == b.index[j]) return false;
+    return true;
+  }
+};
+
 }  // namespace
 
-Schedule schedule(const TileProgram& p, const std::vector<bool>& to_vmem, EmitOrder order) {
+Schedule schedule(const TileProgram& p, const NodeFacts& facts, EmitOrder order) {
   Schedule s;
   s.events.reserve(p.nodes.size() + p.stores.size());
   if (order == EmitOrder::kProgram)
-    program_order(p, to_vmem, s.events);
+    program_order(p, facts, s.events);
   else
-    store_order(p, to_vmem, s.events);
+    store_order(p, facts, s.events);
+  if (!p.mxu.empty()) s.events = Pipeline(p, facts, s.events).run();
   s.last_use = last_uses(p, s.events);
   return s;
 }
