@@ -22,8 +22,10 @@ class ClampFolder {
     for (int i = 0; i < int(p_.nodes.size()); ++i)
       if (p_.nodes[i].op == Op::WHERE && uses_[i] > 0) select(i);
     ranges_.emplace(p_);  // a bound moved past a narrowing MIN needs its operand within the narrow range
-    for (int i = 0; i < int(p_.nodes.size()); ++i)
+    for (int i = 0; i < int(p_.nodes.size()); ++i) {  // (casts after the selects: the selects match them)
       if (p_.nodes[i].op == Op::MAX && uses_[i] > 0) max_of_min(i);
+      if (p_.nodes[i].op == Op::CAST && uses_[i] > 0) narrowed_sum(i);
+    }
   }
 
  private:
@@ -111,6 +113,25 @@ class ClampFolder {
     }
     if (constant(to.a)) std::swap(to.a, to.b);  // the constant second
     rewrite(i, to);
+  }
+
+  // CAST(x + c) to an integer of n bits, c a multiple of 2^n: CAST(x) (x - c alike): the wrap drops c.
+  void narrowed_sum(int i) {
+    const TileNode cast = node(i);
+    const int bits = cast.dtype == DType::kI8 || cast.dtype == DType::kU8     ? 8
+                     : cast.dtype == DType::kI16 || cast.dtype == DType::kU16 ? 16
+                                                                                : 0;
+    const TileNode& sum = node(cast.a);
+    if (!bits || !is_lane_int(cast.from) || (sum.op != Op::ADD && sum.op != Op::SUB)) return;
+    for (auto [x, c] : {std::pair{sum.a, sum.b}, {sum.b, sum.a}}) {
+      if (sum.op == Op::SUB && c == sum.a) continue;
+      if (const auto k = constant(c); k && *k % (int64_t(1) << bits) == 0) {  // (x's lanes read as `from`)
+        TileNode to = cast;
+        to.a = x;
+        rewrite(i, to);
+        return;
+      }
+    }
   }
 
   // The constant operand of a two-operand op, and the other one.

@@ -30,9 +30,14 @@ constexpr uint64_t kFnvOffset = 1469598103934665603ull;
 void fnv_mix(uint64_t& h, uint64_t v) { h = (h ^ v) * 1099511628211ull; }
 
 // Whether the batch is compiled after tracing chunk `chunk` into it: it holds kBatchNodes nodes, or the chunk
-// pinned the prefix, whose program runs before any chunk reads the pinned tiles.
+// pinned the prefix, whose program runs before any chunk reads the pinned tiles. An integer reduction's 4x4
+// blocks (its MXU's output tiles) of one row read the same rows of the left operand: a batch holds up to
+// four of them, so that their MXU blocks of one K-range share a launch's activation rows (schedule.h).
 bool batch_ends(const TileProgram& prog, int64_t chunk, const Tracer& tracer) {
-  return prog.nodes.size() >= kBatchNodes || (chunk == 0 && tracer.pinned_prefix());
+  if (chunk == 0 && tracer.pinned_prefix()) return true;
+  if (prog.nodes.size() < kBatchNodes) return false;
+  const int64_t in_row = (chunk + 1) % tracer.blocks_per_row();
+  return !tracer.blocked() || tracer.layout_open() || in_row % kRows == 0;
 }
 
 // Turns each batch's launches into plan launches: one validated bundle per distinct program, and where

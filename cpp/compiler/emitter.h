@@ -99,7 +99,7 @@ class Emitter {
   void one_instruction(const OpInfo& info, bool f, int d, int a, int b);
   bool zero_leaf(int node) const { return facts_.uniform[node] == 0u; }
   int relu_input(const TileNode& n) const;
-  void wrap(DType d, int r);
+  void wrap(DType d, int r, int from = -1);
   void isnan(int d, int x);
   void float_ne(int d, const TileNode& n, int a, int b);
   void sar(int d, int a, int n);

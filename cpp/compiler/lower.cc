@@ -40,12 +40,13 @@ bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::
 
 }  // namespace
 
-// Narrow integer results wrap at their width; lanes hold them sign- or zero-extended.
-void Emitter::wrap(DType d, int r) {
+// Narrow integer results wrap at their width; lanes hold them sign- or zero-extended. `from`: the value to
+// wrap, when not r's.
+void Emitter::wrap(DType d, int r, int from) {
   if (!narrow(d)) return;
   int bits = d == DType::kI8 || d == DType::kU8 ? 8 : 16;
   int m = constant((1 << bits) - 1);
-  vpu(VpuOpcode::kAnd, r, r, m);
+  vpu(VpuOpcode::kAnd, r, from >= 0 ? from : r, m);
   release(m);
   if (d == DType::kI8 || d == DType::kI16) {  // (x ^ sign) - sign
     int s = constant(1 << (bits - 1));
@@ -435,7 +436,14 @@ void cast(Emitter& e, const Lowered& o) {
       return e.int_to_float(o.d, a, from == DType::kI32);
     return e.vpu(VpuOpcode::kI2f, o.d, a);  // exact below 2^24, and on F2I's results
   }
-  if (!is_float(to) && is_float(from)) return e.vpu(VpuOpcode::kF2i, o.d, a);
+  // a narrow result out of its range wraps (its row does not: the wrap reads the source, no copy first)
+  const bool wraps = narrow(to) && !e.facts_.in_range[e.schedule_.events[e.pos_].id];
+  if (!is_float(to) && is_float(from)) {
+    e.vpu(VpuOpcode::kF2i, o.d, a);
+    if (wraps) e.wrap(to, o.d);
+    return;
+  }
+  if (wraps) return e.wrap(to, o.d, a);
   e.vpu(VpuOpcode::kAnd, o.d, a, a);
 }
 

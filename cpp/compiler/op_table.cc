@@ -146,7 +146,8 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     plain(Op::PARAM, "PARAM", 0, A::kParam),
     plain(Op::BUFFER, "BUFFER", 0),
     plain(Op::CONST, "CONST", 0),
-    lowered(plain(Op::CAST, "CAST", 1, A::kCast), lowering::cast),
+    // a narrowing cast wraps as it copies (lowering::cast)
+    lowered(plain(Op::CAST, "CAST", 1, A::kCast), lowering::cast, false),
     lowered(plain(Op::BITCAST, "BITCAST", 1, A::kCast), lowering::bitcast),
     plain(Op::RANGE, "RANGE", 1),
     plain(Op::END, "END", 2),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <queue>
 
 namespace tinytpu::compiler {
@@ -77,10 +78,37 @@ std::vector<bool> needed(const TileProgram& p, const NodeFacts& f) {
   return needed;
 }
 
-// kProgram: the needed nodes in program order, each store as soon as every node it reads is made.
+// The OS MXU blocks of each event node that read the same activation rows, in program order (by a hash of
+// them; equal ones checked).
+std::vector<std::vector<int>> alike_blocks(const TileProgram& p, const NodeFacts& f,
+                                           const std::vector<bool>& need) {
+  std::map<uint64_t, std::vector<int>> by_hash;
+  for (int i = 0; i < int(p.nodes.size()); ++i) {
+    if (!need[i] || !is_event(p, f, i) || !is_os_dot(p, i)) continue;
+    uint64_t h = 0;
+    for (const MxuTile& t : p.mxu[p.nodes[i].mxu].acts)
+      for (const MxuLane& l : t)
+        h = (h ^ (uint64_t(l.src.buf) ^ uint64_t(l.src.index) << 8 ^ uint64_t(l.src.bits) << 40 ^ l.negate)) *
+            0x100000001b3ull;
+    by_hash[h].push_back(i);
+  }
+  std::vector<std::vector<int>> out;
+  for (auto& [h, nodes] : by_hash)
+    if (nodes.size() > 1) out.push_back(std::move(nodes));
+  return out;
+}
+
+// kProgram: the needed nodes in program order, each store as soon as every node it reads is made; an OS MXU
+// block with the ones after it that read the same activation rows (they read no node: they may come at once),
+// so that a launch loads those rows once for them all (blocks of one K-range of a matmul's row of output
+// blocks, compile.cc's batches).
 void program_order(const TileProgram& p, const NodeFacts& f, std::vector<Event>& events) {
   const std::vector<bool> need = needed(p, f);
   std::vector<bool> made(p.nodes.size(), false);
+  std::vector<int> alike(p.nodes.size(), -1);  // -> its list in `lists`
+  const std::vector<std::vector<int>> lists = alike_blocks(p, f, need);
+  for (size_t l = 0; l < lists.size(); ++l)
+    for (int n : lists[l]) alike[n] = int(l);
   size_t s = 0;
   auto ready = [&](size_t st) {
     for (int r : store_reads(p.stores[st])) {
@@ -89,10 +117,16 @@ void program_order(const TileProgram& p, const NodeFacts& f, std::vector<Event>&
     }
     return true;
   };
+  auto add = [&](int i) {
+    add_node(p, i, events);
+    made[i] = true;
+  };
   for (int i = 0; i < int(p.nodes.size()); ++i) {
-    if (need[i] && is_event(p, f, i)) {
-      add_node(p, i, events);
-      made[i] = true;
+    if (need[i] && is_event(p, f, i) && !made[i]) {
+      add(i);
+      if (alike[i] >= 0)
+        for (int j : lists[alike[i]])
+          if (!made[j] && p.mxu[p.nodes[j].mxu].acts == p.mxu[p.nodes[i].mxu].acts) add(j);
     }
     while (s < p.stores.size() && ready(s)) events.push_back({false, int(s++)});
   }

@@ -274,6 +274,9 @@ class Tracer {
   // A float reduction that could take its chunks either way: compile() tries both on its first chunk.
   bool layout_open() const { return layout_open_; }
   bool blocked() const { return blocked_; }
+  int64_t blocks_per_row() const {  // blocked: the chunks of one row of 4x4 blocks, consecutive
+    return blocked_ ? (bounds_.back() + kRows - 1) / kRows : 1;
+  }
   int64_t parts_cut() const { return parts_cut_; }  // times a chunk stopped at a cut: its parity is a bank's
   // At the last cut, about how much of its chunk was traced: the share of the loop it was cut in.
   double cut_share() const { return cut_share_; }
