@@ -291,7 +291,7 @@ TEST_CASE("mxu_dot: element factors are checked at launch time, so a chain can b
   elements(p);
   CHECK(fuse_mxu_dots(p, {}, 5) == 6);  // chains are numbered from the first number given
   REQUIRE(p.mxu.size() == 1);
-  CHECK(p.mxu[0].chain == 5);
+  CHECK(p.mxu[0].chains == std::vector<int>{5});
   REQUIRE(p.mxu[0].os);  // activation lane r of slice 0 is row r's element of term 0
   CHECK(p.mxu[0].acts[0][0].src == LeafLane{0, 1000});
   CHECK(p.mxu[0].acts[0][1].src == LeafLane{0, 1001});

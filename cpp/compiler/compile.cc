@@ -409,6 +409,8 @@ struct Decisions {
   int64_t batches = 0, launches = 0, spills = 0, stores = 0, packed_stores = 0, lane_reduces = 0,
           broadcasts = 0;
   int64_t ws_blocks = 0, os_blocks = 0, across_blocks = 0;
+  // The MXU blocks' floor (mxu_floor) and the estimated cycles of the launches of the batches holding them.
+  int64_t mxu_floor = 0, mxu_estimate = 0;
   int mxu_chains = 0;
   std::map<std::string, int64_t> cuts;  // launches ended early, by the limit reached
   // Host time per pass (the log at debug), timed only when the log shows it.
@@ -437,6 +439,12 @@ struct Decisions {
     std::string out;
     for (const auto& [why, n] : cuts) out += (out.empty() ? "" : ", ") + std::to_string(n) + " at " + why;
     return out;
+  }
+
+  void floored(const TileProgram& prog, const std::vector<Launch>& launches) {
+    if (prog.mxu.empty()) return;
+    for (const MxuDot& m : prog.mxu) mxu_floor += compiler::mxu_floor(m);
+    mxu_estimate += estimated_cycles(launches);
   }
 
   std::string engine;  // choose_engine's estimates, when it chose
@@ -735,6 +743,7 @@ class Batches {
     }
     first_.compiled = false;  // only the first batch is chunk 0
     why_.passed(Pass::kLower);
+    why_.floored(prog_, launches);
     CompiledBatch batch = builder_.add(prog_, launches, consts);
     why_.passed(Pass::kPlan);
     batch.stores = stores;
@@ -807,6 +816,12 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
         "operands loaded once (equal values)",
         why_.mxu_chains, chains_, why_.os_blocks, why_.across_blocks, why_.ws_blocks, choices_.veto.size(),
         choices_.same_values.size());
+  if (why_.mxu_estimate > 0)
+    decision_log().info(
+        "  MXU floor: ~{} cycles for its blocks (each dispatch's MXU interval, its program's and operands' "
+        "records, its matrix reads, its outputs: docs/quant.md); the launches of their batches, estimated: "
+        "~{}, {:.0f}% of the floor reached",
+        why_.mxu_floor, why_.mxu_estimate, 100.0 * double(why_.mxu_floor) / double(why_.mxu_estimate));
   if (why_.packed_stores + why_.lane_reduces + why_.broadcasts > 0)
     decision_log().info(
         "  lane packing: {} of {} stores packed into others, {} cross-lane reduces, {} replicated values "

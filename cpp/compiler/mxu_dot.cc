@@ -9,6 +9,7 @@
 #include "compiler/op_table.h"
 #include "isa/instr_builders.h"
 #include "isa/vpu_ops.h"
+#include "sim/controller.h"
 #include "sim/timing.h"
 
 namespace tinytpu::compiler {
@@ -685,6 +686,23 @@ std::vector<Instr> mxu_dot_program(const MxuDot& m, const MxuDotPlaces& at) {
   }
   for (const Instr& in : os_read(m, dst)) out.push_back(in);
   return out;
+}
+
+int64_t mxu_floor(const MxuDot& m) {
+  if (m.single_dispatch()) return 0;  // an epilogue dispatch: the kernel's other instructions' bound
+  const MxuDotPlaces at{std::vector<int>(m.weights.size()), std::vector<int>(m.dispatches.size())};
+  int64_t act_rows = 0, interval = 0;
+  for (const MxuDot::Dispatch& ds : m.dispatches) {
+    act_rows += m.os ? ds.k : 1;
+    interval += m.os ? os_dispatch_interval(ds.k) : ws_dispatch_interval(1);
+  }
+  const std::vector<Instr> program = mxu_dot_program(m, at);
+  int64_t rows = 0;
+  for (const Instr& in : program) rows += in.op == uint8_t(SxuOpcode::kLoadMxuMatrixRow);
+  const int64_t outputs = m.os ? os_outputs(m) : 1;
+  const int64_t records = int64_t(program.size()) + int64_t(m.weights.size()) + act_rows / kRows + outputs;
+  return kRecordCycles * records + outputs + interval +
+         rows * instr_cycles(SxuOpcode::kLoadMxuMatrixRow);
 }
 
 }  // namespace tinytpu::compiler
