@@ -301,6 +301,57 @@ TEST_CASE("mxu_dot: element factors are checked at launch time, so a chain can b
   CHECK(vetoed.mxu.empty());
 }
 
+TEST_CASE(
+    "lowering: an OS block's dispatches run under the stacking, epilogue and store of the block before") {
+  // Two chains of 8 terms (two OS K-slices each), each + 5 and stored: the second block's first dispatch
+  // comes right after the first block's matrix reads, then the first block's PSUM stacking, its ADD and STORE
+  // before the second block's second dispatch; and the MXU waits for no SXU work: fewer cycles than one block
+  // after the other.
+  auto program = [](int chains) {
+    TileProgram p;
+    for (int c = 0; c < chains; ++c) {
+      TileProgram one = dot_program(8, 1);
+      const int base = int(p.nodes.size()), leaves = int(p.leaves.size());
+      for (TileNode n : one.nodes) {
+        for (int* o : {&n.a, &n.b, &n.c})
+          if (*o >= 0) *o += base;
+        if (n.leaf >= 0) n.leaf += leaves;
+        p.nodes.push_back(n);
+      }
+      p.leaves.insert(p.leaves.end(), one.leaves.begin(), one.leaves.end());
+      TileNode five{Op::LOAD, DType::kI32};
+      for (auto& l : p.lanes(five)) l.bits = 5;
+      p.nodes.push_back(five);
+      p.nodes.push_back(
+          TileNode{Op::ADD, DType::kI32, DType::kI32, base + one.stores[0].value, int(p.nodes.size()) - 1});
+      TileStore s{0, {}, {}, int(p.nodes.size()) - 1};
+      for (int l = 0; l < kLanes; ++l) s.index[l] = 16 * c + l;
+      s.active.fill(true);
+      p.stores.push_back(s);
+    }
+    CHECK(fuse_mxu_dots(p, {}) == chains);
+    return p;
+  };
+  std::vector<Tile> consts;
+  const std::vector<Launch> two = lower(program(2), {}, consts);
+  REQUIRE(two.size() == 1);
+  std::vector<std::string> ops;
+  for (const Instr& in : two[0].program) ops.push_back(kSxuOps[in.op].name);
+  auto at = [&](const char* op, int nth) {
+    int seen = 0;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i] == op && seen++ == nth) return int(i);
+    return -1;
+  };
+  const int second_block = at("DISPATCH_MXU_OS", 1), stacking = at("PSUM_WRITE", 0);
+  REQUIRE(second_block >= 0);
+  CHECK(ops[second_block - 1] == "LOAD_MXU_MATRIX_ROW");  // right after the first block's rows
+  CHECK(stacking > second_block);
+  CHECK(at("STORE_VREG", 0) < at("DISPATCH_MXU_OS_ACCUMULATE", 1));  // its store before the second slice
+  const std::vector<Launch> one = lower(program(1), {}, consts);
+  CHECK(estimated_cycles(two) < 2 * estimated_cycles(one));
+}
+
 TEST_CASE("IR: an int64 CAST is taken as a 32-bit element index only where INDEX uses it") {
   const std::string head =
       "KERNEL k\nCONST idx 0 4\nCAST i32 1 0\nPARAM i32 1 1 0 GLOBAL 0 0\nCONST idx 0 0\nCAST i32 1 3\n"

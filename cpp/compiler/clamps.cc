@@ -62,8 +62,8 @@ class ClampFolder {
     }
   }
 
-  // v as u moved by a constant C, on the select's lanes of dtype `d`: (C, the node a MAX or MIN reads for it).
-  // v is u (0, v); both constants (their difference, v); an ADD of u and a constant that cannot overflow
+  // v as u moved by a constant C, on the select's lanes of dtype `d`: (C, the node a MAX or MIN reads for
+  // it). v is u (0, v); both constants (their difference, v); an ADD of u and a constant that cannot overflow
   // (C, v); or u narrowed to d (0, u: the MAX or MIN narrows its result the same way).
   struct Moved {
     int64_t by;
@@ -120,7 +120,7 @@ class ClampFolder {
     const TileNode cast = node(i);
     const int bits = cast.dtype == DType::kI8 || cast.dtype == DType::kU8     ? 8
                      : cast.dtype == DType::kI16 || cast.dtype == DType::kU16 ? 16
-                                                                                : 0;
+                                                                              : 0;
     const TileNode& sum = node(cast.a);
     if (!bits || !is_lane_int(cast.from) || (sum.op != Op::ADD && sum.op != Op::SUB)) return;
     for (auto [x, c] : {std::pair{sum.a, sum.b}, {sum.b, sum.a}}) {

@@ -103,8 +103,8 @@ void Emitter::transact(Body body) {
   body();
   if (const char* full = cutter_.full()) {
     const Schedule::Event& e = schedule_.events[pos_];
-    throw Unsupported(std::string(e.is_node ? op_name(p_.nodes[e.id].op) : "a store") + " needs more " + full +
-                      " than an empty launch of a TensorCore with " + cfg_.describe() + " has");
+    throw Unsupported(std::string(e.is_node ? op_name(p_.nodes[e.id].op) : "a store") + " needs more " +
+                      full + " than an empty launch of a TensorCore with " + cfg_.describe() + " has");
   }
 }
 
@@ -180,8 +180,8 @@ void Emitter::interleave(const Instr& in) {
   mxu_.shadow -= cycles;
 }
 
-// An OS block's dispatches: the first at once (the MXU is done: the read-back before waited for it), the others
-// in its shadow.
+// An OS block's dispatches: the first at once (the MXU is done: the read-back before waited for it), the
+// others in its shadow.
 void Emitter::issue(std::vector<Instr> dispatches) {
   flush_pending();
   if (dispatches.empty()) return;
@@ -277,14 +277,16 @@ int Emitter::palette_vreg() {
 }
 
 int Emitter::weight_fill(const MxuTile& data, const std::vector<int>& chains) {
-  const int addr = MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}
-                       .weight(data, chains);
+  const int addr =
+      MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}.weight(
+          data, chains);
   return addr >= 0 ? addr : no_room("WMEM tiles");
 }
 
 int Emitter::act_fill(const MxuTile& block, int k, const std::vector<int>& chains) {
-  const int addr = MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}
-                       .activations(block, k, chains);
+  const int addr =
+      MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}.activations(
+          block, k, chains);
   return addr >= 0 ? addr : no_room("AMEM rows");
 }
 

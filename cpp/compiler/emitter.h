@@ -58,7 +58,7 @@ class Emitter {
   };
   Shadow mxu_;
   std::vector<std::pair<int, MxuDotPlaces>> dispatched_;  // (MxuDot index, places)
-  std::pair<int, const char*> skipped_{-1, nullptr};     // a block whose dispatches did not fit, and why
+  std::pair<int, const char*> skipped_{-1, nullptr};      // a block whose dispatches did not fit, and why
 
   // The composition (emitter.cc): the launch and its transactions, and what the instructions name.
   bool is_leaf(int node) const { return compiler::is_leaf(p_, node); }

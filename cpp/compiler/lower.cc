@@ -118,8 +118,8 @@ bool Emitter::from_float_to_i32(int node) const {
 }
 
 // The operands in WMEM and AMEM, then mxu_dot.h's instructions. `out_slot` >= 0 (a single dispatch with no
-// epilogue op): written to that VMEM slot, not to d. An OS block was dispatched by its own event (mxu_dispatch):
-// here it is read back.
+// epilogue op): written to that VMEM slot, not to d. An OS block was dispatched by its own event
+// (mxu_dispatch): here it is read back.
 void Emitter::mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot) {
   if (m.os) return os_read_back(schedule_.events[pos_].id, d);
   MxuDotPlaces at{{}, {}, d, epilogue_src, out_slot};

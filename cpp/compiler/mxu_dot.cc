@@ -485,7 +485,8 @@ class Fuser {
   size_t slots() const { return size_t(max_slices_) * std::max(kGroups, kSliceTerms); }  // WMEM / AMEM
   // The group's K-block from `first` on: the most slices a launch's WMEM and AMEM hold (the dot of the most
   // slices it might take, its dispatches counted slice by slice).
-  size_t across_block_end(const std::vector<Chain>& chains, const std::vector<int>& group, size_t first) const {
+  size_t across_block_end(const std::vector<Chain>& chains, const std::vector<int>& group,
+                          size_t first) const {
     const size_t terms = chains[group[0]].terms.size();
     const size_t most = std::min(terms, first + size_t(max_slices_) * kSliceTerms);
     const MxuDot dot = across_dot(chains, group, first, most);
@@ -626,8 +627,10 @@ std::vector<Instr> mxu_dot_readback(const MxuDot& m, const MxuDotPlaces& at) {
 std::vector<OsPass> os_passes(const MxuDot& m) {
   std::vector<OsPass> out;
   for (size_t i = 0; i < m.dispatches.size(); ++i)
-    if (!m.dispatches[i].accumulate) out.push_back({i, i + 1, m.dispatches[i].row});
-    else out.back().end = i + 1;
+    if (!m.dispatches[i].accumulate)
+      out.push_back({i, i + 1, m.dispatches[i].row});
+    else
+      out.back().end = i + 1;
   return out;
 }
 
@@ -701,8 +704,7 @@ int64_t mxu_floor(const MxuDot& m) {
   for (const Instr& in : program) rows += in.op == uint8_t(SxuOpcode::kLoadMxuMatrixRow);
   const int64_t outputs = m.os ? os_outputs(m) : 1;
   const int64_t records = int64_t(program.size()) + int64_t(m.weights.size()) + act_rows / kRows + outputs;
-  return kRecordCycles * records + outputs + interval +
-         rows * instr_cycles(SxuOpcode::kLoadMxuMatrixRow);
+  return kRecordCycles * records + outputs + interval + rows * instr_cycles(SxuOpcode::kLoadMxuMatrixRow);
 }
 
 }  // namespace tinytpu::compiler

@@ -69,11 +69,12 @@ std::vector<Instr> os_read(const MxuDot& m, const std::vector<int>& dst);
 // All of it in order, as emitted alone (the cost estimate's program).
 std::vector<Instr> mxu_dot_program(const MxuDot& m, const MxuDotPlaces& at);
 
-// The fewest cycles the block takes on the testbench's count (2R + P + M a launch, hardware.md §4.4) however it
-// is scheduled: each dispatch's MXU interval (§2.3: the MXU does one at a time), the records of its program
-// (mxu_dot_program: the SXU's other instructions run under the dispatches), of its weight tiles and of its
-// activation rows shared by the kRows blocks of one K-range a launch holds, the LOAD_MXU_MATRIX_ROWs (no
-// dispatch runs while the matrix is read) and per output a STORE's record and an output line (docs/quant.md).
+// The fewest cycles the block takes on the testbench's count (2R + P + M a launch, hardware.md §4.4) however
+// it is scheduled: each dispatch's MXU interval (§2.3: the MXU does one at a time), the records of its
+// program (mxu_dot_program: the SXU's other instructions run under the dispatches), of its weight tiles and
+// of its activation rows shared by the kRows blocks of one K-range a launch holds, the LOAD_MXU_MATRIX_ROWs
+// (no dispatch runs while the matrix is read) and per output a STORE's record and an output line
+// (docs/quant.md).
 int64_t mxu_floor(const MxuDot& m);
 
 }  // namespace tinytpu::compiler

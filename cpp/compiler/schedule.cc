@@ -34,8 +34,8 @@ void add_node(const TileProgram& p, int node, std::vector<Event>& events) {
   events.push_back({true, node, is_os_dot(p, node) ? Part::kReadBack : Part::kWhole});
 }
 
-// kByStore: each store after the post-order of what it reads and is not yet computed (a node made by another's
-// event after that node).
+// kByStore: each store after the post-order of what it reads and is not yet computed (a node made by
+// another's event after that node).
 void store_order(const TileProgram& p, const NodeFacts& f, std::vector<Event>& events) {
   std::vector<char> done(p.nodes.size(), false);  // (bytes: this visits every node of a batch)
   std::vector<std::pair<int, int>> stack;         // node, operands looked at
@@ -65,8 +65,8 @@ void store_order(const TileProgram& p, const NodeFacts& f, std::vector<Event>& e
 }
 
 // The nodes the stores read, directly or through operands (and the nodes making them): operands come before
-// their readers, so one sweep back from the last node (a search from each store, as store_order() does, misses
-// the cache).
+// their readers, so one sweep back from the last node (a search from each store, as store_order() does,
+// misses the cache).
 std::vector<bool> needed(const TileProgram& p, const NodeFacts& f) {
   std::vector<bool> needed(p.nodes.size(), false);
   for (const TileStore& st : p.stores)
@@ -155,8 +155,8 @@ std::vector<int> last_uses(const TileProgram& p, const std::vector<Event>& event
   return last_use;
 }
 
-// The pipelining of OS MXU blocks (Schedule): events move only earlier, each after what it reads, and the MXU's
-// events keep their order.
+// The pipelining of OS MXU blocks (Schedule): events move only earlier, each after what it reads, and the
+// MXU's events keep their order.
 class Pipeline {
  public:
   Pipeline(const TileProgram& p, const NodeFacts& f, const std::vector<Event>& events)
@@ -185,10 +185,11 @@ class Pipeline {
   const std::vector<Event>& in_;
   std::vector<Event> out_;
   std::vector<bool> placed_;
-  std::vector<int> waiting_;            // per event: the events it reads not yet placed
-  std::vector<int> first_reader_, readers_;  // per event, the events reading it: readers_[first_reader_[e]...]
-  std::vector<int> stores_;                  // the store events, in order
-  size_t open_store_ = 0;                    // stores_ before it are placed
+  std::vector<int> waiting_;  // per event: the events it reads not yet placed
+  std::vector<int> first_reader_,
+      readers_;              // per event, the events reading it: readers_[first_reader_[e]...]
+  std::vector<int> stores_;  // the store events, in order
+  size_t open_store_ = 0;    // stores_ before it are placed
 
   // Whether the event uses the MXU: an MXU block's events, a store of an MXU result it writes itself.
   bool mxu(int e) const {

@@ -33,10 +33,11 @@ enum class EmitOrder { kByStore, kProgram };
 // node's event (NodeFacts::made_by) and the stores, in emission order, and the position of each node's last
 // read in it, which register allocation and the spills at a cut go by.
 //
-// An output-stationary MXU block is two events: its first dispatches (kDispatch) and its read-back (kReadBack,
-// which makes its value). The MXU works while the SXU runs on, so each block's dispatches come right after the
-// read-back of the block before it, and what reads that block's value (its epilogue, its store) right after
-// them: the work of one block runs under the next one's dispatches (Emitter: it is issued between them).
+// An output-stationary MXU block is two events: its first dispatches (kDispatch) and its read-back
+// (kReadBack, which makes its value). The MXU works while the SXU runs on, so each block's dispatches come
+// right after the read-back of the block before it, and what reads that block's value (its epilogue, its
+// store) right after them: the work of one block runs under the next one's dispatches (Emitter: it is issued
+// between them).
 struct Schedule {
   enum class Part : uint8_t { kWhole, kDispatch, kReadBack };
   struct Event {

@@ -99,7 +99,8 @@ struct TileNode {
   int pinned = -1;      // a leaf whose lanes are pinned tile #pinned (the uniform prefix's values)
   Op reduce = Op::ADD;  // LANE_REDUCE: ADD, MUL or MAX
   LaneAxis axis = LaneAxis::kTile;  // LANE_REDUCE, LANE_BROADCAST
-  uint8_t lane = 0;  // LANE_BROADCAST: the operand's lane (kTile), column (kRow) or row (kCol); MXU_DOT: its output
+  uint8_t lane =
+      0;  // LANE_BROADCAST: the operand's lane (kTile), column (kRow) or row (kCol); MXU_DOT: its output
 };
 
 struct TileProgram;

@@ -73,7 +73,8 @@ std::optional<ValueRange> product_range(const ValueRange& a, const ValueRange& b
 
 // A right shift by a constant amount of a value known not negative (a logical shift of unsigned lanes, or an
 // arithmetic one of signed lanes: monotonic either way).
-std::optional<ValueRange> shift_range(const std::optional<ValueRange>& a, const std::optional<ValueRange>& b) {
+std::optional<ValueRange> shift_range(const std::optional<ValueRange>& a,
+                                      const std::optional<ValueRange>& b) {
   if (!a || !b || a->lo < 0 || b->lo != b->hi || b->lo < 0 || b->lo > 31) return std::nullopt;
   return ValueRange{a->lo >> b->lo, a->hi >> b->lo};
 }

@@ -17,8 +17,8 @@ struct ValueRange {
 // - range: the values each node's lanes hold as lowered (a narrow result wrapped unless in_range), none where
 //   unknown (float and bool lanes, unsigned ones that may reach 2^31);
 // - in_range: narrow integer results whose value is within their dtype's range before any wrap, so that the
-//   wrap (Emitter::emit_node) would change nothing: the larger or smaller of two such values, a select of them,
-//   a cast of a value the program has already bounded (a clamp, say), a sum that cannot overflow.
+//   wrap (Emitter::emit_node) would change nothing: the larger or smaller of two such values, a select of
+//   them, a cast of a value the program has already bounded (a clamp, say), a sum that cannot overflow.
 struct ValueRanges {
   std::vector<std::optional<ValueRange>> range;
   std::vector<bool> in_range;
