@@ -104,8 +104,9 @@ fuzz: deps
 	$(PYTHON) fuzz/run.py --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --runs $(FUZZ_RUNS) --jobs $(JOBS)
 
 # What is checked before anything is built: the layering of cpp/ and python/tinytpu (tools/check_layers.py says the
-# layers), the C++ formatting (.clang-format) and the Python linter (pyproject.toml's [tool.ruff]) on every file.
-check: check-layers lint format-check
+# layers), the sizes of cpp/'s files and functions, the C++ formatting (.clang-format) and the Python linter
+# (pyproject.toml's [tool.ruff]) on every file.
+check: check-layers check-sizes lint format-check
 
 check-layers:
 	$(PYTHON) tools/check_layers.py

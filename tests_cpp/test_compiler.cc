@@ -703,8 +703,9 @@ TEST_CASE("tracer: a channel's value of enough operations is kept per element an
     bool kept;
   };
   std::vector<std::pair<int, uint64_t>> fmuls_cycles;
-  // Worth keeping; the same with s also written by the kernel; too short to keep (Tracer::kMemoCost).
-  for (Case c : {Case{10, false, true}, Case{10, true, false}, Case{Tracer::kMemoCost - 2, false, false}}) {
+  // Worth keeping; the same with s also written by the kernel; too short to keep (ElementMemos::kMinCost).
+  for (Case c :
+       {Case{10, false, true}, Case{10, true, false}, Case{ElementMemos::kMinCost - 2, false, false}}) {
     INFO(c.ops << " operations on s[c]" << (c.rewrite ? ", s written back" : ""));
     const std::string text = channel_ir(channels, w, c.ops, c.rewrite);
     Plan plan = compile(parse_kernel(text), {}, {}, {channels * w, channels * w, channels});

@@ -50,3 +50,9 @@ def test_time_is_cycles_at_the_clock_which_changes_no_cycle():
     runs[spec] = json.loads(p.stdout)
   (cycles, t), (cycles_slow, t_slow) = runs["reference"], runs["reference,clock_mhz=500"]
   assert cycles == cycles_slow and t == pytest.approx(cycles / 1e9) and t_slow == pytest.approx(2 * t)
+
+def test_a_configurations_loader_names_the_counters_of_the_bytes_it_moves():
+  names = set(counted(lambda: (Tensor([1, 2, 3], device="TINYTPU") + 1).numpy()))
+  for spec in ("reference", "hbm"):
+    assert configs.from_spec(spec).loader.moved and set(configs.from_spec(spec).loader.moved) <= names
+  assert configs.from_spec("hbm").loader.shares_channels and not configs.from_spec("all").loader.shares_channels

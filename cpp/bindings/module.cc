@@ -10,6 +10,7 @@
 #include "compiler/ir.h"
 #include "compiler/op_table.h"
 #include "isa/bundle.h"
+#include "isa/sxu_ops.h"
 #include "isa/tasm.h"
 #include "runtime/executor.h"
 #include "sim/counters.h"
@@ -64,6 +65,13 @@ void bind_config(py::module_& m) {
       [](TensorCoreConfig& c, int v) { c.set(#name, v); }, doc);
 #include "base/config_fields.def"
 #undef X
+  py::class_<LoaderFacts>(m, "LoaderFacts")
+      .def_readonly("shares_channels", &LoaderFacts::shares_channels)
+      .def_readonly("moved", &LoaderFacts::moved);
+  config.def_property_readonly(
+      "loader", &loader_facts,
+      "The loader the configuration has (sim/loader.h): whether its reads and writes "
+      "share HBM channels, and the counters that sum the bytes it moves in and out");
   m.def(
       "config_fields",
       [] {
@@ -140,8 +148,35 @@ void bind_counters(py::module_& m) {
   stats.def_readonly("tasm", &KernelStats::tasm);
 }
 
-// TASM and numeric bundles, and a bundle's run on the reference testbench.
+// An SXU opcode table column's value in Python: a number, a flag or an enum's value as an int; no value,
+// None.
+template <class T>
+py::object column_value(const T& v) {
+  return py::int_(int(v));
+}
+template <class T>
+py::object column_value(const std::optional<T>& v) {
+  return v ? column_value(*v) : py::none();
+}
+
+// TASM and numeric bundles, the SXU opcode table they are written in, and a bundle's run on the reference
+// testbench.
 void bind_bundles(py::module_& m) {
+  m.def(
+      "sxu_ops",
+      [] {
+        py::list out;
+        for (const SxuOpInfo& row : kSxuOps) {
+          py::dict op("opcode"_a = row.opcode, "name"_a = row.name, "tasm"_a = row.tasm[0]);
+#define SXU_OP_COLUMN(type, name) op[#name] = column_value(row.name);
+#include "isa/sxu_ops.def"
+#undef SXU_OP_COLUMN
+          out.append(op);
+        }
+        return out;
+      },
+      "The SXU opcodes, in sxu_ops.def's order: number, name, canonical TASM template and a value per column "
+      "(enums as their values in isa/sxu_ops.h, no MXU start as None)");
   py::class_<Bundle>(m, "Bundle").def_property_readonly("num_records", [](const Bundle& b) {
     return b.records.size();
   });

@@ -4,6 +4,7 @@
 
 #include "compiler/mxu_dot.h"
 #include "compiler/plan.h"
+#include "compiler/tracer.h"
 
 namespace tinytpu::compiler {
 

@@ -1,5 +1,5 @@
 #pragma once
-#include "compiler/tracer.h"
+#include "compiler/tile_program.h"
 
 namespace tinytpu::compiler {
 

@@ -1,7 +1,7 @@
 #pragma once
 #include <vector>
 
-#include "compiler/tracer.h"
+#include "compiler/tile_program.h"
 #include "isa/instr.h"
 
 namespace tinytpu::compiler {

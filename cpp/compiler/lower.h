@@ -4,7 +4,7 @@
 #include "base/tile.h"
 #include "compiler/launch.h"
 #include "compiler/mxu_dot.h"
-#include "compiler/tracer.h"
+#include "compiler/tile_program.h"
 
 namespace tinytpu::compiler {
 

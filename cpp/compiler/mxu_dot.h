@@ -3,7 +3,7 @@
 #include <set>
 #include <vector>
 
-#include "compiler/tracer.h"
+#include "compiler/tile_program.h"
 #include "isa/instr.h"
 
 namespace tinytpu::compiler {

@@ -2,7 +2,7 @@
 #include <optional>
 #include <vector>
 
-#include "compiler/tracer.h"
+#include "compiler/tile_program.h"
 
 namespace tinytpu::compiler {
 

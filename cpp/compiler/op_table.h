@@ -67,6 +67,8 @@ const OpInfo& op_info(Op op);
 const OpInfo* find_op(std::string_view name);  // by serialised name; nullptr when unknown
 bool accepts(const OpInfo& info, const Node& n, bool fast_math);
 int64_t wrap(DType d, int64_t v);
+// An integer of any width, bool and index included: what index arithmetic folds (Fold) and wrap() wraps.
+constexpr bool is_int_like(DType d) { return !is_float(d) && d != DType::kVoid; }
 // The ALU ops the compiler lowers, by serialised name: what the renderer may pass (the rest tinygrad
 // rewrites).
 std::vector<std::string>

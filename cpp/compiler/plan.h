@@ -6,7 +6,7 @@
 
 #include "base/errors.h"
 #include "compiler/ir.h"
-#include "compiler/tracer.h"
+#include "compiler/tile_program.h"
 #include "isa/bundle.h"
 #include "sim/activity.h"
 

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "compiler/tracer.h"
+#include "compiler/tile_program.h"
 
 namespace tinytpu::compiler {
 
@@ -26,8 +26,8 @@ struct BatchShape {
   std::vector<int32_t> code;  // the first `size` words (the rest is capacity kept for the next batch)
   size_t size = 0;
   std::vector<int64_t> base;  // per buffer slot; kNoBase where the buffer is not read or written
-  // Pinned tile numbers are written as if the batch read bank 1 and filled bank 2 (tracer.h other_bank): true
-  // when it does the opposite, and its numbers were written exchanged.
+  // Pinned tile numbers are written as if the batch read bank 1 and filled bank 2 (tile_program.h
+  // other_bank): true when it does the opposite, and its numbers were written exchanged.
   bool swapped = false;
   uint64_t hash = 0;
   static constexpr int64_t kNoBase = INT64_MIN;

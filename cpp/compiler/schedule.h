@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "compiler/node_facts.h"
-#include "compiler/tracer.h"
+#include "compiler/tile_program.h"
 
 namespace tinytpu::compiler {
 

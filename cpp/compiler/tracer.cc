@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include "compiler/op_table.h"
@@ -14,8 +12,6 @@ namespace tinytpu::compiler {
 namespace {
 
 using Value = TraceValue;
-
-bool is_int_like(DType d) { return !is_float(d) && d != DType::kVoid; }
 
 TraceValue uniform(DType d, int64_t x) {  // the same known value in every lane
   TraceValue v;
@@ -43,52 +39,6 @@ auto folder(Op op) {
 int64_t fold(Op op, DType d, int64_t a, int64_t b, int64_t c) { return folder(op).one(d, a, b, c); }
 
 bool is_alu(Op op) { return op >= Op::ADD && op <= Op::TRUNC; }
-
-// The buffer under a pointer: `node` with its INDEX and AFTER wrappers taken off (-1: malformed IR).
-int pointer_base(const Kernel& k, int node) {
-  while (node >= 0 && (k.nodes[node].op == Op::INDEX || k.nodes[node].op == Op::AFTER))
-    node = k.nodes[node].src.empty() ? -1 : k.nodes[node].src[0];
-  return node;
-}
-
-}  // namespace
-
-BuffersTouched buffers_touched(const Kernel& k) {
-  BuffersTouched t;
-  for (const Node& n : k.nodes) {
-    if (n.op != Op::STORE && n.op != Op::LOAD) continue;
-    const int base = n.src.empty() ? -1 : pointer_base(k, n.src[0]);
-    const bool global = base >= 0 && k.nodes[base].op == Op::PARAM && k.nodes[base].global;
-    if (global) (n.op == Op::STORE ? t.written : t.read).insert(int(k.nodes[base].ivalue));
-    if (n.op == Op::LOAD && !global && (base < 0 || k.nodes[base].op != Op::BUFFER))
-      t.reads_unknown = true;  // a pointer of another kind: any buffer may be read
-  }
-  return t;
-}
-
-std::set<int> rows_picked_by_variables(const Kernel& k) {
-  std::vector<bool> on_variable(k.nodes.size(), false);  // the node's value depends on a scalar variable
-  for (size_t i = 0; i < k.nodes.size(); ++i) {
-    const Node& n = k.nodes[i];
-    on_variable[i] = n.op == Op::PARAM && !n.global;
-    for (int s : n.src)
-      on_variable[i] = on_variable[i] || (s >= 0 && size_t(s) < i && on_variable[size_t(s)]);
-  }
-  std::set<int> picked, fixed;
-  for (const Node& n : k.nodes) {
-    if (n.op != Op::LOAD || n.src.empty()) continue;
-    const int base = pointer_base(k, n.src[0]);
-    if (base < 0 || k.nodes[base].op != Op::PARAM || !k.nodes[base].global) continue;
-    const Node& index = k.nodes[n.src[0]];
-    const bool by_variable =
-        index.op == Op::INDEX && index.src.size() > 1 && on_variable[size_t(index.src[1])];
-    (by_variable ? picked : fixed).insert(int(k.nodes[base].ivalue));
-  }
-  for (int slot : fixed) picked.erase(slot);
-  return picked;
-}
-
-namespace {
 
 // Every lane of `v` is known to be `x`.
 bool all_lanes(const TraceValue& v, int64_t x) {
@@ -118,36 +68,6 @@ bool never_negative_zero(const TraceValue& v) {
 
 }  // namespace
 
-std::optional<uint32_t> uniform_bits(const TileProgram& p, const TileNode& n) {
-  if (n.op != Op::LOAD || n.dynamic || n.pinned >= 0) return std::nullopt;
-  const LeafLanes& lanes = p.lanes(n);
-  for (const auto& l : lanes)
-    if (l.buf >= 0 || l.bits != lanes[0].bits) return std::nullopt;
-  return lanes[0].bits;
-}
-
-NodeUses node_uses(const TileProgram& p) {
-  int n = int(p.nodes.size());
-  NodeUses u{std::vector<int>(n, 0), std::vector<std::array<bool, kLanes>>(n, std::array<bool, kLanes>{})};
-  for (const auto& s : p.stores)
-    for (int r : {s.value, s.gate, s.index_node})
-      if (r >= 0) {
-        ++u.count[r];
-        for (int l = 0; l < kLanes; ++l) u.live[r][l] |= s.active[l];
-      }
-  for (int i = n - 1; i >= 0; --i) {  // operands come before their readers
-    const TileNode& t = p.nodes[i];
-    bool crosses = t.op == Op::LANE_REDUCE || t.op == Op::LANE_BROADCAST;  // reads lanes it does not write
-    for (int o : {t.a, t.b, t.c}) {
-      if (o < 0) continue;
-      ++u.count[o];
-      // bitwise, not ||: the lanes then combine as one vector op (this runs over every node of a batch)
-      for (int l = 0; l < kLanes; ++l) u.live[o][l] |= u.live[i][l] | crosses;
-    }
-  }
-  return u;
-}
-
 int64_t Tracer::uniform_value(int node, const std::vector<int64_t>& known) const {
   const Node& n = k_.nodes[node];
   auto arg = [&](int i) { return uniform_value(n.src[i], known); };
@@ -167,12 +87,15 @@ int64_t Tracer::uniform_value(int node, const std::vector<int64_t>& known) const
 }
 
 // The kernel's analyses, in order: who reads each node, the scalar variables' values, the lane-parallel
-// ranges (and each loop's end and enclosing loop), the loops guarded before they start, the buffers read and
-// written (buffers_touched), the chunking, and the prefix that may be pinned.
+// ranges (and each loop's end and enclosing loop), the loops guarded before they start, the chunking, and the
+// prefix that may be pinned; the buffers read and written (buffers_touched) before them.
 Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes,
                const TraceLimits& limits, ChunkLayout layout)
-    : k_(k), sizes_(buffer_sizes), limits_(limits), slot_sizes_(buffer_sizes) {
-  slot_sizes_.push_back(0);  // the counter slot (counter_slot): not gathered from as a buffer
+    : k_(k),
+      sizes_(buffer_sizes),
+      limits_(limits),
+      touched_(buffers_touched(k)),
+      memos_(buffer_sizes, touched_.written) {
   last_reader_.assign(k.nodes.size(), -1);
   for (int i = 0; i < int(k.nodes.size()); ++i)
     for (int s : k.nodes[i].src)
@@ -180,7 +103,6 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
   bind_variables(vals);
   find_parallel_ranges();
   find_guarded_loops();
-  touched_ = buffers_touched(k);
   choose_chunking(layout);
   find_pinnable_prefix();
 }
@@ -208,24 +130,25 @@ void Tracer::find_parallel_ranges() {
     const Node& n = k.nodes[i];
     if (n.op == Op::RANGE) {
       if (!n.reduce && reduce_depth == 0) {
-        for (int p : parallel_)
+        for (int p : chunking_.ranges)
           if (std::find(open.begin(), open.end(), p) == open.end())
             throw Unsupported("kernel " + k.name + " has sibling loop nests");
-        parallel_.push_back(i);
-        bounds_.push_back(uniform_value(n.src[0], vals_));
-        points_ *= std::max<int64_t>(bounds_.back(), 0);
+        chunking_.ranges.push_back(i);
+        chunking_.bounds.push_back(uniform_value(n.src[0], vals_));
+        chunking_.points *= std::max<int64_t>(chunking_.bounds.back(), 0);
       }
       reduce_depth += n.reduce || reduce_depth > 0;
       for (auto o = open.rbegin(); o != open.rend() && enclosing_loop_[i] < 0; ++o)
-        if (std::find(parallel_.begin(), parallel_.end(), *o) == parallel_.end()) enclosing_loop_[i] = *o;
+        if (std::find(chunking_.ranges.begin(), chunking_.ranges.end(), *o) == chunking_.ranges.end())
+          enclosing_loop_[i] = *o;
       open.push_back(i);
     } else if (n.op == Op::END) {
       if (n.src.size() != 2) throw Unsupported("kernel " + k.name + " has a conditional loop back-edge");
       loop_end_[n.src[1]] = i;
       open.erase(std::remove(open.begin(), open.end(), n.src[1]), open.end());
       const Node& r = k.nodes[n.src[1]];
-      if (reduce_depth > 0 &&
-          (r.reduce || std::find(parallel_.begin(), parallel_.end(), n.src[1]) == parallel_.end()))
+      if (reduce_depth > 0 && (r.reduce || std::find(chunking_.ranges.begin(), chunking_.ranges.end(),
+                                                     n.src[1]) == chunking_.ranges.end()))
         --reduce_depth;
     }
   }
@@ -235,19 +158,20 @@ void Tracer::find_parallel_ranges() {
 // reduction (integer data; a float reduction's layout is the caller's, `layout`).
 void Tracer::choose_chunking(ChunkLayout layout) {
   const Kernel& k = k_;
-  size_t np = parallel_.size();
+  Chunking& c = chunking_;
+  size_t np = c.ranges.size();
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
                              [](const Node& n) { return n.op == Op::RANGE && n.reduce; });
   bool int_data = std::any_of(k.nodes.begin(), k.nodes.end(), [](const Node& n) {
     return n.op == Op::PARAM && n.global && is_lane_int(n.dtype);
   });
-  chunks_ = (points_ + kLanes - 1) / kLanes;
-  if (reduces && np >= 2 && bounds_[np - 1] >= kRows && bounds_[np - 2] >= kRows) {
-    int64_t blocks = (bounds_[np - 1] + kRows - 1) / kRows * ((bounds_[np - 2] + kRows - 1) / kRows);
-    for (size_t r = 0; r + 2 < np; ++r) blocks *= std::max<int64_t>(bounds_[r], 0);
-    bool blockable = 4 * blocks <= 5 * chunks_;  // ragged edges may cost at most a quarter more chunks
-    blocked_ = blockable && (layout == ChunkLayout::kBlocked || (layout == ChunkLayout::kAuto && int_data));
-    if (blocked_) chunks_ = blocks;
+  c.chunks = (c.points + kLanes - 1) / kLanes;
+  if (reduces && np >= 2 && c.bounds[np - 1] >= kRows && c.bounds[np - 2] >= kRows) {
+    int64_t blocks = c.block_cols() * c.block_rows();
+    for (size_t r = 0; r + 2 < np; ++r) blocks *= std::max<int64_t>(c.bounds[r], 0);
+    bool blockable = 4 * blocks <= 5 * c.chunks;  // ragged edges may cost at most a quarter more chunks
+    c.blocked = blockable && (layout == ChunkLayout::kBlocked || (layout == ChunkLayout::kAuto && int_data));
+    if (c.blocked) c.chunks = blocks;
     layout_open_ = blockable && !int_data;  // the layout of a float reduction is the caller's to choose
   }
 }
@@ -256,8 +180,8 @@ void Tracer::choose_chunking(ChunkLayout layout) {
 // worth it).
 void Tracer::find_pinnable_prefix() {
   const Kernel& k = k_;
-  if (parallel_.empty() || num_chunks() < 2) return;
-  int end = *std::min_element(parallel_.begin(), parallel_.end());
+  if (chunking_.ranges.empty() || num_chunks() < 2) return;
+  int end = *std::min_element(chunking_.ranges.begin(), chunking_.ranges.end());
   for (int i = 0; i < end; ++i) {
     const Node& n = k.nodes[i];
     prefix_loops_ = prefix_loops_ || n.op == Op::RANGE;
@@ -274,193 +198,6 @@ void Tracer::find_pinnable_prefix() {
   for (int s = 0; s < end; ++s)
     if (used[s]) prefix_uses_.push_back(s);
   prefix_end_ = end;
-}
-
-namespace {
-
-// Sources of these ops only order the graph (a loop's parents, an AFTER's dependencies): no value flows
-// through them.
-bool orders_only(const Node& n, size_t src) {
-  switch (n.op) {
-    case Op::RANGE:
-    case Op::AFTER:
-      return src > 0;
-    case Op::END:
-    case Op::SINK:
-    case Op::GROUP:
-    case Op::NOOP:
-    case Op::BARRIER:
-    case Op::STACK:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Integer arithmetic that wraps at 32 bits or more: an element index it gives, moved by a shift that keeps it
-// inside a buffer of fewer than 2^31 elements, is the index the wrapped arithmetic gives for the moved
-// operands.
-bool wide_int(DType d) { return d == DType::kI32 || d == DType::kU32 || d == DType::kIndex; }
-
-}  // namespace
-
-ChunkPeriod Tracer::chunk_period() const {
-  const auto& nodes = k_.nodes;
-  const int n_nodes = int(nodes.size()), np = int(parallel_.size());
-  if (np == 0 || points_ == 0) return {};
-  // Per node: an integer known in every lane (folded while tracing, never a tile), and a value the same in
-  // every lane of every chunk.
-  std::vector<bool> known(n_nodes, false);
-  std::vector<std::optional<int64_t>> fixed(n_nodes);
-  for (int i = 0; i < n_nodes; ++i) {
-    const Node& n = nodes[i];
-    if (!is_int_like(n.dtype)) continue;
-    bool srcs_known = true, srcs_fixed = true;
-    for (int s : n.src) {
-      srcs_known = srcs_known && known[s];
-      srcs_fixed = srcs_fixed && fixed[s].has_value();
-    }
-    const bool cast = n.op == Op::CAST && !n.src.empty() && is_int_like(nodes[n.src[0]].dtype);
-    const bool alu = is_alu(n.op) && op_info(n.op).fold;
-    known[i] = n.op == Op::CONST || n.op == Op::RANGE || (n.op == Op::PARAM && !n.global) ||
-               ((cast || alu) && srcs_known);
-    if (n.op == Op::CONST) fixed[i] = n.ivalue;
-    if (n.op == Op::PARAM && !n.global) fixed[i] = vals_[n.ivalue];
-    if (cast && srcs_fixed) fixed[i] = wrap(n.dtype, *fixed[n.src[0]]);
-    if (alu && srcs_fixed && !n.src.empty())
-      fixed[i] = fold(n.op, n.dtype, *fixed[n.src[0]], n.src.size() > 1 ? *fixed[n.src[1]] : 0,
-                      n.src.size() > 2 ? *fixed[n.src[2]] : 0);
-  }
-  // Per buffer slot, how far parallel range `r` moves its element indices per unit: none when the range's
-  // value reaches anything but element indices of global buffers through ADD, SUB, NEG, and MUL or SHL by a
-  // fixed value, or when two INDEX nodes of one buffer move differently.
-  auto steps_of = [&](int r) -> std::optional<std::vector<int64_t>> {
-    enum : uint8_t { kNot, kIndex, kPointer };
-    std::vector<uint8_t> moved(n_nodes, kNot);
-    std::vector<int64_t> step(n_nodes, 0);  // of a kIndex node
-    std::vector<int64_t> slot_step(sizes_.size(), 0);
-    std::vector<bool> indexed(sizes_.size(), false);
-    for (int i = 0; i < n_nodes; ++i) {
-      const Node& n = nodes[i];
-      if (i == parallel_[r]) {
-        moved[i] = kIndex;
-        step[i] = 1;
-        continue;
-      }
-      std::vector<size_t> from;  // source positions the range's value flows through
-      for (size_t j = 0; j < n.src.size(); ++j)
-        if (!orders_only(n, j) && moved[n.src[j]] != kNot) from.push_back(j);
-      if (n.op == Op::INDEX) {
-        const int base = pointer_base(k_, n.src[0]);
-        if (base < 0 || nodes[base].op != Op::PARAM || !nodes[base].global) {
-          if (!from.empty()) return std::nullopt;  // a register's element
-          continue;
-        }
-        const int slot = int(nodes[base].ivalue);
-        int64_t by = 0;
-        if (!from.empty()) {
-          const int index = n.src[1];
-          if (from != std::vector<size_t>{1} || moved[index] != kIndex || !wide_int(nodes[index].dtype) ||
-              sizes_[slot] > INT32_MAX)
-            return std::nullopt;
-          by = step[index];
-          moved[i] = kPointer;
-        }
-        if (indexed[slot] && slot_step[slot] != by) return std::nullopt;
-        indexed[slot] = true;
-        slot_step[slot] = by;
-        continue;
-      }
-      if (from.empty()) continue;
-      if (n.op == Op::AFTER) {
-        moved[i] = moved[n.src[0]];
-        step[i] = step[n.src[0]];
-        continue;
-      }
-      if (n.op == Op::LOAD || n.op == Op::STORE) {  // through the pointer only: what is loaded is data
-        if (from != std::vector<size_t>{0}) return std::nullopt;
-        continue;
-      }
-      for (size_t j : from)
-        if (moved[n.src[j]] != kIndex) return std::nullopt;
-      // MUL, SHL: the other operand, fixed
-      const bool has_factor = from.size() == 1 && n.src.size() == 2 && fixed[n.src[1 - from[0]]];
-      const int64_t factor = has_factor ? *fixed[n.src[1 - from[0]]] : 0;
-      int64_t by = 0;
-      bool exact = wide_int(n.dtype);
-      switch (n.op) {
-        case Op::ADD:
-        case Op::SUB:
-          for (size_t j : {size_t(0), size_t(1)}) {
-            const int s = n.src[j];
-            exact = exact && (moved[s] == kIndex || known[s]) &&
-                    !__builtin_add_overflow(by, n.op == Op::SUB && j == 1 ? -step[s] : step[s], &by);
-          }
-          break;
-        case Op::NEG:
-          by = -step[n.src[0]];
-          break;
-        case Op::MUL:
-          exact = exact && has_factor && !__builtin_mul_overflow(step[n.src[from[0]]], factor, &by);
-          break;
-        case Op::SHL:
-          exact = exact && has_factor && from[0] == 0 && factor >= 0 && factor <= 30 &&
-                  !__builtin_mul_overflow(step[n.src[0]], int64_t(1) << factor, &by);
-          break;
-        default:
-          exact = false;
-      }
-      if (!exact) return std::nullopt;
-      moved[i] = kIndex;
-      step[i] = by;
-    }
-    return slot_step;
-  };
-  // The outer ranges are the first `outer` parallel ranges: each moves element indices only, and every chunk
-  // lies within one of their points (the lanes of a chunk differ only in the other ranges). Failing that, the
-  // outermost range alone, when its points do not fill whole chunks: `units` of its points do, and a chunk
-  // that many points on has every lane's outermost range moved by `units` and the others' kept.
-  std::vector<std::vector<int64_t>> steps;
-  const int candidates = blocked_ ? np - 2 : np;
-  for (int r = 0; r < candidates; ++r) {
-    auto s = steps_of(r);
-    if (!s) break;
-    steps.push_back(std::move(*s));
-  }
-  ChunkPeriod p;
-  for (int outer = int(steps.size()); outer > 0 && p.chunks == 0; --outer) {
-    int64_t inner = 1;  // points (linear) or chunks (blocked) per point of the outer ranges
-    for (int r = outer; r < candidates; ++r) inner *= bounds_[r];
-    if (blocked_)
-      p.chunks = inner * ((bounds_[np - 1] + kRows - 1) / kRows) * ((bounds_[np - 2] + kRows - 1) / kRows);
-    else if (inner % kLanes == 0)
-      p.chunks = inner / kLanes;
-    else if (outer == 1 && points_ % kLanes == 0)  // every lane of every chunk a point of the kernel
-      p.units = std::lcm(inner, int64_t(kLanes)) / inner, p.chunks = p.units * inner / kLanes;
-    if (p.chunks > 0) {
-      p.bounds.assign(bounds_.begin(), bounds_.begin() + outer);
-      p.steps.assign(steps.begin(), steps.begin() + outer);
-    }
-  }
-  if (p.chunks == 0 || p.chunks >= chunks_) return {};
-  return p;
-}
-
-bool ChunkPeriod::shift(int64_t from, int64_t to, std::vector<int64_t>& by) const {
-  by.assign(steps.empty() ? 0 : steps[0].size(), 0);
-  int64_t f = from / chunks * units, t = to / chunks * units;
-  for (int r = int(bounds.size()) - 1; r >= 0; --r) {
-    const int64_t units = t % bounds[r] - f % bounds[r];
-    f /= bounds[r];
-    t /= bounds[r];
-    for (size_t slot = 0; slot < by.size() && units != 0; ++slot) {
-      int64_t moved;
-      if (__builtin_mul_overflow(steps[r][slot], units, &moved) ||
-          __builtin_add_overflow(by[slot], moved, &by[slot]))
-        return false;
-    }
-  }
-  return true;
 }
 
 int Tracer::pin(TileProgram& out, int tile, int number) {
@@ -520,30 +257,8 @@ void Tracer::start_chunk(int64_t chunk) {
   (s.iter = std::move(iter)).assign(k_.nodes.size(), 0);
   (s.bound = std::move(bound)).assign(k_.nodes.size(), 0);
   (s.iteration_start = std::move(iteration_start)).assign(k_.nodes.size(), 0);
-  s.lane_range.assign(parallel_.size(), Lanes{});
   std::array<bool, kLanes> active;
-  int np = int(parallel_.size());
-  int64_t cols = blocked_ ? (bounds_[np - 1] + kRows - 1) / kRows : 0,
-          rows = blocked_ ? (bounds_[np - 2] + kRows - 1) / kRows : 0;
-  for (int l = 0; l < kLanes; ++l) {
-    int64_t f = chunk * kLanes + l;
-    int inner = 0;  // dimensions placed by the 4x4 block
-    if (blocked_) {
-      int64_t i = (chunk / cols % rows) * kRows + l / kRows, j = (chunk % cols) * kRows + l % kRows;
-      active[l] = i < bounds_[np - 2] && j < bounds_[np - 1];
-      s.lane_range[np - 2][l] = std::min(i, bounds_[np - 2] - 1);  // an inactive lane repeats a real point
-      s.lane_range[np - 1][l] = std::min(j, bounds_[np - 1] - 1);
-      f = chunk / cols / rows;
-      inner = 2;
-    } else {
-      active[l] = f < points_;
-      if (!active[l]) f = std::max<int64_t>(points_ - 1, 0);
-    }
-    for (int r = np - 1 - inner; r >= 0; --r) {
-      s.lane_range[r][l] = bounds_[r] ? f % bounds_[r] : 0;
-      f = bounds_[r] ? f / bounds_[r] : 0;
-    }
-  }
+  chunking_.lanes(chunk, s.lane_range, active);
   s.masks.push_back(active);
   s.data_gates.push_back(-1);
 }
@@ -612,143 +327,12 @@ int Tracer::new_tile(const TileNode& given) {
         "kernel " + k_.name + ": one chunk of " + std::to_string(kLanes) + " outputs unrolls to more than " +
         std::to_string(limits_.max_chunk_nodes) +
         " tile operations with no loop iteration ending among them, where it could be traced in parts");
-  if (derived_.size() > out.nodes.size()) {  // a compiled batch emptied `out`
-    derived_.clear();
-    derivations_.clear();
-  }
-  derived_.resize(out.nodes.size(), -1);  // and a resumed part added pinned leaves
-  auto derived = [&](int o) { return o >= 0 && derived_[o] >= 0; };
-  auto made = [&](const TileNode& t, const std::optional<Derivation>& d) {
-    out.nodes.push_back(t);
-    derived_.push_back(d ? int(derivations_.size()) : -1);
-    if (d) derivations_.push_back(*d);
-    ++traced_;
-    return int(out.nodes.size()) - 1;
-  };
-  if (given.op == Op::LOAD || (!derived(given.a) && !derived(given.b) && !derived(given.c))) {
-    // a leaf, or (most nodes) an operation with no element's function in sight
-    return made(given, given.op == Op::LOAD ? derive(given) : std::nullopt);
-  }
-  TileNode t = given;
-  for (int* o : {&t.a, &t.b, &t.c})
-    if (derived(*o) && derivations_[derived_[*o]].memo_leaf >= 0) *o = derivations_[derived_[*o]].memo_leaf;
-  const std::optional<Derivation> d = derive(t);
-  if (!d)  // the operands meet other data here: those worth keeping are kept
-    for (int* o : {&t.a, &t.b, &t.c})
-      if (derived(*o)) *o = memoize(*o);
-  return made(t, d);
-}
-
-int Tracer::FunctionTable::number(const Function& f) {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (int64_t v : f) {
-    h = (h ^ uint64_t(v)) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-  }
-  if (2 * (functions_.size() + 1) > slots_.size()) {  // at most half full: grow and place them again
-    slots_.assign(std::max<size_t>(64, 2 * slots_.size()), 0);
-    std::vector<Function> all = std::move(functions_);
-    functions_.clear();
-    for (const Function& g : all) number(g);
-  }
-  const size_t mask = slots_.size() - 1;
-  for (size_t at = h & mask;; at = (at + 1) & mask) {
-    if (slots_[at] == 0) {
-      functions_.push_back(f);
-      return slots_[at] = int(functions_.size());
-    }
-    if (functions_[slots_[at] - 1] == f) return slots_[at];
-  }
-}
-
-std::optional<Tracer::Derivation> Tracer::derive(const TileNode& t) {
-  const TileProgram& out = *out_;
-  if (t.op == Op::LOAD) {  // one element of a buffer the kernel does not write, in every lane
-    if (t.dynamic || t.gated || t.pinned >= 0) return std::nullopt;
-    const LeafLanes& lanes = out.lanes(t);
-    const LeafLane& first = lanes[0];
-    if (first.buf < 0 || first.buf >= counter_slot(sizes_) || !(lanes[kLanes - 1] == first))
-      return std::nullopt;
-    for (const LeafLane& l : lanes)
-      if (!(l == first)) return std::nullopt;
-    if (touched_.written.count(first.buf)) return std::nullopt;
-    return Derivation{functions_.number({int64_t(Op::LOAD), int64_t(t.dtype), first.buf}), first, 0};
-  }
-  FunctionTable::Function f{int64_t(t.op), int64_t(t.dtype), int64_t(t.from), 0, 0, 0};
-  Derivation d;
-  int i = 3;
-  for (int o : {t.a, t.b, t.c}) {
-    if (o < 0) continue;
-    if (derived_[o] < 0) {  // a constant, or other data
-      const auto bits = uniform_bits(out, out.nodes[o]);
-      if (!bits) return std::nullopt;
-      f[i++] = kConstant | int64_t(out.nodes[o].dtype) << 32 | *bits;
-      continue;
-    }
-    const Derivation& od = derivations_[derived_[o]];
-    if (d.key != 0 && !(od.element == d.element)) return std::nullopt;  // another element
-    d.element = od.element;
-    d.cost = std::min(d.cost + od.cost, 1 << 20);
-    d.key = 1;
-    f[i++] = od.key;
-  }
-  if (d.key == 0) return std::nullopt;  // constants alone (an operand read from a memo buffer is data)
-  d.cost += 1;
-  d.key = functions_.number(f);
-  return d;
-}
-
-int Tracer::memoize(int node) {
-  TileProgram& out = *out_;
-  Derivation& d = derivations_[derived_[node]];
-  const DType dtype = out.nodes[node].dtype;  // (a reference would not outlive the leaf pushed below)
-  if (d.cost < kMemoCost || dtype != DType::kF32 || out.nodes[node].op == Op::LOAD) return node;
-  if (d.memo_leaf >= 0) return d.memo_leaf;
-  ++facts_.memo_uses;
-  Memo& m = memos_[d.key];
-  const int64_t e = d.element.index;
-  if (m.buf < 0) {
-    m.buf = d.element.buf;
-    const size_t elements = size_t(sizes_[m.buf]);
-    m.seen.assign(elements, false);
-    m.stored.assign(elements, false);
-    m.ready.assign(elements, false);
-  }
-  if (m.ready[e]) {  // one gather in place of the operations
-    TileNode leaf{Op::LOAD, dtype};
-    out.lanes(leaf).fill(LeafLane(m.slot, e));
-    out.nodes.push_back(leaf);
-    derived_.push_back(-1);
-    ++memo_reads_;
-    return d.memo_leaf = int(out.nodes.size()) - 1;
-  }
-  d.cost = 0;  // decided for this node: computed here, and stored below when seen before
-  const bool again = m.seen[e] && !m.stored[e];
-  m.seen[e] = true;
-  if (!again) return node;
-  if (m.slot < 0) {
-    const int64_t kept =
-        std::accumulate(slot_sizes_.begin() + memo_slot(sizes_, 0), slot_sizes_.end(), int64_t(0));
-    if (kept + int64_t(m.seen.size()) > kMaxMemoElements) return node;
-    m.slot = int(slot_sizes_.size());
-    slot_sizes_.push_back(int64_t(m.seen.size()));
-  }
-  TileStore keep{m.slot, {}, {}, node};
-  keep.index.fill(e);
-  keep.active[0] = true;  // the element is in every lane: one stores it
-  m.stored[e] = true;
-  if (m.pending.empty()) pending_memos_.push_back(&m);
-  m.pending.push_back(e);
-  out.stores.push_back(keep);
-  return node;
+  ++traced_;
+  return memos_.append(out, given);
 }
 
 BatchFacts Tracer::batch_compiled() {
-  for (Memo* m : pending_memos_) {
-    for (int64_t e : m->pending) m->ready[e] = true;
-    m->pending.clear();
-  }
-  pending_memos_.clear();
+  facts_.memo_uses = memos_.batch_compiled();
   return std::exchange(facts_, BatchFacts{});
 }
 
@@ -811,11 +395,11 @@ void Tracer::forward_stores(TraceValue& res, const TileNode& t, int buf) {
 void Tracer::trace_range(size_t& ip) {
   const Node& n = k_.nodes[ip];
   Value& res = st_.val[ip];
-  auto p = std::find(parallel_.begin(), parallel_.end(), int(ip));
-  if (p != parallel_.end()) {
+  auto p = std::find(chunking_.ranges.begin(), chunking_.ranges.end(), int(ip));
+  if (p != chunking_.ranges.end()) {
     res.kind = Value::kConst;
     res.dtype = n.dtype;
-    res.v = st_.lane_range[p - parallel_.begin()];
+    res.v = st_.lane_range[p - chunking_.ranges.begin()];
     return;
   }
   st_.bound[ip] = uniform_value(n.src[0], vals_);
@@ -910,7 +494,7 @@ bool Tracer::adds_nothing(const GuardedAccumulation& acc) {
 // part is long enough, and the chunk stops here to be resumed.
 bool Tracer::trace_end(size_t& ip) {
   int r = k_.nodes[ip].src[1];
-  if (std::find(parallel_.begin(), parallel_.end(), r) != parallel_.end()) return true;
+  if (std::find(chunking_.ranges.begin(), chunking_.ranges.end(), r) != chunking_.ranges.end()) return true;
   if (++st_.iter[r] >= st_.bound[r]) return true;
   st_.val[r] = uniform(k_.nodes[r].dtype, st_.iter[r]);
   ip = size_t(r);  // the loop resumes at r + 1
@@ -1161,29 +745,29 @@ bool Tracer::simplify(const Node& n, TraceValue& res) {
   return true;
 }
 
-bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
+size_t Tracer::begin_part(int64_t chunk, TileProgram& out) {
   out_ = &out;
   first_node_ = out.nodes.size();
   next_live_count_ = 0;
-  size_t start = 0;
   if (st_.chunk == chunk && st_.cut >= 0) {  // the rest of a chunk cut at a loop iteration's end
     resume(out);
-    start = st_.ip;
     st_.cut = -1;
-  } else {
-    start_chunk(chunk);
-    if (prefix_ready_) {  // later chunks: the prefix's values, pinned tiles as leaves
-      for (int s : prefix_uses_) {
-        Value& v = st_.val[s] = prefix_vals_[s];
-        if (v.kind != Value::kTile) continue;
-        TileNode leaf{Op::LOAD, v.dtype};
-        leaf.pinned = prefix_vals_[s].tile;
-        v.tile = new_tile(leaf);
-      }
-      start = size_t(prefix_end_);
-    }
+    return st_.ip;
   }
-  for (size_t ip = start; ip < k_.nodes.size(); ++ip) {
+  start_chunk(chunk);
+  if (!prefix_ready_) return 0;
+  for (int s : prefix_uses_) {  // later chunks: the prefix's values, pinned tiles as leaves
+    Value& v = st_.val[s] = prefix_vals_[s];
+    if (v.kind != Value::kTile) continue;
+    TileNode leaf{Op::LOAD, v.dtype};
+    leaf.pinned = prefix_vals_[s].tile;
+    v.tile = new_tile(leaf);
+  }
+  return size_t(prefix_end_);
+}
+
+bool Tracer::trace_chunk(int64_t chunk, TileProgram& out) {
+  for (size_t ip = begin_part(chunk, out); ip < k_.nodes.size(); ++ip) {
     if (int(ip) == prefix_end_ && !prefix_ready_) pin_prefix(st_.val, out);
     const Node& n = k_.nodes[ip];
     Value& res = st_.val[ip];

@@ -45,7 +45,7 @@ class Call {
   // buffer the kernel reads (`loads`: places in the call) and writes, or one sharing memory with a buffer it
   // writes, is read from a copy.
   void snapshot_written(const compiler::Plan& plan, const std::vector<int>& loads);
-  // The memo buffers (compiler/tracer.h), after the counter slot: 32-bit lanes as they were drained.
+  // The memo buffers (compiler/element_memo.h), after the counter slot: 32-bit lanes as they were drained.
   void add_memos(const compiler::Plan& plan);
 
   // Every launch of the plan: gather, run on the model, scatter. Independent runs are shared among threads

@@ -14,6 +14,7 @@
 #include "compiler/ir.h"
 #include "compiler/mxu_dot.h"
 #include "compiler/plan.h"
+#include "compiler/tracer.h"
 #include "runtime/device_memory.h"
 #include "runtime/kernel_stats.h"
 #include "runtime/timing_cache.h"
@@ -23,7 +24,7 @@
 namespace tinytpu {
 
 // How a call runs its launches. A launch's counters are a function of its timing key: its image (program and
-// records), how it is loaded (sim/runner.h LaunchLoad: the cross-launch state its timing reads) and the
+// records), how it is loaded (sim/loader.h LaunchLoad: the cross-launch state its timing reads) and the
 // core's configuration (the kernel's) -- not of its data, when its program computes in order (sim/runner.h).
 // With `functional` (TINYTPU_FUNCTIONAL, on unless 0) the first launch of each key is ticked and its counters
 // kept; a later one whose program computes in order takes them and runs its instructions in order, without

@@ -187,7 +187,7 @@ LaunchLoad Segment::load_of(const PlanLaunch& l, CoreState* core) const {
     load.resident = core->load(l.image, cfg.prog_depth * (prefetch ? 2 : 1), evicts_last);
   if (prefetch && clock_.last && !evicts_last && !data.reads_output_of(l, *clock_.last, clock_.last_swap))
     load.ahead = clock_.ahead();
-  if (load.ahead && cfg.hbm_channels) load.writes_before = clock_.writes;
+  if (load.ahead && loader_facts(cfg).shares_channels) load.writes_before = clock_.writes;
   if (cfg.sparse_core) load.table_rows = &l.image->table_rows;
   return load;
 }

@@ -49,8 +49,6 @@ namespace {
 int64_t beats(int bytes, int bytes_per_cycle) { return (bytes + bytes_per_cycle - 1) / bytes_per_cycle; }
 }  // namespace
 
-int64_t hbm_beats(const TensorCoreConfig& cfg, int bytes) { return beats(bytes, cfg.hbm_bytes_per_cycle); }
-
 int64_t DmaEngine::begin(int64_t cycles, int64_t issue) const {
   const int64_t at = std::max(issue, free_[size_t(next_)]);
   return at < 0 && at + cycles > -paused_ ? 0 : at;  // the previous launch's writes hold the channel
@@ -68,9 +66,10 @@ int64_t DmaEngine::transfer(int n, int64_t issue) {
 int64_t DmaEngine::read(int n, int64_t issue) { return transfer(n, issue) + latency_; }
 
 int64_t DmaEngine::would_read(int n, int64_t issue) const {
-  const int64_t cycles = beats(n, bytes_per_cycle_);
-  return begin(cycles, issue) + cycles + latency_;
+  return begin(beats(n, bytes_per_cycle_), issue) + read_cycles(n);
 }
+
+int64_t DmaEngine::read_cycles(int n) const { return beats(n, bytes_per_cycle_) + latency_; }
 
 int64_t DmaEngine::write(int n, int64_t issue) { return transfer(n, issue); }
 
@@ -78,8 +77,11 @@ SparseCoreLookups::SparseCoreLookups(const TensorCoreConfig& cfg)
     : bytes_per_cycle_(cfg.hbm_bytes_per_cycle), latency_(cfg.hbm_latency) {}
 
 int64_t SparseCoreLookups::would_look_up(int n, int64_t issue) const {
-  const int64_t submit = std::max(issue, free_);
-  return submit + beats(n, bytes_per_cycle_) + latency_ + 2;  // done the cycle after the data, in VMEM after
+  return std::max(issue, free_) + lookup_cycles(n);
+}
+
+int64_t SparseCoreLookups::lookup_cycles(int n) const {
+  return beats(n, bytes_per_cycle_) + latency_ + 2;  // done the cycle after the data, in VMEM the cycle after
 }
 
 int64_t SparseCoreLookups::look_up(int n, int64_t issue) {

@@ -13,8 +13,6 @@ namespace tinytpu {
 int record_bytes(const Record& r);
 // Bytes an output line moves: a VMEM tile, an ActivationSRAM row, the MXU's result row of Int32.
 int output_bytes(RecordType type);
-// Cycles a channel takes to move `bytes`: one request of hbm_bytes_per_cycle a cycle.
-int64_t hbm_beats(const TensorCoreConfig& cfg, int bytes);
 
 // The DMA engine of a chip configuration's core (config.h hbm_channels): it moves a launch's records from
 // HBM into the core and its output lines back. Its transfers go round-robin over the channels, one request
@@ -32,6 +30,8 @@ class DmaEngine {
   int64_t read(int bytes, int64_t issue);
   // The same, without taking the channel: when it would be visible.
   int64_t would_read(int bytes, int64_t issue) const;
+  // A read's cycles from its first request to its data visible, when no transfer is in its way.
+  int64_t read_cycles(int bytes) const;
   // A write of `bytes` requested at `issue`: the first cycle it is done.
   int64_t write(int bytes, int64_t issue);
   uint64_t bytes = 0;  // moved, both ways
@@ -54,6 +54,7 @@ class SparseCoreLookups {
   // When a row of `bytes` handed over at `issue` would be in VMEM.
   int64_t would_look_up(int bytes, int64_t issue) const;
   int64_t look_up(int bytes, int64_t issue);  // the same, submitting it
+  int64_t lookup_cycles(int bytes) const;     // from a bag's submission to its row in VMEM
   uint64_t lookups = 0, bytes = 0;
 
  private:

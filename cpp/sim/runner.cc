@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <bitset>
-#include <optional>
 #include <sstream>
 
 #include "base/errors.h"
 #include "isa/sxu_ops.h"
 #include "isa/tasm.h"
 #include "sim/batch.h"
-#include "sim/dma_engine.h"
 #include "sim/tensorcore.h"
 
 namespace tinytpu {
@@ -72,75 +70,10 @@ std::string record_name(const Record& r, int& pc) {
   return "END";
 }
 
-// When loading ends, by the configuration's loader. The reference testbench: cycle 0 opens the bundle, each
-// record takes record_cycles (2: type, then apply), END's type read 1, do_start 1, then the SXU's first
-// FETCH (§4.4). The DMA loader sends the records other than data first (the program and the output list),
-// so the SXU starts after those alone; the data records follow on the same bus, the first beginning in the
-// cycle after the last of the others. A prefetched launch's loading is all `ahead` cycles earlier; do_start
-// and the first FETCH stay in this run's cycles. A resident program's records are not sent (their time is 0).
-// With HBM (hbm_channels), the core's DMA engine reads the records in the same order, one request a cycle
-// from cycle 1 (sim/dma_engine.h), and END and do_start follow the last record the SXU starts on. With a
-// SparseCore, the loader hands a table row to it instead when it would have the row in VMEM sooner than a
-// channel (a tie goes to the channel).
-// Returns the first FETCH's cycle; `done`, when given, gets per record the first cycle it is visible in (the
-// DMA loader and a trace read it; a plain run needs no per-record list) and `looked_up` whether the
-// SparseCore brought it; `res` the HBM bytes read and the SparseCore's lookups.
-uint64_t load_times(const Bundle& bundle, const TensorCoreConfig& cfg, const LaunchLoad& launch,
-                    std::vector<uint64_t>* done, std::vector<bool>& looked_up, RunResult& res) {
-  auto earlier = [&](uint64_t at, uint64_t least) {
-    return at > launch.ahead + least ? at - launch.ahead : least;
-  };
-  std::vector<uint64_t> own;
-  if (!done) {
-    if (!cfg.dma_overlap && !launch.resident && !cfg.hbm_channels)
-      return earlier(cfg.record_cycles * bundle.records.size() + 3, 1);
-    done = &own;
-  }
-  done->assign(bundle.records.size(), 0);
-  looked_up.assign(cfg.sparse_core ? bundle.records.size() : 0, false);
-  DmaEngine dma(cfg, int64_t(launch.writes_before));
-  SparseCoreLookups sparse(cfg);
-  auto table_row = [&](size_t i) {
-    return launch.table_rows && i < launch.table_rows->size() && (*launch.table_rows)[i];
-  };
-  int64_t issue = 1 - int64_t(launch.ahead), dma_ready = issue;  // dma_ready: the SXU's records are in
-  uint64_t c = 1, start = 0;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < bundle.records.size(); ++i) {
-      if (launch.resident && !is_data(bundle.records[i])) continue;
-      if (cfg.dma_overlap && is_data(bundle.records[i]) != (pass == 1)) continue;
-      if (!cfg.dma_overlap && pass == 1) break;
-      if (cfg.hbm_channels) {
-        const int bytes = record_bytes(bundle.records[i]);
-        const bool to_sparse = cfg.sparse_core && table_row(i) &&
-                               sparse.would_look_up(bytes, issue) < dma.would_read(bytes, issue);
-        const int64_t at = to_sparse ? sparse.look_up(bytes, issue++) : dma.read(bytes, issue++);
-        if (to_sparse) looked_up[i] = true;
-        (*done)[i] = uint64_t(std::max<int64_t>(at, 0));
-        if (pass == 0) dma_ready = std::max(dma_ready, at);
-        continue;
-      }
-      c += cfg.record_cycles;
-      (*done)[i] = earlier(c, 0);
-    }
-    if (pass == 0) start = c + 2;  // END, do_start
-  }
-  res.hbm_bytes = dma.bytes + sparse.bytes;
-  res.sc_lookups = sparse.lookups;
-  return cfg.hbm_channels ? uint64_t(std::max<int64_t>(dma_ready + 2, 1)) : earlier(start, 1);
-}
-
-// Cycles a record takes to load: the testbench's record_cycles, or a DMA read's channel cycles and latency,
-// or a SparseCore lookup's (its submit and done cycles besides).
-int64_t load_cycles(const Record& r, const TensorCoreConfig& cfg, bool looked_up) {
-  if (!cfg.hbm_channels) return cfg.record_cycles;
-  return hbm_beats(cfg, record_bytes(r)) + cfg.hbm_latency + (looked_up ? 2 : 0);
-}
-
 // The loading phase on the loader track: open, the records, END, start. The DMA loader's data records
 // overlap the run: they go on a track of their own.
 void trace_loading(TraceLog& log, const Bundle& bundle, const std::vector<uint64_t>& done,
-                   const std::vector<bool>& looked_up, uint64_t start, const TensorCoreConfig& cfg) {
+                   const Loader& loader, uint64_t start, const TensorCoreConfig& cfg) {
   const bool dma = cfg.dma_overlap;
   log.slice(Track::kLoader, 0, 0, 1, log.name("open bundle"));
   int pc = 0;
@@ -150,8 +83,8 @@ void trace_loading(TraceLog& log, const Bundle& bundle, const std::vector<uint64
   };
   for (size_t i = 0; i < bundle.records.size(); ++i) {
     const Record& r = bundle.records[i];
-    const bool sparse = i < looked_up.size() && looked_up[i];
-    slice(dma && is_data(r) ? Track::kDma : Track::kLoader, int64_t(done[i]) - load_cycles(r, cfg, sparse),
+    const bool sparse = loader.looked_up(i);
+    slice(dma && is_data(r) ? Track::kDma : Track::kLoader, int64_t(done[i]) - loader.load_cycles(bundle, i),
           int64_t(done[i]), log.intern((sparse ? "SparseCore lookup " : "") + record_name(r, pc)));
   }
   slice(Track::kLoader, int64_t(start) - 2, int64_t(start) - 1, log.name("END"));
@@ -183,18 +116,14 @@ void trace_testbench(TraceLog& log, uint64_t cycle, const char* phase, int out_a
 // without a trace has no trace code in its per-cycle path. Not inlined: inlining both instantiations
 // into run_bundle made the untraced loop 4 instructions per cycle longer (callgrind).
 template <bool kTraced>
-[[gnu::noinline]] void run_cycles(TensorCore& tc, const TensorCoreConfig& cfg, bool out_mxu,
+[[gnu::noinline]] void run_cycles(TensorCore& tc, const TensorCoreConfig& cfg, Loader& loader, bool out_mxu,
                                   const std::vector<int>& vmem_out, const std::vector<int>& asram_out,
                                   RunResult& res, const Poll& poll) {
   bool outputting = false;
   size_t vi = 0, ai = 0;
-  // With HBM, each output line is written there by the DMA engine; the run ends when the last write is done
-  std::optional<DmaEngine> dma;
-  if (cfg.hbm_channels) dma.emplace(cfg);
+  // The run ends when the loader is done with the last output line (the DMA engine's write to HBM)
   uint64_t written = 0;
-  auto write = [&](RecordType type) {
-    if (dma) written = std::max(written, uint64_t(dma->write(output_bytes(type), int64_t(tc.cycle))));
-  };
+  auto write = [&](RecordType type) { written = std::max(written, loader.output(type, tc.cycle)); };
   // One comparison per cycle covers both the timeout and the next poll.
   auto next_check = [&] { return poll ? std::min(cfg.max_cycles, tc.cycle + kPollCycles) : cfg.max_cycles; };
   uint64_t check_at = next_check();
@@ -231,10 +160,9 @@ template <bool kTraced>
       res.asram_results.emplace_back();
       std::copy(a.begin(), a.end(), res.asram_results.back().begin());
       write(RecordType::kOutputAsram);
-    } else if (tc.cycle < written) {  // the DMA engine's writes drain (written is 0 without HBM)
+    } else if (tc.cycle < written) {  // the DMA engine's writes drain
       if constexpr (kTraced) trace_testbench(*tc.trace, tc.cycle, "HBM writes");
     } else {
-      if (dma) res.hbm_bytes += dma->bytes;
       break;  // do_output_done prints `cycles N` in this cycle
     }
     if constexpr (!kTraced) {
@@ -270,14 +198,13 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
   load(tc, bundle, out_mxu, vmem_out, asram_out);
   if (fill) fill(tc);
   RunResult res;
-  std::vector<uint64_t> done;   // per record, only when something reads it: no allocation otherwise
-  std::vector<bool> looked_up;  // by the SparseCore, per record (with one)
-  const uint64_t start =
-      load_times(bundle, cfg, launch, cfg.dma_overlap || trace ? &done : nullptr, looked_up, res);
+  LaunchLoader loader(cfg, launch);
+  std::vector<uint64_t> done;  // per record, only when something reads it: no allocation otherwise
+  const uint64_t start = loader->load(bundle, cfg.dma_overlap || trace ? &done : nullptr);
   if (cfg.dma_overlap) note_arrivals(tc, bundle, done);
   if (trace) {
     trace->begin_run();
-    trace_loading(*trace, bundle, done, looked_up, start, cfg);
+    trace_loading(*trace, bundle, done, *loader, start, cfg);
   }
   res.start = start - 1;
   res.loader_done = std::max(res.start, tc.data_arrival);
@@ -287,15 +214,17 @@ RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCore
 
   if (trace) {
     try {
-      run_cycles<true>(tc, cfg, out_mxu, vmem_out, asram_out, res, poll);
+      run_cycles<true>(tc, cfg, *loader, out_mxu, vmem_out, asram_out, res, poll);
     } catch (...) {
       trace->end_run(tc.cycle);  // the trace keeps the run up to the error: where a hang sits
       throw;
     }
   } else {
-    run_cycles<false>(tc, cfg, out_mxu, vmem_out, asram_out, res, poll);
+    run_cycles<false>(tc, cfg, *loader, out_mxu, vmem_out, asram_out, res, poll);
   }
   res.cycles = tc.cycle;
+  res.hbm_bytes = loader->hbm_bytes();
+  res.sc_lookups = loader->sc_lookups();
   res.sxu_cycles = tc.sxu.cycles;
   res.busy = {tc.sxu.cycles, tc.ctrl.busy_cycles, tc.vpu.busy_cycles, tc.xlu_busy_cycles,
               tc.sxu.stall_cycles};

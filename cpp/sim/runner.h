@@ -9,6 +9,7 @@
 #include "base/config.h"
 #include "base/tile.h"
 #include "isa/bundle.h"
+#include "sim/loader.h"
 #include "sim/trace.h"
 
 namespace tinytpu {
@@ -44,23 +45,6 @@ RunResult run_bundle(const Bundle& bundle, const TensorCoreConfig& cfg = {}, Tra
 class TensorCore;
 // Writes a run's data into the memories after the records are loaded.
 using Fill = std::function<void(TensorCore&)>;
-// How a kernel call's launch is loaded on a variant core (config.h):
-//  - ahead (prefetch_launches): the loader began this launch's records `ahead` cycles before its cycle 0,
-//    while the previous launch ran. Every loading time moves that much earlier (none before cycle 0);
-//    whatever is still to come arrives as without prefetch.
-//  - resident (resident_program): the launch's program and output list are in program memory already; the
-//    loader sends only its data records.
-//  - writes_before (hbm_channels with prefetch_launches): the previous launch wrote its outputs to HBM in its
-//    last writes_before cycles, during which the channels take none of this launch's reads.
-//  - table_rows (sparse_core): per record, whether it is a table row that the SparseCore may look up in
-//    place of a DMA read (compiler/plan.h Image::table_rows).
-struct LaunchLoad {
-  uint64_t ahead = 0;
-  bool resident = false;
-  uint64_t writes_before = 0;
-  const std::vector<bool>* table_rows = nullptr;
-};
-
 // run_bundle for a bundle validate() accepted before (a compiled kernel's launch, run many times with
 // other data): `fill` puts this run's tiles over the records' own, which are what was validated.
 RunResult run_validated(const Bundle& bundle, const Fill& fill, const TensorCoreConfig& cfg = {},

@@ -1,4 +1,4 @@
-"""tinytpu command line: run, asm, disasm, seeds, configs, demo, profile, explore, compare. Bad input or arguments: one line on stderr naming
+"""tinytpu command line: run, asm, disasm, seeds, opcodes, configs, demo, profile, explore, compare. Bad input or arguments: one line on stderr naming
 the file or argument, exit status 1 (2 for arguments), no traceback."""
 from __future__ import annotations
 import argparse, json, os, sys, warnings
@@ -74,6 +74,16 @@ def cmd_configs(args) -> None:
   print(f"\nselect one with {configs.ENV}=NAME (or NAME,field=value,...); area counts a PE, 256 SRAM bytes and a "
         "port or forwarding path as 1 each")
 
+def cmd_opcodes(args) -> None:
+  rows = _core.sxu_ops()
+  if args.json: return print(json.dumps(rows, indent=1))
+  columns = [k for k in rows[0] if k not in ("opcode", "name", "tasm")]  # sxu_ops.def's columns, in its order
+  w = max(len(r["name"]) for r in rows)
+  print(f"{'op':>3} {'name':{w}} " + " ".join(columns) + "  TASM")
+  for r in rows:
+    print(f"{r['opcode']:>3} {r['name']:{w}} " + " ".join(f"{'-' if r[c] is None else r[c]:>{len(c)}}" for c in columns) +
+          f"  {r['tasm']}")
+
 def cmd_demo(args) -> None:
   from tinytpu.demo import main as demo
   demo()
@@ -141,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
   dis.set_defaults(fn=lambda a: print(_on(a.file, model.disassemble, _read(a.file)), end=""))
   seed = sub.add_parser("seeds", help="list the seed programs `run` takes by name")
   seed.set_defaults(fn=lambda a: print("\n".join(seeds())))
+  ops = sub.add_parser("opcodes", help="list the SXU opcodes with their table's columns (timing, MXU facts) and TASM")
+  ops.add_argument("--json", action="store_true", help="print a JSON list of objects")
+  ops.set_defaults(fn=cmd_opcodes)
   cfgs = sub.add_parser("configs", help="list the TensorCore variants TINYTPU_CONFIG selects, with their cost proxies")
   cfgs.add_argument("--json", action="store_true", help="print a JSON list of objects")
   cfgs.set_defaults(fn=cmd_configs)

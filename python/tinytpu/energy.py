@@ -49,12 +49,12 @@ _CHARGED = [(f["name"], f["energy"]) for f in _core.counter_fields() if f["energ
 def prices(config) -> dict[str, tuple[str, int, float]]:
   """Per price the counter table names: the part of the breakdown it goes to, and one count's bytes (or lanes) and
   pJ per byte (per lane), on `config` (its geometry and memory sizes). What moves into and out of the core is charged
-  as HBM traffic: HBM's bytes on a core fed from HBM; on a core the testbench loads, its records and output lines,
-  which a host's memory would supply (it stands where HBM would)."""
+  as HBM traffic, as its loader counts it (config.loader.moved): HBM's bytes on a core fed from HBM; on a core the
+  testbench loads, its records and output lines, which a host's memory would supply (it stands where HBM would)."""
   rows = type(config).ROWS
   tile, lanes = rows * rows * 4, rows * rows  # bytes of a tile of int32 lanes, its lanes
   def sram(entries: int, entry_bytes: int) -> tuple[int, float]: return entry_bytes, sram_pj_per_byte(entries * entry_bytes)
-  hbm, from_hbm = OPS["hbm_byte"][0], bool(config.hbm_channels)
+  hbm, moved = OPS["hbm_byte"][0], {price for name, price in _CHARGED if name in config.loader.moved}
   return {
     "mxu_mac": ("mxu", 1, OPS["mxu_mac"][0]),
     **{op: ("vpu", 1, OPS[op][0]) for op in ("vpu_int", "vpu_int_mul", "vpu_fp_add", "vpu_fp_mul")},
@@ -65,8 +65,7 @@ def prices(config) -> dict[str, tuple[str, int, float]]:
     "act_row": ("act_sram", *sram(config.depth, rows)),
     "psum_tile": ("psum", *sram(config.psum_buckets, tile)),
     "instruction": ("program", *sram(config.prog_depth, INSTRUCTION_BYTES)),
-    "core_byte": ("hbm", 1, 0.0 if from_hbm else hbm),
-    "hbm_byte": ("hbm", 1, hbm if from_hbm else 0.0),
+    **{price: ("hbm", 1, hbm if price in moved else 0.0) for price in ("core_byte", "hbm_byte")},
   }
 
 def breakdown(c: dict, config) -> dict[str, float]:

@@ -105,7 +105,7 @@ def report(tr: Trace, top: int = 5, counters: dict | None = None, config=None) -
       into = one.on("noc", 0)
       out += ["", f"==== core {c} (TINYTPU:{c}): {int(into.sum())} copies into it, {int(one.cycles[into].sum()):,} cycles "
               "on the NoC", core_report(one, top)]
-  if counters and config is not None and config.hbm_channels:
+  if counters and config is not None and config.loader.shares_channels:
     peak = config.hbm_channels * config.hbm_bytes_per_cycle
     out.append(f"\nHBM: {counters['hbm_bytes']:,} bytes moved, {_pct(counters['hbm_bytes'], peak * counters['cycles']).strip()} "
                f"of the cores' channels ({config.hbm_channels} x {config.hbm_bytes_per_cycle} bytes a cycle each) over "

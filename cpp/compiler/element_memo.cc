@@ -1,0 +1,152 @@
+#include "compiler/element_memo.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+namespace tinytpu::compiler {
+
+ElementMemos::ElementMemos(const std::vector<int64_t>& sizes, std::set<int> written)
+    : sizes_(sizes), written_(std::move(written)), slot_sizes_(sizes) {
+  slot_sizes_.push_back(0);  // the counter slot (counter_slot): not gathered from as a buffer
+}
+
+int ElementMemos::append(TileProgram& out, const TileNode& given) {
+  if (derived_.size() > out.nodes.size()) {  // a compiled batch emptied `out`
+    derived_.clear();
+    derivations_.clear();
+  }
+  derived_.resize(out.nodes.size(), -1);  // and a resumed part added pinned leaves
+  auto derived = [&](int o) { return o >= 0 && derived_[o] >= 0; };
+  auto made = [&](const TileNode& t, const std::optional<Derivation>& d) {
+    out.nodes.push_back(t);
+    derived_.push_back(d ? int(derivations_.size()) : -1);
+    if (d) derivations_.push_back(*d);
+    return int(out.nodes.size()) - 1;
+  };
+  if (given.op == Op::LOAD || (!derived(given.a) && !derived(given.b) && !derived(given.c))) {
+    // a leaf, or (most nodes) an operation with no element's function in sight
+    return made(given, given.op == Op::LOAD ? derive(out, given) : std::nullopt);
+  }
+  TileNode t = given;
+  for (int* o : {&t.a, &t.b, &t.c})
+    if (derived(*o) && derivations_[derived_[*o]].memo_leaf >= 0) *o = derivations_[derived_[*o]].memo_leaf;
+  const std::optional<Derivation> d = derive(out, t);
+  if (!d)  // the operands meet other data here: those worth keeping are kept
+    for (int* o : {&t.a, &t.b, &t.c})
+      if (derived(*o)) *o = memoize(out, *o);
+  return made(t, d);
+}
+
+int ElementMemos::FunctionTable::number(const Function& f) {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (int64_t v : f) {
+    h = (h ^ uint64_t(v)) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  if (2 * (functions_.size() + 1) > slots_.size()) {  // at most half full: grow and place them again
+    slots_.assign(std::max<size_t>(64, 2 * slots_.size()), 0);
+    std::vector<Function> all = std::move(functions_);
+    functions_.clear();
+    for (const Function& g : all) number(g);
+  }
+  const size_t mask = slots_.size() - 1;
+  for (size_t at = h & mask;; at = (at + 1) & mask) {
+    if (slots_[at] == 0) {
+      functions_.push_back(f);
+      return slots_[at] = int(functions_.size());
+    }
+    if (functions_[slots_[at] - 1] == f) return slots_[at];
+  }
+}
+
+std::optional<ElementMemos::Derivation> ElementMemos::derive(const TileProgram& out, const TileNode& t) {
+  if (t.op == Op::LOAD) {  // one element of a buffer the kernel does not write, in every lane
+    if (t.dynamic || t.gated || t.pinned >= 0) return std::nullopt;
+    const LeafLanes& lanes = out.lanes(t);
+    const LeafLane& first = lanes[0];
+    if (first.buf < 0 || first.buf >= counter_slot(sizes_) || !(lanes[kLanes - 1] == first))
+      return std::nullopt;
+    for (const LeafLane& l : lanes)
+      if (!(l == first)) return std::nullopt;
+    if (written_.count(first.buf)) return std::nullopt;
+    return Derivation{functions_.number({int64_t(Op::LOAD), int64_t(t.dtype), first.buf}), first, 0};
+  }
+  FunctionTable::Function f{int64_t(t.op), int64_t(t.dtype), int64_t(t.from), 0, 0, 0};
+  Derivation d;
+  int i = 3;
+  for (int o : {t.a, t.b, t.c}) {
+    if (o < 0) continue;
+    if (derived_[o] < 0) {  // a constant, or other data
+      const auto bits = uniform_bits(out, out.nodes[o]);
+      if (!bits) return std::nullopt;
+      f[i++] = kConstant | int64_t(out.nodes[o].dtype) << 32 | *bits;
+      continue;
+    }
+    const Derivation& od = derivations_[derived_[o]];
+    if (d.key != 0 && !(od.element == d.element)) return std::nullopt;  // another element
+    d.element = od.element;
+    d.cost = std::min(d.cost + od.cost, 1 << 20);
+    d.key = 1;
+    f[i++] = od.key;
+  }
+  if (d.key == 0) return std::nullopt;  // constants alone (an operand read from a memo buffer is data)
+  d.cost += 1;
+  d.key = functions_.number(f);
+  return d;
+}
+
+int ElementMemos::memoize(TileProgram& out, int node) {
+  Derivation& d = derivations_[derived_[node]];
+  const DType dtype = out.nodes[node].dtype;  // (a reference would not outlive the leaf pushed below)
+  if (d.cost < kMinCost || dtype != DType::kF32 || out.nodes[node].op == Op::LOAD) return node;
+  if (d.memo_leaf >= 0) return d.memo_leaf;
+  ++uses_;
+  Memo& m = memos_[d.key];
+  const int64_t e = d.element.index;
+  if (m.buf < 0) {
+    m.buf = d.element.buf;
+    const size_t elements = size_t(sizes_[m.buf]);
+    m.seen.assign(elements, false);
+    m.stored.assign(elements, false);
+    m.ready.assign(elements, false);
+  }
+  if (m.ready[e]) {  // one gather in place of the operations
+    TileNode leaf{Op::LOAD, dtype};
+    out.lanes(leaf).fill(LeafLane(m.slot, e));
+    out.nodes.push_back(leaf);
+    derived_.push_back(-1);
+    ++reads_;
+    return d.memo_leaf = int(out.nodes.size()) - 1;
+  }
+  d.cost = 0;  // decided for this node: computed here, and stored below when seen before
+  const bool again = m.seen[e] && !m.stored[e];
+  m.seen[e] = true;
+  if (!again) return node;
+  if (m.slot < 0) {
+    const int64_t kept =
+        std::accumulate(slot_sizes_.begin() + memo_slot(sizes_, 0), slot_sizes_.end(), int64_t(0));
+    if (kept + int64_t(m.seen.size()) > kMaxElements) return node;
+    m.slot = int(slot_sizes_.size());
+    slot_sizes_.push_back(int64_t(m.seen.size()));
+  }
+  TileStore keep{m.slot, {}, {}, node};
+  keep.index.fill(e);
+  keep.active[0] = true;  // the element is in every lane: one stores it
+  m.stored[e] = true;
+  if (m.pending.empty()) pending_memos_.push_back(&m);
+  m.pending.push_back(e);
+  out.stores.push_back(keep);
+  return node;
+}
+
+int64_t ElementMemos::batch_compiled() {
+  for (Memo* m : pending_memos_) {
+    for (int64_t e : m->pending) m->ready[e] = true;
+    m->pending.clear();
+  }
+  pending_memos_.clear();
+  return std::exchange(uses_, 0);
+}
+
+}  // namespace tinytpu::compiler
