@@ -207,7 +207,7 @@ def test_a_convolutions_channels_go_output_stationary_across_chains():
   lanes pixels), which no 4x4 lane block covers output-stationary alone; four channels' chains share the pixels, so
   one dispatch takes four pixels by four channels (the MXU's rows the channels), read back row by row into four
   buckets."""
-  import os, subprocess, sys
+  from helpers import decision_log_of
   code = ("import numpy as np; from tinygrad import Tensor, dtypes; from tinytpu import quant\n"
           "rng = np.random.default_rng(1)\n"
           "x, w = rng.integers(-128, 128, (8, 1, 8, 8)).astype(np.int8), rng.integers(-127, 128, (8, 1, 3, 3)).astype(np.int8)\n"
@@ -215,7 +215,6 @@ def test_a_convolutions_channels_go_output_stationary_across_chains():
           "  acc = Tensor(x, device=d).cast(dtypes.int32).conv2d(Tensor(w, device=d).cast(dtypes.int32), padding=1)\n"
           "  return quant.requantize_tensor(acc, 1500, 16).numpy()\n"
           "assert (f('TINYTPU') == f('CPU')).all()")
-  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "TINYTPU_LOG": "info"})
-  assert p.returncode == 0, p.stderr
-  assert "int8 dot products on the MXU" in p.stderr
-  assert "0 output-stationary across chains" not in p.stderr and "output-stationary across chains" in p.stderr
+  _, log = decision_log_of(code)
+  assert "int8 dot products on the MXU" in log
+  assert "0 output-stationary across chains" not in log and "output-stationary across chains" in log
