@@ -301,6 +301,23 @@ TEST_CASE("mxu_dot: element factors are checked at launch time, so a chain can b
   CHECK(vetoed.mxu.empty());
 }
 
+TEST_CASE("mxu_floor: an OS block's floor, term by term from hardware.md") {
+  // A 4x4 block of 8 terms: two OS dispatches of kLen 4, all four matrix rows live.
+  TileProgram p = dot_program(8, 1);
+  REQUIRE(fuse_mxu_dots(p, {}) == 1);
+  REQUIRE(p.mxu.size() == 1);
+  const MxuDot& m = p.mxu[0];
+  REQUIRE((m.os && m.dispatches.size() == 2 && m.weights.size() == 2));
+  // §2.3: an OS dispatch of kLen 4 is Done at T+K'+kLen+rows+cols+3 = T+19, and the MXU does one at a time.
+  const int64_t intervals = 2 * 19;
+  // Records, 2 cycles each (§4.4's 2R): its program (2 dispatches, 4 LOAD_MXU_MATRIX_ROW, PSUM_WRITE and 3
+  // PSUM_ACCUMULATE_ROW, PSUM_READ), 2 weight tiles, 8 activation rows at a quarter (four blocks share them),
+  // and the STORE.
+  const int64_t records = 2 * ((2 + 4 + 4 + 1) + 2 + 8 / 4 + 1);
+  // The output line (M), and the four matrix reads (2 cycles each, §2.7), under which no dispatch runs.
+  CHECK(mxu_floor(m) == intervals + records + 1 + 4 * 2);
+}
+
 TEST_CASE(
     "lowering: an OS block's dispatches run under the stacking, epilogue and store of the block before") {
   // Two chains of 8 terms (two OS K-slices each), each + 5 and stored: the second block's first dispatch
