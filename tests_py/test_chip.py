@@ -33,8 +33,16 @@ def test_cores_of_a_chip_overlap_and_copy_over_the_noc():
   assert max(out["per_core"]) < c["chip_cycles"] < c["cycles"]
   assert c["noc_bytes"] > 0
 
+# Whether a launch ran in order, in which batch, and whether it was also ticked to check it, depends on which core's
+# thread first filled the timing cache its cores share (the first launch of a timing key ticks); the results and
+# every simulated counter must not.
+HOST_RUN_STATS = ("in_order", "checked", "batches")
+
 def test_a_chip_runs_the_same_with_its_cores_one_after_another():
-  assert run_on_chip(SHARDED, TINYTPU_ASYNC="0") == run_on_chip(SHARDED)
+  one_after_another, at_once = run_on_chip(SHARDED, TINYTPU_ASYNC="0"), run_on_chip(SHARDED)
+  for out in (one_after_another, at_once):
+    for name in HOST_RUN_STATS: out["counters"].pop(name)
+  assert one_after_another == at_once
 
 def test_a_core_the_chip_does_not_have_is_an_error():
   out = run_on_chip("""
