@@ -128,6 +128,7 @@ class Emitter {
   void broadcast(const TileNode& n, int d, int a);
   const MxuDotPlaces& mxu_dispatch(int node);
   void os_read_back(int node, int d);
+  std::vector<std::vector<int>> os_row_groups(const MxuDot& m) const;
 
   // The float32 arithmetic the VPU has no instruction for (float_sequences.cc).
   void int_to_float(int d, int x, bool is_signed);

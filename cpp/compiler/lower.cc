@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 
 #include "base/fp32.h"
 #include "compiler/cost.h"
@@ -150,6 +151,20 @@ const MxuDotPlaces& Emitter::mxu_dispatch(int node) {
   return dispatched_.back().second;
 }
 
+// An OS block's live matrix rows in the groups its read-back holds in vregs at once: all of them while they
+// take at most half the vregs (four rows of the reference core's 16), else groups of that many (a 16x16 array
+// with 16 vregs), each stacked before the next group is read.
+std::vector<std::vector<int>> Emitter::os_row_groups(const MxuDot& m) const {
+  const size_t most = size_t(std::max(1, cfg_.vregs / 2));
+  std::vector<std::vector<int>> out;
+  for (int r = 0; r < kRows; ++r) {
+    if (!m.live_rows[r]) continue;
+    if (out.empty() || out.back().size() == most) out.emplace_back();
+    out.back().push_back(r);
+  }
+  return out;
+}
+
 // An OS block read back, pass by pass: its rows into vregs once the MXU is done with the pass, the next pass
 // issued, and the rows' stacking deferred into that pass's shadow; at the end each output's bucket read into
 // its vreg (d, and for a block across chains the vregs of its other outputs: NodeFacts::made_by), deferred
@@ -167,12 +182,19 @@ void Emitter::os_read_back(int node, int d) {
   }
   if (!at) at = &mxu_dispatch(node);
   const std::vector<OsPass> passes = os_passes(m);
+  const std::vector<std::vector<int>> groups = os_row_groups(m);
   for (size_t p = 0; p < passes.size(); ++p) {
     flush_deferred();  // the pass before's stacking, under this pass's dispatches
     std::vector<int> rows(kRows, -1);
-    for (int r = 0; r < kRows; ++r)
-      if (m.live_rows[r]) rows[r] = alloc_vreg();
-    for (const Instr& in : os_rows(m, rows)) emit(in);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (g > 0) {  // the group before stacked now, its vregs free for this one
+        for (const Instr& in : os_stack(m, passes[p], p == 0, rows)) emit(in);
+        for (int& r : rows)
+          if (r >= 0) release(std::exchange(r, -1));
+      }
+      for (int r : groups[g]) rows[r] = alloc_vreg();
+      for (const Instr& in : os_rows(rows)) emit(in);
+    }
     if (p + 1 < passes.size()) {
       std::vector<Instr> next;
       for (size_t i = passes[p + 1].first; i < passes[p + 1].end; ++i) next.push_back(dispatch(m, *at, i));

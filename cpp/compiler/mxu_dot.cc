@@ -636,26 +636,30 @@ std::vector<OsPass> os_passes(const MxuDot& m) {
 
 int os_outputs(const MxuDot& m) { return m.across ? int(m.chains.size()) : 1; }
 
-std::vector<Instr> os_rows(const MxuDot& m, const std::vector<int>& rows) {
+std::vector<Instr> os_rows(const std::vector<int>& rows) {
   std::vector<Instr> out;
   for (int r = 0; r < kRows; ++r)
-    if (m.live_rows[r]) out.push_back(instr::load_mxu_matrix_row(rows[r], r));
+    if (rows[r] >= 0) out.push_back(instr::load_mxu_matrix_row(rows[r], r));
   return out;
 }
 
 // Plain OS: the live rows stacked in bucket 0 (the first by PSUM_WRITE when it is row 0, whose other rows
 // LOAD_MXU_MATRIX_ROW zeroed, else after PSUM_CLEAR). Across chains: row r into bucket r, at the pass's row.
+// Only the rows in `rows` (a vreg, not -1): a read-back in groups stacks each group with its own call.
 std::vector<Instr> os_stack(const MxuDot& m, const OsPass& pass, bool first, const std::vector<int>& rows) {
   std::vector<Instr> out;
   if (!m.across) {
-    if (!m.live_rows[0]) out.push_back(instr::psum_clear(/*bucket*/ 0));
-    for (int r = 0; r < kRows; ++r)
-      if (m.live_rows[r])
-        out.push_back(r == 0 ? instr::psum_write(/*bucket*/ 0, rows[r])
-                             : instr::psum_accumulate_row(/*bucket*/ 0, r, rows[r]));
+    const int first_live = int(std::find(m.live_rows.begin(), m.live_rows.end(), true) - m.live_rows.begin());
+    for (int r = 0; r < kRows; ++r) {
+      if (rows[r] < 0) continue;
+      if (r == first_live && r != 0) out.push_back(instr::psum_clear(/*bucket*/ 0));
+      out.push_back(r == 0 ? instr::psum_write(/*bucket*/ 0, rows[r])
+                           : instr::psum_accumulate_row(/*bucket*/ 0, r, rows[r]));
+    }
     return out;
   }
   for (int r = 0; r < os_outputs(m); ++r) {
+    if (rows[r] < 0) continue;
     if (first && pass.row == 0) {
       out.push_back(instr::psum_write(/*bucket*/ r, rows[r]));
       continue;
@@ -680,11 +684,14 @@ std::vector<Instr> mxu_dot_program(const MxuDot& m, const MxuDotPlaces& at) {
     return out;
   }
   out.clear();
-  const std::vector<int> rows{0, 1, 2, 3}, dst(size_t(os_outputs(m)), 0);
+  std::vector<int> rows(kRows, -1);
+  for (int r = 0; r < kRows; ++r)
+    if (m.live_rows[r]) rows[r] = r;
+  const std::vector<int> dst(size_t(os_outputs(m)), 0);
   const std::vector<OsPass> passes = os_passes(m);
   for (size_t p = 0; p < passes.size(); ++p) {
     for (size_t i = passes[p].first; i < passes[p].end; ++i) out.push_back(dispatch(m, at, i));
-    for (const auto& list : {os_rows(m, rows), os_stack(m, passes[p], p == 0, rows)})
+    for (const auto& list : {os_rows(rows), os_stack(m, passes[p], p == 0, rows)})
       out.insert(out.end(), list.begin(), list.end());
   }
   for (const Instr& in : os_read(m, dst)) out.push_back(in);

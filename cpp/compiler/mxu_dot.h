@@ -63,7 +63,7 @@ struct OsPass {
 };
 std::vector<OsPass> os_passes(const MxuDot& m);
 int os_outputs(const MxuDot& m);
-std::vector<Instr> os_rows(const MxuDot& m, const std::vector<int>& rows);
+std::vector<Instr> os_rows(const std::vector<int>& rows);
 std::vector<Instr> os_stack(const MxuDot& m, const OsPass& pass, bool first, const std::vector<int>& rows);
 std::vector<Instr> os_read(const MxuDot& m, const std::vector<int>& dst);
 // All of it in order, as emitted alone (the cost estimate's program).
