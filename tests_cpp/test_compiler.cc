@@ -291,7 +291,7 @@ TEST_CASE("mxu_dot: element factors are checked at launch time, so a chain can b
   elements(p);
   CHECK(fuse_mxu_dots(p, {}, 5) == 6);  // chains are numbered from the first number given
   REQUIRE(p.mxu.size() == 1);
-  CHECK(p.mxu[0].chain == 5);
+  CHECK(p.mxu[0].chains == std::vector<int>{5});
   REQUIRE(p.mxu[0].os);  // activation lane r of slice 0 is row r's element of term 0
   CHECK(p.mxu[0].acts[0][0].src == LeafLane{0, 1000});
   CHECK(p.mxu[0].acts[0][1].src == LeafLane{0, 1001});
@@ -299,6 +299,75 @@ TEST_CASE("mxu_dot: element factors are checked at launch time, so a chain can b
   elements(vetoed);
   CHECK(fuse_mxu_dots(vetoed, {}, 5, Choices{{5}}) == 6);
   CHECK(vetoed.mxu.empty());
+}
+
+TEST_CASE("mxu_floor: an OS block's floor, term by term from hardware.md") {
+  // A 4x4 block of 8 terms: two OS dispatches of kLen 4, all four matrix rows live.
+  TileProgram p = dot_program(8, 1);
+  REQUIRE(fuse_mxu_dots(p, {}) == 1);
+  REQUIRE(p.mxu.size() == 1);
+  const MxuDot& m = p.mxu[0];
+  REQUIRE((m.os && m.dispatches.size() == 2 && m.weights.size() == 2));
+  // §2.3: an OS dispatch of kLen 4 is Done at T+K'+kLen+rows+cols+3 = T+19, and the MXU does one at a time.
+  const int64_t intervals = 2 * 19;
+  // Records, 2 cycles each (§4.4's 2R): its program (2 dispatches, 4 LOAD_MXU_MATRIX_ROW, PSUM_WRITE and 3
+  // PSUM_ACCUMULATE_ROW, PSUM_READ), 2 weight tiles, 8 activation rows at a quarter (four blocks share them),
+  // and the STORE.
+  const int64_t records = 2 * ((2 + 4 + 4 + 1) + 2 + 8 / 4 + 1);
+  // The output line (M), and the four matrix reads (2 cycles each, §2.7), under which no dispatch runs.
+  CHECK(mxu_floor(m) == intervals + records + 1 + 4 * 2);
+}
+
+TEST_CASE(
+    "lowering: an OS block's dispatches run under the stacking, epilogue and store of the block before") {
+  // Two chains of 8 terms (two OS K-slices each), each + 5 and stored: the second block's first dispatch
+  // comes right after the first block's matrix reads, then the first block's PSUM stacking, its ADD and STORE
+  // before the second block's second dispatch; and the MXU waits for no SXU work: fewer cycles than one block
+  // after the other.
+  auto program = [](int chains) {
+    TileProgram p;
+    for (int c = 0; c < chains; ++c) {
+      TileProgram one = dot_program(8, 1);
+      const int base = int(p.nodes.size()), leaves = int(p.leaves.size());
+      for (TileNode n : one.nodes) {
+        for (int* o : {&n.a, &n.b, &n.c})
+          if (*o >= 0) *o += base;
+        if (n.leaf >= 0) n.leaf += leaves;
+        p.nodes.push_back(n);
+      }
+      p.leaves.insert(p.leaves.end(), one.leaves.begin(), one.leaves.end());
+      TileNode five{Op::LOAD, DType::kI32};
+      for (auto& l : p.lanes(five)) l.bits = 5;
+      p.nodes.push_back(five);
+      p.nodes.push_back(
+          TileNode{Op::ADD, DType::kI32, DType::kI32, base + one.stores[0].value, int(p.nodes.size()) - 1});
+      TileStore s{0, {}, {}, int(p.nodes.size()) - 1};
+      for (int l = 0; l < kLanes; ++l) s.index[l] = 16 * c + l;
+      s.active.fill(true);
+      p.stores.push_back(s);
+    }
+    CHECK(fuse_mxu_dots(p, {}) == chains);
+    return p;
+  };
+  std::vector<Tile> consts;
+  TileProgram two_chains = program(2), one_chain = program(1);
+  const std::vector<Launch> two = lower(two_chains, {}, consts);
+  REQUIRE(two.size() == 1);
+  std::vector<std::string> ops;
+  for (const Instr& in : two[0].program) ops.push_back(kSxuOps[in.op].name);
+  auto at = [&](const char* op, int nth) {
+    int seen = 0;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i] == op && seen++ == nth) return int(i);
+    return -1;
+  };
+  const int second_block = at("DISPATCH_MXU_OS", 1), stacking = at("PSUM_WRITE", 0);
+  REQUIRE(second_block >= 0);
+  CHECK(ops[second_block - 1] == "LOAD_MXU_MATRIX_ROW");  // right after the first block's rows
+  CHECK(stacking > second_block);
+  CHECK(at("STORE_VREG", 0) < at("DISPATCH_MXU_OS_ACCUMULATE", 1));  // its store before the second slice
+  const std::vector<Launch> one = lower(one_chain, {}, consts);
+  CHECK(estimated_cycles(two) < 2 * estimated_cycles(one));
 }
 
 TEST_CASE("IR: an int64 CAST is taken as a 32-bit element index only where INDEX uses it") {

@@ -3,6 +3,7 @@ CPU device: arithmetic shift right, a float truncated to int32 and converted bac
 against constants, exact division at the ends of the exponent range, the square root, exp2 and log2."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 from tinygrad import Tensor, dtypes
 
 INT_EDGES = np.array([-2**31, -2**31 + 1, -65537, -2, -1, 0, 1, 2, 65535, 2**30, 2**31 - 1], dtype=np.int32)
@@ -209,3 +210,38 @@ def test_narrow_results_already_in_range_skip_the_wrap():
   assert "[-56, 0]" in summed and "= XOR(" in summed
   got, want = both(lambda x: (x.clip(-128, 127).cast(dtypes.int8).relu() - 1).cast(dtypes.int8), INT_EDGES)
   np.testing.assert_array_equal(got, want)
+
+def test_a_requantisations_clip_lowers_to_max_and_min():
+  # tinygrad writes the clip of quant.requantize_tensor as selects of comparisons on the value before its last
+  # shift, and pushes the cast to int8 into them; with a ReLU after it, the compiler finds MIN(MAX(v, 0), 127) as
+  # a MIN and a RELU (compiler/clamps.h): no SELECT, no CMPLT, no wrap.
+  from helpers import tasm_of
+  tasm = tasm_of("__import__('tinytpu.quant', fromlist=['quant']).requantize_tensor(Tensor(np.array([-2**20, -5000, "
+                 "-1, 0, 1, 5000, 2**20]), device='TINYTPU', dtype=dtypes.int32), 1000, 16).relu()")
+  assert "[0, 0, 0, 0, 0, 76, 127]" in tasm
+  program = tasm[tasm.index(" launch 0"):]  # (DEBUG=4 prints tinygrad's UOps before it)
+  assert "SELECT" not in program and "CMPLT" not in program and "= XOR(" not in program
+  assert "= MIN(" in program and "= RELU(" in program
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(-2**30, 2**30), st.integers(-300, 300), st.integers(0, 600), st.integers(0, 1023), st.integers(1, 30),
+       st.integers(0, 2**31 - 1))
+def test_random_integer_clamps_and_narrowings_match_cpu(offset, lo, width, mul, shift, seed):
+  # the clamp pass's rewrites (a clip, a shifted one, one narrowed, a ReLU after one, a narrowed sum, a
+  # requantisation's) on int32 lanes: the edges where nothing is added, and where a sum or product is taken values
+  # that do not overflow int32 (tinygrad's CPU device leaves a signed overflow to its C compiler)
+  rng = np.random.default_rng(seed)
+  wide = np.concatenate([INT_EDGES, rng.integers(-2**31, 2**31, 21, dtype=np.int64).astype(np.int32)])
+  small = rng.integers(-2**20, 2**20, 32).astype(np.int32)
+  hi = lo + width
+  # requantize_tensor lifts v * mul + 2^(shift-1) by 2^30: inside int32 while |v * mul| < 2^30 - 2^(shift-1)
+  lifted_bound = ((1 << 30) - (1 << (shift - 1)) - 1) // max(mul, 1)
+  quant = __import__("tinytpu.quant", fromlist=["quant"])
+  cases = [(lambda v: v.clip(lo, hi), wide), (lambda v: v.clip(-128, 127).cast(dtypes.int8).relu(), wide),
+           (lambda v: (v + offset).clip(lo, hi).cast(dtypes.int8), small),
+           (lambda v: (v - offset).clip(lo, hi).relu(), small),
+           (lambda v: (v + 256 * (offset % 1000)).cast(dtypes.int8), small), (lambda v: (v - 65536).cast(dtypes.int16), small),
+           (lambda v: quant.requantize_tensor(v, mul, shift).relu(), np.clip(small, -lifted_bound, lifted_bound))]
+  for fn, x in cases:
+    got, want = both(fn, x)
+    np.testing.assert_array_equal(got, want)

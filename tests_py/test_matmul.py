@@ -4,7 +4,7 @@ import itertools
 import zlib
 import numpy as np
 import pytest
-from helpers import tasm_of
+from helpers import decision_log_of, tasm_of
 import tinytpu
 from tinygrad import Tensor, dtypes
 
@@ -147,14 +147,12 @@ def test_chains_sharing_activation_rows_share_a_launchs_amem():
 def test_a_dot_product_of_two_terms_stays_on_the_vpu_where_that_is_cheaper():
   # 64x2 @ 2x64: each output is two products, which the MXU would take as one short dispatch per group of four
   # lanes; the compiler lowers the kernel's first batch both ways and keeps the VPU's (estimated cycles), saying so.
-  import os, subprocess, sys
   code = ("import numpy as np, tinytpu; from tinygrad import Tensor, dtypes\n"
           "rng = np.random.default_rng(0)\n"
           "a, b = rng.integers(-128, 128, (64, 2)).astype(np.int8), rng.integers(-128, 128, (2, 64)).astype(np.int8)\n"
           "got = (Tensor(a, device='TINYTPU').cast(dtypes.int32) @ Tensor(b, device='TINYTPU').cast(dtypes.int32)).numpy()\n"
           "assert (got == a.astype(np.int32) @ b.astype(np.int32)).all()\n"
           "print(tinytpu.counters()['mxu_busy'])")
-  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "TINYTPU_LOG": "info"})
-  assert p.returncode == 0, p.stderr
-  assert p.stdout.split() == ["0"]  # no MXU cycle
-  assert "int8 dot products on the VPU: ~" in p.stderr and "MXU: 0 of 256 int8 dot-product chains" in p.stderr
+  out, log = decision_log_of(code)
+  assert out.split() == ["0"]  # no MXU cycle
+  assert "int8 dot products on the VPU: ~" in log and "MXU: 0 of 256 int8 dot-product chains" in log

@@ -4,8 +4,9 @@ quantised on TINYTPU bit for bit as on the host and on tinygrad's CPU device; qu
 scikit-learn's digits) with the same outputs on TINYTPU as on CPU, their matmuls on the MXU."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 import tinytpu
-from tinygrad import Tensor, nn
+from tinygrad import Tensor, dtypes, nn
 from tinytpu import quant
 
 def test_rounding_is_half_to_even_and_saturates_to_the_symmetric_range():
@@ -167,3 +168,53 @@ def test_compare_takes_a_users_arrays_and_names_bad_ones(tmp_path):
                      (["--data", str(tmp_path / "mine.npz"), "--test", "200"], "200 of them held out")):
     p = run(*args)
     assert p.returncode == 1 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+# Random int8 layers as quantize_model makes them (int8 operands, int32 bias, requantisation to int8, a ReLU or not):
+# every shape reaches the MXU's blocks differently (weight- or output-stationary, across a convolution's channels,
+# sums cut into launches, the last block's lanes partly idle), and each must give tinygrad's CPU outputs bit for bit.
+
+def int8_layer(device, x, w, bias, mul, shift, relu, conv):
+  t = lambda a: Tensor(a, device=device)
+  acc = (t(x).cast(dtypes.int32).conv2d(t(w).cast(dtypes.int32), **conv) + t(bias).reshape(-1, 1, 1) if conv is not None
+         else t(x).cast(dtypes.int32) @ t(w).cast(dtypes.int32).T + t(bias))
+  y = quant.requantize_tensor(acc, t(mul).reshape(-1, 1, 1) if conv is not None else t(mul), shift)
+  return (y.relu() if relu else y).numpy()
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 13), st.integers(1, 80), st.integers(1, 13), st.booleans(), st.integers(0, 2**31 - 1))
+def test_random_int8_linear_layers_match_cpu(rows, k, outputs, relu, seed):
+  rng = np.random.default_rng(seed)
+  x, w = rng.integers(-128, 128, (rows, k)).astype(np.int8), rng.integers(-127, 128, (outputs, k)).astype(np.int8)
+  bias, mul = rng.integers(-5000, 5000, outputs).astype(np.int32), rng.integers(1, 3000, outputs).astype(np.int32)
+  shift = int(rng.integers(12, 21))
+  got, want = (int8_layer(d, x, w, bias, mul, shift, relu, None) for d in ("TINYTPU", "CPU"))
+  np.testing.assert_array_equal(got, want)
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 3), st.integers(1, 5), st.integers(1, 9), st.integers(3, 9), st.integers(0, 1), st.integers(1, 2),
+       st.booleans(), st.integers(0, 2**31 - 1))
+def test_random_int8_convolutions_match_cpu(batch, channels, filters, side, padding, stride, relu, seed):
+  rng = np.random.default_rng(seed)
+  x = rng.integers(-128, 128, (batch, channels, side, side)).astype(np.int8)
+  w = rng.integers(-127, 128, (filters, channels, 3, 3)).astype(np.int8)
+  bias, mul = rng.integers(-5000, 5000, filters).astype(np.int32), rng.integers(1, 3000, filters).astype(np.int32)
+  conv = {"padding": padding, "stride": stride}
+  got, want = (int8_layer(d, x, w, bias, mul, 16, relu, conv) for d in ("TINYTPU", "CPU"))
+  np.testing.assert_array_equal(got, want)
+
+def test_a_convolutions_channels_go_output_stationary_across_chains():
+  """An int8 convolution of one input channel to eight, requantised: each chain of dot products is one channel's (its
+  lanes pixels), which no 4x4 lane block covers output-stationary alone; four channels' chains share the pixels, so
+  one dispatch takes four pixels by four channels (the MXU's rows the channels), read back row by row into four
+  buckets."""
+  from helpers import decision_log_of
+  code = ("import numpy as np; from tinygrad import Tensor, dtypes; from tinytpu import quant\n"
+          "rng = np.random.default_rng(1)\n"
+          "x, w = rng.integers(-128, 128, (8, 1, 8, 8)).astype(np.int8), rng.integers(-127, 128, (8, 1, 3, 3)).astype(np.int8)\n"
+          "def f(d):\n"
+          "  acc = Tensor(x, device=d).cast(dtypes.int32).conv2d(Tensor(w, device=d).cast(dtypes.int32), padding=1)\n"
+          "  return quant.requantize_tensor(acc, 1500, 16).numpy()\n"
+          "assert (f('TINYTPU') == f('CPU')).all()")
+  _, log = decision_log_of(code)
+  assert "int8 dot products on the MXU" in log
+  assert "0 output-stationary across chains" not in log and "output-stationary across chains" in log

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "base/errors.h"
+#include "compiler/clamps.h"
 #include "compiler/divide.h"
 #include "compiler/independent.h"
 #include "compiler/lane_pack.h"
@@ -29,9 +30,14 @@ constexpr uint64_t kFnvOffset = 1469598103934665603ull;
 void fnv_mix(uint64_t& h, uint64_t v) { h = (h ^ v) * 1099511628211ull; }
 
 // Whether the batch is compiled after tracing chunk `chunk` into it: it holds kBatchNodes nodes, or the chunk
-// pinned the prefix, whose program runs before any chunk reads the pinned tiles.
+// pinned the prefix, whose program runs before any chunk reads the pinned tiles. An integer reduction's 4x4
+// blocks (its MXU's output tiles) of one row read the same rows of the left operand: a batch holds up to
+// four of them, so that their MXU blocks of one K-range share a launch's activation rows (schedule.h).
 bool batch_ends(const TileProgram& prog, int64_t chunk, const Tracer& tracer) {
-  return prog.nodes.size() >= kBatchNodes || (chunk == 0 && tracer.pinned_prefix());
+  if (chunk == 0 && tracer.pinned_prefix()) return true;
+  if (prog.nodes.size() < kBatchNodes) return false;
+  const int64_t in_row = (chunk + 1) % tracer.blocks_per_row();
+  return !tracer.blocked() || tracer.layout_open() || in_row % kRows == 0;
 }
 
 // Turns each batch's launches into plan launches: one validated bundle per distinct program, and where
@@ -394,15 +400,17 @@ class PlanBuilder {
 };
 
 // The passes, in order, for their host time in the decision log.
-enum class Pass : uint8_t { kTrace, kShape, kFuseMxu, kPack, kLower, kPlan, kCount };
-constexpr std::array<const char*, size_t(Pass::kCount)> kPassNames = {"trace", "shape", "fuse_mxu",
+enum class Pass : uint8_t { kTrace, kShape, kClamps, kFuseMxu, kPack, kLower, kPlan, kCount };
+constexpr std::array<const char*, size_t(Pass::kCount)> kPassNames = {"trace", "shape", "clamps", "fuse_mxu",
                                                                       "pack",  "lower", "plan"};
 
 // What the passes decided, for the decision log.
 struct Decisions {
   int64_t batches = 0, launches = 0, spills = 0, stores = 0, packed_stores = 0, lane_reduces = 0,
           broadcasts = 0;
-  int64_t ws_blocks = 0, os_blocks = 0;
+  int64_t ws_blocks = 0, os_blocks = 0, across_blocks = 0;
+  // The MXU blocks' floor (mxu_floor) and the estimated cycles of the launches of the batches holding them.
+  int64_t mxu_floor = 0, mxu_estimate = 0;
   int mxu_chains = 0;
   std::map<std::string, int64_t> cuts;  // launches ended early, by the limit reached
   // Host time per pass (the log at debug), timed only when the log shows it.
@@ -433,19 +441,25 @@ struct Decisions {
     return out;
   }
 
+  void floored(const TileProgram& prog, const std::vector<Launch>& launches) {
+    if (prog.mxu.empty()) return;
+    for (const MxuDot& m : prog.mxu) mxu_floor += compiler::mxu_floor(m);
+    mxu_estimate += estimated_cycles(launches);
+  }
+
   std::string engine;  // choose_engine's estimates, when it chose
   void fused(const TileProgram& prog, int first_chain, int next_chain, bool on_vpu) {
     std::set<int> on_mxu;
     for (const MxuDot& m : prog.mxu) {
-      ++(m.os ? os_blocks : ws_blocks);
-      on_mxu.insert(m.chain);
+      ++(m.across ? across_blocks : m.os ? os_blocks : ws_blocks);
+      on_mxu.insert(m.chains.begin(), m.chains.end());
     }
     mxu_chains += int(on_mxu.size());
     if (decision_log().should_log(spdlog::level::debug))
       for (int c = first_chain; c < next_chain; ++c) {
         int ws = 0, os = 0, dispatches = 0;
         for (const MxuDot& m : prog.mxu)
-          if (m.chain == c) {
+          if (std::find(m.chains.begin(), m.chains.end(), c) != m.chains.end()) {
             ++(m.os ? os : ws);
             dispatches += int(m.dispatches.size());
           }
@@ -513,6 +527,7 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
     TileProgram prog;
     const bool whole = t.trace_chunk(0, prog);
     f.compiled = whole && !prog.stores.empty() && batch_ends(prog, 0, t);
+    fold_clamps(prog);
     pack_lanes(prog);
     Emissions as_it_is;
     as_it_is.decided = true;  // the two orders alone
@@ -712,6 +727,8 @@ class Batches {
   // The batch, fused, packed, lowered and added to the plan; as kept for replays (null: not kept).
   const CompiledBatch* compile_new(bool has_shape) {
     const int first_chain = chains_;
+    fold_clamps(prog_);
+    why_.passed(Pass::kClamps);
     std::optional<TileProgram> unfused;
     if (mxu_ != Engine::kMxu) unfused = prog_;
     chains_ = fuse_mxu_dots(prog_, cfg_, chains_, choices_);
@@ -738,6 +755,7 @@ class Batches {
     }
     first_.compiled = false;  // only the first batch is chunk 0
     why_.passed(Pass::kLower);
+    why_.floored(prog_, launches);
     CompiledBatch batch = builder_.add(prog_, launches, consts);
     why_.passed(Pass::kPlan);
     batch.stores = stores;
@@ -809,11 +827,17 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
         describe(*emissions_.other), emissions_.estimates.second, emissions_.estimates.first);
   if (chains_ > 0)
     decision_log().info(
-        "  MXU: {} of {} int8 dot-product chains, in {} output-stationary and {} weight-stationary "
-        "blocks; this data: {} kept on the VPU (out of int8 range), {} operands loaded once "
-        "(equal values)",
-        why_.mxu_chains, chains_, why_.os_blocks, why_.ws_blocks, choices_.veto.size(),
+        "  MXU: {} of {} int8 dot-product chains, in {} output-stationary, {} output-stationary across "
+        "chains and {} weight-stationary blocks; this data: {} kept on the VPU (out of int8 range), {} "
+        "operands loaded once (equal values)",
+        why_.mxu_chains, chains_, why_.os_blocks, why_.across_blocks, why_.ws_blocks, choices_.veto.size(),
         choices_.same_values.size());
+  if (why_.mxu_estimate > 0)
+    decision_log().info(
+        "  MXU floor: ~{} cycles for its blocks (each dispatch's MXU interval, its program's and operands' "
+        "records, its matrix reads, its outputs: docs/quant.md); the launches of their batches, estimated: "
+        "~{}, {:.0f}% of the floor reached",
+        why_.mxu_floor, why_.mxu_estimate, 100.0 * double(why_.mxu_floor) / double(why_.mxu_estimate));
   if (why_.packed_stores + why_.lane_reduces + why_.broadcasts > 0)
     decision_log().info(
         "  lane packing: {} of {} stores packed into others, {} cross-lane reduces, {} replicated values "

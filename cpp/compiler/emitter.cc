@@ -2,6 +2,8 @@
 
 #include "compiler/mxu_fills.h"
 #include "isa/instr_builders.h"
+#include "sim/controller.h"
+#include "sim/timing.h"
 
 namespace tinytpu::compiler {
 
@@ -12,7 +14,7 @@ Emitter::Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreC
       fast_math_(fast_math),
       choices_(choices),
       facts_(facts),
-      schedule_(schedule(p, facts.to_vmem, order, group)),
+      schedule_(schedule(p, facts, order, group)),
       cutter_(cfg, int(p.nodes.size())),
       regs_(p, cutter_.lim.vregs),
       forecast_(p, schedule_, facts.uniform),
@@ -30,15 +32,16 @@ std::vector<Launch> Emitter::run() {
       return_to(at);
       cut();
       if (!emit_event(boundary())) {
-        auto [is_node, id] = schedule_.events[pos_];
-        throw Unsupported(std::string(is_node ? op_name(p_.nodes[id].op) : "a store") + " needs more " +
+        const Schedule::Event& e = schedule_.events[pos_];
+        throw Unsupported(std::string(e.is_node ? op_name(p_.nodes[e.id].op) : "a store") + " needs more " +
                           cutter_.full() + " than an empty launch of a TensorCore with " + cfg_.describe() +
                           " has");
       }
     } else if (blocking_) {
       boundaries_.push_back(std::move(here));
     }
-    if (auto [is_node, id] = schedule_.events[pos_]; is_node) forecast_.learn(p_.nodes[id]);
+    const Schedule::Event& e = schedule_.events[pos_];
+    if (e.is_node && e.part != Schedule::Part::kDispatch) forecast_.learn(p_.nodes[e.id]);
   }
   finish_launch();
   return cutter_.take();
@@ -48,16 +51,25 @@ void Emitter::begin_launch() {
   regs_.begin_launch();
   slots_.reset(cutter_.lim.slots);
   consts_.begin_launch();
+  mxu_ = Shadow{};
+  dispatched_.clear();
+  skipped_ = {-1, nullptr};
 }
 
+// The read-backs' deferred instructions are placed (they make values); dispatches still waiting are dropped:
+// their read-back is in a later launch, which dispatches the block again.
 void Emitter::finish_launch() {
+  mxu_.pending.clear();
+  flush_deferred();
   if (cutter_.finish()) begin_launch();
 }
 
 // Ends the launch: values still to be read (by the current event or later) move to scratch through output
 // tiles. The invariants kept by emit(), take_out_slot() and alloc_vreg() (room for one STORE and one output
-// per busy vreg) guarantee this fits.
+// per busy vreg, and for the instructions waiting in the MXU's shadow) guarantee this fits.
 void Emitter::cut() {
+  mxu_.pending.clear();
+  flush_deferred();
   regs_.live(pos_, schedule_.last_use, held_);
   for (int n : held_) {
     const int s = slots_.first_not_out();
@@ -70,7 +82,7 @@ void Emitter::cut() {
 
 // The launch as it is before the current event.
 Emitter::Boundary Emitter::boundary() {
-  Boundary b{pos_, cutter_.begin_event(), consts_.mark(), regs_.mark(), slots_, 0};
+  Boundary b{pos_, cutter_.begin_event(), consts_.mark(), regs_.mark(), slots_, mxu_, 0};
   if (blocking_) {
     regs_.live(pos_, schedule_.last_use, held_);
     b.live = int(held_.size());
@@ -79,16 +91,27 @@ Emitter::Boundary Emitter::boundary() {
 }
 
 // Emits the current event into the launch, or, when it does not fit, returns it to `before` (the launch as
-// the event found it): an event only appends to the launch, so undoing it truncates.
+// the event found it): an event only appends to the launch, so undoing it truncates. An OS block's dispatches
+// that do not fit are undone and left to its read-back (which dispatches a block not dispatched in its
+// launch): the work before the read-back, under those dispatches had they fit, is emitted into the launch
+// first.
 bool Emitter::emit_event(const Boundary& before) {
   regs_.begin_event();
   forecast_.begin_event(pos_);
-  auto [is_node, id] = schedule_.events[pos_];
-  is_node ? emit_node(id) : emit_store(id);
-  if (!cutter_.full()) return true;
+  const Schedule::Event& e = schedule_.events[pos_];
+  if (e.part == Schedule::Part::kDispatch)
+    mxu_dispatch(e.id);
+  else
+    e.is_node ? emit_node(e.id) : emit_store(e.id);
+  const char* why = cutter_.full();
+  if (!why) return true;
+  const char* ended = cutter_.launch().cut;  // (rollback names the event's limit)
   return_to(before);
   forecast_.for_leaf = asking_when_full_;
-  return false;
+  if (e.part != Schedule::Part::kDispatch) return false;
+  skipped_ = {p_.nodes[e.id].mxu, why};
+  cutter_.launch().cut = ended;
+  return true;
 }
 
 // Where the launch ends when the event at `here` does not fit: there, or, cutting early, at the boundary of
@@ -109,6 +132,8 @@ void Emitter::return_to(const Boundary& b) {
   consts_.rollback(b.consts);
   regs_.rollback(b.regs);
   slots_ = b.slots;
+  mxu_ = b.mxu;
+  dispatched_.resize(mxu_.dispatched);
   pos_ = b.pos;
 }
 
@@ -124,7 +149,7 @@ int Emitter::no_room(const char* why) {
 // Every busy vreg but a leaf's may need a STORE and an output tile if the launch is cut: keep room.
 bool Emitter::room_for_one_more_vreg() {
   const int busy = regs_.spillable() + 1;
-  const char* full = !cutter_.fits_instrs(busy)               ? kNoInstrs
+  const char* full = !cutter_.fits_instrs(busy + queued())    ? kNoInstrs
                      : !cutter_.fits_slots(slots_.outs, busy) ? kNoSlots
                      : !cutter_.fits_drains(busy)             ? kNoOutputs
                                                               : nullptr;
@@ -147,14 +172,66 @@ int Emitter::take_back(Content content) {
   return r;
 }
 
+// An instruction into the program, after the read-backs' deferred instructions; an instruction that waits for
+// the MXU after the dispatches waiting in its shadow too, and any other between them.
 void Emitter::emit(Instr in) {
-  if (!cutter_.fits_instrs(1 + regs_.spillable())) {
+  flush_deferred();
+  if (kSxuOps[in.op].waits_for_mxu) {
+    flush_pending();
+    place(in);
+  } else {
+    interleave(in);
+  }
+}
+
+void Emitter::place(const Instr& in) {
+  if (!cutter_.fits_instrs(1 + regs_.spillable() + queued())) {
     no_room(kNoInstrs);
     return;
   }
   cutter_.launch().program.push_back(in);
   // every instruction that writes a vreg names it in vregDst
   if (may_write_vreg_dst(in.op)) regs_.written(in.vregDst);
+}
+
+// An instruction in the MXU's shadow: the next waiting dispatch first when the MXU would be done with the one
+// before by then.
+void Emitter::interleave(const Instr& in) {
+  if (mxu_.pending.empty()) return place(in);
+  const int cycles = instr_cycles(in, cfg_);
+  if (mxu_.shadow < cycles) {
+    const Instr next = mxu_.pending.front();
+    mxu_.pending.erase(mxu_.pending.begin());
+    place(next);
+    mxu_.shadow = os_dispatch_interval(next.mxuTLen) - instr_cycles(next, cfg_);
+  }
+  place(in);
+  mxu_.shadow -= cycles;
+}
+
+// An OS block's dispatches: the first at once (the MXU is done: the read-back before waited for it), the
+// others in its shadow.
+void Emitter::issue(std::vector<Instr> dispatches) {
+  flush_pending();
+  if (dispatches.empty()) return;
+  place(dispatches[0]);
+  mxu_.shadow = os_dispatch_interval(dispatches[0].mxuTLen) - instr_cycles(dispatches[0], cfg_);
+  mxu_.pending.assign(dispatches.begin() + 1, dispatches.end());
+}
+
+void Emitter::flush_deferred() {
+  if (mxu_.deferred.empty()) return;
+  const std::vector<Instr> deferred = std::move(mxu_.deferred);
+  mxu_.deferred.clear();
+  for (const Instr& in : deferred) interleave(in);
+  for (int r : mxu_.deferred_rows) release(r);
+  mxu_.deferred_rows.clear();
+}
+
+void Emitter::flush_pending() {
+  const std::vector<Instr> pending = std::move(mxu_.pending);
+  mxu_.pending.clear();
+  for (const Instr& in : pending) place(in);
 }
 
 // A combinational op is dispatched in the background: its write-back lands in the next instruction's
@@ -228,17 +305,17 @@ int Emitter::palette_vreg() {
   return r;
 }
 
-int Emitter::weight_fill(const MxuTile& data, int chain) {
+int Emitter::weight_fill(const MxuTile& data, const std::vector<int>& chains) {
   const int addr =
-      MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}.weight(data,
-                                                                                                       chain);
+      MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}.weight(
+          data, chains);
   return addr >= 0 ? addr : no_room("WMEM tiles");
 }
 
-int Emitter::act_fill(const MxuTile& block, int k, int chain) {
+int Emitter::act_fill(const MxuTile& block, int k, const std::vector<int>& chains) {
   const int addr =
       MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}.activations(
-          block, k, chain);
+          block, k, chains);
   return addr >= 0 ? addr : no_room("AMEM rows");
 }
 

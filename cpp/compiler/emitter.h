@@ -44,6 +44,21 @@ class Emitter {
   bool asking_when_full_ = false;  // forecast_.for_leaf when the event found the launch full
   std::vector<int> held_;          // cut()'s values to spill, in storage kept across launches
   int pos_ = 0;                    // current emission position
+  // The MXU's shadow (a Boundary saves it whole): an OS block's dispatches after its first wait in
+  // `pending`, each placed once the instructions after the one before fill the cycles until the MXU is done
+  // with it (`shadow`); an OS read-back's stacking and reads in `deferred` (their rows' vregs in
+  // `deferred_rows`), placed before the next instruction but the next block's first dispatch; and the blocks
+  // dispatched in the launch (dispatched_), with their operands' places.
+  struct Shadow {
+    std::vector<Instr> pending, deferred;
+    std::vector<int> deferred_rows;
+    int shadow = 0;
+    size_t dispatched = 0;  // of dispatched_: the rest are rolled back
+  };
+  Shadow mxu_;
+  std::vector<std::pair<int, MxuDotPlaces>> dispatched_;  // (MxuDot index, places)
+  std::pair<int, const char*> skipped_{-1, nullptr};      // a block whose dispatches did not fit, and why
+
   // The launch between two events, to which emission can return, and how many values a cut there spills.
   struct Boundary {
     int pos;
@@ -51,6 +66,7 @@ class Emitter {
     ConstantTiles::Mark consts;
     VregAllocator::Mark regs;
     VmemSlots slots;
+    Shadow mxu;
     int live;
   };
   // Register blocking's emissions (lower.h: every way but the two orders of the program as it is): a leaf
@@ -77,13 +93,19 @@ class Emitter {
   void release(int r) { regs_.release(r); }
   void set_vreg(int node, int r) { regs_.bind(node, r); }
   void emit(Instr in);
+  void place(const Instr& in);
+  void interleave(const Instr& in);
+  int queued() const { return int(mxu_.pending.size() + mxu_.deferred.size()); }
+  void issue(std::vector<Instr> dispatches);
+  void flush_deferred();
+  void flush_pending();
   void vpu(VpuOpcode op, int d, int a, int b = 0);
   int take_out_slot(bool unfilled = false);
   int load_fill(int node, DType const_dtype = DType::kI32);
   int constant(int32_t value, DType dtype = DType::kI32);
   int palette_vreg();
-  int weight_fill(const MxuTile& data, int chain);
-  int act_fill(const MxuTile& block, int k, int chain);
+  int weight_fill(const MxuTile& data, const std::vector<int>& chains);
+  int act_fill(const MxuTile& block, int k, const std::vector<int>& chains);
   int fill_leaf(int node);
   int operand(int node);
   void drop_dead(int node);
@@ -95,7 +117,7 @@ class Emitter {
   void one_instruction(const OpInfo& info, bool f, int d, int a, int b);
   bool zero_leaf(int node) const { return facts_.uniform[node] == 0u; }
   int relu_input(const TileNode& n) const;
-  void wrap(DType d, int r);
+  void wrap(DType d, int r, int from = -1);
   void isnan(int d, int x);
   void float_ne(int d, const TileNode& n, int a, int b);
   void sar(int d, int a, int n);
@@ -104,6 +126,9 @@ class Emitter {
   void udiv(int d, int a, int b);
   void mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot = -1);
   void broadcast(const TileNode& n, int d, int a);
+  const MxuDotPlaces& mxu_dispatch(int node);
+  void os_read_back(int node, int d);
+  std::vector<std::vector<int>> os_row_groups(const MxuDot& m) const;
 
   // The float32 arithmetic the VPU has no instruction for (float_sequences.cc).
   void int_to_float(int d, int x, bool is_signed);

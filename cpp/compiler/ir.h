@@ -83,6 +83,7 @@ enum class Op : uint8_t {
   LANE_REDUCE,     // compiler-internal: a cross-lane reduce of one tile (compiler/lane_pack.h)
   LANE_BROADCAST,  // compiler-internal: one lane (row, column) of a tile copied to others
                    // (compiler/lane_pack.h)
+  MIN,             // compiler-internal: the smaller of two signed integers (compiler/clamps.h)
   kCount
 };
 const char* op_name(Op op);

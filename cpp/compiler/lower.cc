@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 
 #include "base/fp32.h"
 #include "compiler/cost.h"
@@ -42,12 +43,13 @@ bool narrow(DType d) { return d == DType::kI8 || d == DType::kU8 || d == DType::
 
 }  // namespace
 
-// Narrow integer results wrap at their width; lanes hold them sign- or zero-extended.
-void Emitter::wrap(DType d, int r) {
+// Narrow integer results wrap at their width; lanes hold them sign- or zero-extended. `from`: the value to
+// wrap, when not r's.
+void Emitter::wrap(DType d, int r, int from) {
   if (!narrow(d)) return;
   int bits = d == DType::kI8 || d == DType::kU8 ? 8 : 16;
   int m = constant((1 << bits) - 1);
-  vpu(VpuOpcode::kAnd, r, r, m);
+  vpu(VpuOpcode::kAnd, r, from >= 0 ? from : r, m);
   release(m);
   if (d == DType::kI8 || d == DType::kI16) {  // (x ^ sign) - sign
     int s = constant(1 << (bits - 1));
@@ -118,20 +120,102 @@ bool Emitter::from_float_to_i32(int node) const {
   return t.op == Op::CAST && t.dtype == DType::kI32 && is_float(t.from);
 }
 
-// The operands in WMEM and AMEM, then mxu_dot.h's instructions (OS: a scratch vreg taken for the
-// read-back). `out_slot` >= 0 (a single dispatch with no epilogue op): written to that VMEM slot, not to d.
+// The operands in WMEM and AMEM, then mxu_dot.h's instructions. `out_slot` >= 0 (a single dispatch with no
+// epilogue op): written to that VMEM slot, not to d. An OS block was dispatched by its own event
+// (mxu_dispatch): here it is read back.
 void Emitter::mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot) {
+  if (m.os) return os_read_back(schedule_.events[pos_].id, d);
   MxuDotPlaces at{{}, {}, d, epilogue_src, out_slot};
-  for (const auto& t : m.weights) at.weights.push_back(weight_fill(t, m.chain));
-  std::vector<int> rows;  // WS: the AMEM row of each activation row
-  if (!m.os)
-    for (const auto& t : m.acts) rows.push_back(act_fill(t, 1, m.chain));
-  for (const auto& ds : m.dispatches)
-    at.acts.push_back(m.os ? act_fill(m.acts[ds.act], ds.k, m.chain) : rows[ds.act]);
+  for (const auto& t : m.weights) at.weights.push_back(weight_fill(t, m.chains));
+  std::vector<int> rows;  // the AMEM row of each activation row
+  for (const auto& t : m.acts) rows.push_back(act_fill(t, 1, m.chains));
+  for (const auto& ds : m.dispatches) at.acts.push_back(rows[ds.act]);
   for (const Instr& in : mxu_dot_dispatches(m, at)) emit(in);
-  if (m.os) at.scratch = alloc_vreg();
   for (const Instr& in : mxu_dot_readback(m, at)) emit(in);
-  if (m.os) release(at.scratch);
+}
+
+// An OS block's operands in WMEM and AMEM, and its first pass's dispatches issued (Emitter::issue).
+const MxuDotPlaces& Emitter::mxu_dispatch(int node) {
+  const int index = p_.nodes[node].mxu;
+  const MxuDot& m = p_.mxu[index];
+  MxuDotPlaces at;
+  for (const auto& t : m.weights) at.weights.push_back(weight_fill(t, m.chains));
+  for (const auto& ds : m.dispatches) at.acts.push_back(act_fill(m.acts[ds.act], ds.k, m.chains));
+  const OsPass first = os_passes(m)[0];
+  if (!cutter_.fits_instrs(int(first.end - first.first) + regs_.spillable() + queued())) no_room(kNoInstrs);
+  std::vector<Instr> dispatches;
+  for (size_t i = first.first; i < first.end; ++i) dispatches.push_back(dispatch(m, at, i));
+  issue(std::move(dispatches));
+  dispatched_.push_back({index, std::move(at)});
+  mxu_.dispatched = dispatched_.size();
+  return dispatched_.back().second;
+}
+
+// An OS block's live matrix rows in the groups its read-back holds in vregs at once: all of them while they
+// take at most half the vregs (four rows of the reference core's 16), else groups of that many (a 16x16 array
+// with 16 vregs), each stacked before the next group is read.
+std::vector<std::vector<int>> Emitter::os_row_groups(const MxuDot& m) const {
+  const size_t most = size_t(std::max(1, cfg_.vregs / 2));
+  std::vector<std::vector<int>> out;
+  for (int r = 0; r < kRows; ++r) {
+    if (!m.live_rows[r]) continue;
+    if (out.empty() || out.back().size() == most) out.emplace_back();
+    out.back().push_back(r);
+  }
+  return out;
+}
+
+// An OS block read back, pass by pass: its rows into vregs once the MXU is done with the pass, the next pass
+// issued, and the rows' stacking deferred into that pass's shadow; at the end each output's bucket read into
+// its vreg (d, and for a block across chains the vregs of its other outputs: NodeFacts::made_by), deferred
+// too, into the shadow of the next block's dispatches. A block whose dispatches were cut off into an earlier
+// launch is dispatched again.
+void Emitter::os_read_back(int node, int d) {
+  const int index = p_.nodes[node].mxu;
+  const MxuDot& m = p_.mxu[index];
+  const MxuDotPlaces* at = nullptr;
+  for (const auto& [dot, places] : dispatched_)
+    if (dot == index) at = &places;
+  if (!at && skipped_.first == index) {  // they do not fit this launch: the read-back cuts it
+    no_room(skipped_.second);
+    return;
+  }
+  if (!at) at = &mxu_dispatch(node);
+  const std::vector<OsPass> passes = os_passes(m);
+  const std::vector<std::vector<int>> groups = os_row_groups(m);
+  for (size_t p = 0; p < passes.size(); ++p) {
+    flush_deferred();  // the pass before's stacking, under this pass's dispatches
+    std::vector<int> rows(kRows, -1);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (g > 0) {  // the group before stacked now, its vregs free for this one
+        for (const Instr& in : os_stack(m, passes[p], p == 0, rows)) emit(in);
+        for (int& r : rows)
+          if (r >= 0) release(std::exchange(r, -1));
+      }
+      for (int r : groups[g]) rows[r] = alloc_vreg();
+      for (const Instr& in : os_rows(rows)) emit(in);
+    }
+    if (p + 1 < passes.size()) {
+      std::vector<Instr> next;
+      for (size_t i = passes[p + 1].first; i < passes[p + 1].end; ++i) next.push_back(dispatch(m, *at, i));
+      if (!cutter_.fits_instrs(int(next.size()) + regs_.spillable() + queued())) no_room(kNoInstrs);
+      issue(std::move(next));
+    }
+    for (const Instr& in : os_stack(m, passes[p], p == 0, rows)) mxu_.deferred.push_back(in);
+    for (int r : rows)
+      if (r >= 0) mxu_.deferred_rows.push_back(r);
+  }
+  std::vector<int> dst(size_t(os_outputs(m)), -1);
+  for (int o = 0; o < os_outputs(m); ++o) {
+    const int out = m.across ? facts_.outputs[index][o] : node;
+    if (out == node) {
+      dst[o] = d;
+    } else if (out >= 0 && last_use(out) >= 0) {
+      dst[o] = alloc_vreg();
+      set_vreg(out, dst[o]);
+    }
+  }
+  for (const Instr& in : os_read(m, dst)) mxu_.deferred.push_back(in);
 }
 
 // out = x < y as uint32: flip the sign bits (`sign` holds 0x80000000) into tx, ty, compare signed.
@@ -379,7 +463,14 @@ void cast(Emitter& e, const Lowered& o) {
       return e.int_to_float(o.d, a, from == DType::kI32);
     return e.vpu(VpuOpcode::kI2f, o.d, a);  // exact below 2^24, and on F2I's results
   }
-  if (!is_float(to) && is_float(from)) return e.vpu(VpuOpcode::kF2i, o.d, a);
+  // a narrow result out of its range wraps (its row does not: the wrap reads the source, no copy first)
+  const bool wraps = narrow(to) && !e.facts_.in_range[e.schedule_.events[e.pos_].id];
+  if (!is_float(to) && is_float(from)) {
+    e.vpu(VpuOpcode::kF2i, o.d, a);
+    if (wraps) e.wrap(to, o.d);
+    return;
+  }
+  if (wraps) return e.wrap(to, o.d, a);
   e.vpu(VpuOpcode::kAnd, o.d, a, a);
 }
 
@@ -443,7 +534,8 @@ std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::v
   };
   const bool choosing = !emissions || !emissions->decided;
   const std::optional<Emissions::Way> taken = choosing ? std::nullopt : emissions->other;
-  if (choosing || taken) with_broadcasts = broadcast_operands(prog);
+  // (register blocking is for the VPU's dot products: a batch with MXU blocks pipelines those instead)
+  if ((choosing || taken) && prog.mxu.empty()) with_broadcasts = broadcast_operands(prog);
   // A later batch of a kernel whose first took another way takes that way alone; the two orders of the
   // program as it is are emitted otherwise, and where that way does not fit this batch.
   if (taken && (!taken->broadcast || with_broadcasts)) emit(*taken);

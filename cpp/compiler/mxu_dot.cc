@@ -9,6 +9,7 @@
 #include "compiler/op_table.h"
 #include "isa/instr_builders.h"
 #include "isa/vpu_ops.h"
+#include "sim/controller.h"
 #include "sim/timing.h"
 
 namespace tinytpu::compiler {
@@ -42,20 +43,48 @@ class Fuser {
         uses_(node_uses(p)) {}
 
   int run() {
+    std::vector<Chain> chains = candidates();
+    std::vector<bool> grouped(chains.size(), false);
+    for (const std::vector<int>& group : across_groups(chains)) {
+      for (int c : group) grouped[c] = true;
+      rewrite_across(chains, group);
+    }
+    for (size_t c = 0; c < chains.size(); ++c)
+      if (!grouped[c]) rewrite(chains[c]);
+    return next_chain_;
+  }
+
+ private:
+  struct Values {
+    std::vector<MxuTile> x, y;  // per term, its factors' lanes
+  };
+  // A dot-product chain the MXU may take (fuse_mxu_dots numbers them), as found.
+  struct Chain {
+    int root;
+    std::vector<int> adds;
+    std::vector<Term> terms;
+    Values v;
+    int number;
+    std::optional<std::vector<bool>> os;  // os_orientation()
+  };
+  // The chains, from the last root back (numbered in that order), without the vetoed ones.
+  std::vector<Chain> candidates() {
+    std::vector<Chain> out;
     std::vector<bool> absorbed(p_.nodes.size(), false);
     const std::vector<bool> flat = flattens();
     for (int root = int(p_.nodes.size()) - 1; root >= 0; --root) {
       if (absorbed[root] || !flat[root]) continue;  // a sum that does not flatten may hold one that does
-      std::vector<int> adds;
-      std::vector<Term> terms;
-      collect(root, adds, terms);
-      for (int a : adds) absorbed[a] = true;  // its inner sums have the same lanes and fewer terms
-      auto values = terms.size() < 2 ? std::nullopt : read(terms, uses_.live[root]);
+      Chain c{root, {}, {}, {}, -1};
+      collect(root, c.adds, c.terms);
+      for (int a : c.adds) absorbed[a] = true;  // its inner sums have the same lanes and fewer terms
+      auto values = c.terms.size() < 2 ? std::nullopt : read(c.terms, uses_.live[root]);
       if (!values) continue;
-      int chain = next_chain_++;
-      if (!choices_.veto.count(chain)) rewrite(root, adds, terms, *values, chain);
+      c.number = next_chain_++;
+      c.v = std::move(*values);
+      c.os = os_orientation(c.v, uses_.live[root]);
+      if (!choices_.veto.count(c.number)) out.push_back(std::move(c));
     }
-    return next_chain_;
+    return out;
   }
 
  private:
@@ -137,9 +166,6 @@ class Fuser {
     }
   }
 
-  struct Values {
-    std::vector<MxuTile> x, y;  // per term, its factors' lanes
-  };
   // A factor's lanes as the loader fills them; a constant is negated here, an element when loaded.
   MxuTile lanes(int leaf, bool negate) const {
     MxuTile t;
@@ -305,7 +331,8 @@ class Fuser {
     return dot;
   }
 
-  // A block's estimated cycles (compiler/cost.h): its data records (WMEM tiles, AMEM rows) and instructions.
+  // A block's estimated cycles (compiler/cost.h): its data records (WMEM tiles, AMEM rows) and instructions,
+  // as lowering emits them alone.
   static int cost(const MxuDot& m) {
     int64_t records = int64_t(m.weights.size());
     if (m.os)
@@ -313,49 +340,61 @@ class Fuser {
     else
       records += int64_t(m.acts.size());
     const MxuDotPlaces at{std::vector<int>(m.weights.size()), std::vector<int>(m.dispatches.size())};
-    std::vector<Instr> program = mxu_dot_dispatches(m, at);
-    const std::vector<Instr> readback = mxu_dot_readback(m, at);
-    program.insert(program.end(), readback.begin(), readback.end());
-    return int(estimated_cycles(records, program));
+    return int(estimated_cycles(records, mxu_dot_program(m, at)));
   }
   // OS is taken over WS only when it is estimated faster by more than a WAIT_MXU: the margin the plans were
   // made with (an earlier estimate charged the OS read-back a WAIT_MXU it does not have), kept so that no
   // plan changes.
   static inline const int kOsMargin = instr_cycles(SxuOpcode::kWaitMxu);
 
-  // One MXU_DOT per block of up to max_slices_ K-slices, summed by ADDs; the new nodes reuse the
-  // absorbed nodes' positions (all before the root), so program order and every reference stay valid.
-  void rewrite(int root, const std::vector<int>& adds, const std::vector<Term>& terms, const Values& v,
-               int chain) {
+  // The block of terms [first, last) weight- or output-stationary, whichever is estimated cheaper.
+  MxuDot best_block(const Chain& c, size_t first, size_t last) const {
+    const auto& live = uses_.live[c.root];
+    MxuDot dot = ws_dot(first, last, c.v, live);
+    if (c.os) {
+      MxuDot alt = os_dot(first, last, c.v, live, *c.os);
+      if (cost(alt) + kOsMargin < cost(dot)) dot = std::move(alt);
+    }
+    dot.chains = {c.number};
+    return dot;
+  }
+
+  // One MXU_DOT per block of up to max_slices_ K-slices, summed by ADDs.
+  void rewrite(const Chain& c) {
+    const size_t block_terms = size_t(kSliceTerms * max_slices_);
+    std::vector<size_t> firsts;
+    std::vector<int> dots;
+    for (size_t first = 0; first < c.terms.size(); first += block_terms) {
+      p_.mxu.push_back(best_block(c, first, std::min(c.terms.size(), first + block_terms)));
+      firsts.push_back(first);
+      dots.push_back(int(p_.mxu.size()) - 1);
+    }
+    place(c, firsts, dots, 0);
+  }
+
+  // The chain's blocks, one MXU_DOT node each (output `output` of p_.mxu[dots[b]], whose terms begin at
+  // firsts[b]), where its nodes were, summed by ADDs; the new nodes reuse the absorbed nodes' positions (all
+  // before the root), so program order and every reference stay valid.
+  void place(const Chain& c, const std::vector<size_t>& firsts, const std::vector<int>& dots, int output) {
+    const int root = c.root;
     std::vector<int> slots;  // absorbed node positions, ascending; the root last
-    for (const Term& t : terms) {
+    for (const Term& t : c.terms) {
       slots.push_back(t.mul);
       slots.insert(slots.end(), t.via.begin(), t.via.end());
     }
-    for (int a : adds)
+    for (int a : c.adds)
       if (a != root) slots.push_back(a);
     std::sort(slots.begin(), slots.end());
     slots.push_back(root);
-    const auto& live = uses_.live[root];
-    size_t block_terms = size_t(kSliceTerms * max_slices_);
     std::vector<int> blocks;
-    size_t next_slot = 0;
-    auto os = os_orientation(v, live);
-    for (size_t first = 0; first < terms.size(); first += block_terms) {
-      size_t last = std::min(terms.size(), first + block_terms);
-      MxuDot dot = ws_dot(first, last, v, live);
-      if (os) {
-        MxuDot alt = os_dot(first, last, v, live, *os);
-        if (cost(alt) + kOsMargin < cost(dot)) dot = std::move(alt);
-      }
-      dot.chain = chain;
-      p_.mxu.push_back(std::move(dot));
+    for (size_t b = 0; b < dots.size(); ++b) {
       TileNode n{Op::MXU_DOT, node(root).dtype};
-      n.mxu = int(p_.mxu.size()) - 1;
+      n.mxu = dots[b];
+      n.lane = uint8_t(output);
       // A block sits where its first term's product was: in a kernel traced K-outermost, the blocks of
       // one K-range of chains that share activation rows are then neighbours in program order, and one
       // launch can load those rows once for all of them.
-      int at = last == terms.size() && blocks.empty() ? root : terms[first].mul;
+      int at = dots.size() == 1 ? root : c.terms[firsts[b]].mul;
       p_.nodes[at] = n;
       blocks.push_back(at);
     }
@@ -366,6 +405,7 @@ class Fuser {
                        [&](int s) { return std::find(blocks.begin(), blocks.end(), s) != blocks.end(); }),
         slots.end());
     int acc = blocks[0];
+    size_t next_slot = 0;
     for (size_t b = 1; b < blocks.size(); ++b) {
       while (b + 1 < blocks.size() && slots[next_slot] < blocks[b]) ++next_slot;
       int at = b + 1 == blocks.size() ? root : slots[next_slot++];
@@ -373,11 +413,162 @@ class Fuser {
       acc = at;
     }
   }
+
+  // OS across chains (MxuDot::across), for chains that cannot go output-stationary alone. Chains go together
+  // when their lane groups have the same weight-stationary weight tiles, slice by slice (the same other
+  // factor in every lane and term: a convolution's pixels, against each chain's channel), and the same live
+  // lanes; up to four a group, in program order. A group is taken when its blocks are estimated cheaper than
+  // its chains' own.
+  std::vector<std::vector<int>> across_groups(const std::vector<Chain>& chains) const {
+    if (!os_fits_ || chains.size() < 2) return {};
+    // by a hash of the other factors of every term (of the first term first: most chains differ there);
+    // chains alike hash alike, and each group is checked
+    std::map<uint64_t, std::vector<int>> first, alike;
+    for (size_t c = 0; c < chains.size(); ++c)
+      if (!chains[c].os) first[other_factors_hash(chains[c], 1)].push_back(int(c));
+    for (const auto& [hash, members] : first)
+      if (members.size() > 1)
+        for (int c : members) alike[other_factors_hash(chains[c], chains[c].terms.size())].push_back(c);
+    std::vector<std::vector<int>> groups;
+    for (auto& [hash, members] : alike) {
+      std::sort(members.begin(), members.end(),
+                [&](int a, int b) { return chains[a].root < chains[b].root; });
+      std::vector<int> group;
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (group.empty() || same_other_factors(chains[group[0]], chains[members[i]]))
+          group.push_back(members[i]);
+        if (group.size() == size_t(kRows) || i + 1 == members.size()) {
+          if (group.size() > 1 && across_pays(chains, group)) groups.push_back(group);
+          group.clear();
+        }
+      }
+    }
+    return groups;
+  }
+  // Of the first `terms` terms.
+  uint64_t other_factors_hash(const Chain& c, size_t terms) const {
+    const auto& live = uses_.live[c.root];
+    uint64_t h = c.terms.size();
+    auto mix = [&](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+    for (int l = 0; l < kLanes; ++l) mix(live[l]);
+    for (int g = 0; g < kGroups; ++g)
+      for (size_t k = 0; live_group(live, g) && k < terms; ++k)
+        for (const MxuLane& m : group_factors(c.v, live, g, k).second)
+          mix(uint64_t(m.src.buf) ^ uint64_t(m.src.index) << 8 ^ uint64_t(m.src.bits) << 40 ^ m.negate);
+    return h;
+  }
+  bool same_other_factors(const Chain& a, const Chain& b) const {
+    const auto& live = uses_.live[a.root];
+    if (a.terms.size() != b.terms.size() || live != uses_.live[b.root]) return false;
+    for (int g = 0; g < kGroups; ++g)
+      for (size_t k = 0; live_group(live, g) && k < a.terms.size(); ++k)
+        if (group_factors(a.v, live, g, k).second != group_factors(b.v, live, g, k).second) return false;
+    return true;
+  }
+
+  // A lane group's factors of term k: the one its live lanes share (the WS activation) and each lane's other.
+  static std::pair<MxuLane, std::array<MxuLane, kGroupLanes>> group_factors(
+      const Values& v, const std::array<bool, kLanes>& live, int g, size_t k) {
+    const bool x_shared = shared(v.x[k], live, g);
+    const MxuTile& act = x_shared ? v.x[k] : v.y[k];
+    const MxuTile& other = x_shared ? v.y[k] : v.x[k];
+    std::pair<MxuLane, std::array<MxuLane, kGroupLanes>> out{};
+    for (int c = 0; c < kGroupLanes; ++c) {
+      const int l = g * kGroupLanes + c;
+      if (!live[l]) continue;
+      out.first = act[l];
+      out.second[c] = other[l];
+    }
+    return out;
+  }
+
+  size_t slots() const { return size_t(max_slices_) * std::max(kGroups, kSliceTerms); }  // WMEM / AMEM
+  // The group's K-block from `first` on: the most slices a launch's WMEM and AMEM hold (the dot of the most
+  // slices it might take, its dispatches counted slice by slice).
+  size_t across_block_end(const std::vector<Chain>& chains, const std::vector<int>& group,
+                          size_t first) const {
+    const size_t terms = chains[group[0]].terms.size();
+    const size_t most = std::min(terms, first + size_t(max_slices_) * kSliceTerms);
+    const MxuDot dot = across_dot(chains, group, first, most);
+    for (size_t slices = size_t(max_slices_); slices > 1; --slices) {
+      std::set<int> weights, acts;  // the distinct operands of the dispatches of the first `slices` slices
+      for (size_t i = 0, slice = 0; i < dot.dispatches.size(); ++i, ++slice) {
+        if (!dot.dispatches[i].accumulate) slice = 0;
+        if (slice >= slices) continue;
+        weights.insert(dot.dispatches[i].weight);
+        acts.insert(dot.dispatches[i].act);
+      }
+      if (weights.size() <= slots() && acts.size() * kSliceTerms <= slots())  // acts: blocks of up to k rows
+        return std::min(terms, first + slices * kSliceTerms);
+    }
+    return std::min(terms, first + kSliceTerms);
+  }
+
+  MxuDot across_dot(const std::vector<Chain>& chains, const std::vector<int>& group, size_t first,
+                    size_t last) const {
+    MxuDot dot;
+    dot.os = dot.across = true;
+    const auto& live = uses_.live[chains[group[0]].root];
+    std::map<MxuTile, int> weight_ids, act_ids;
+    for (size_t r = 0; r < group.size(); ++r) {
+      dot.live_rows[r] = true;
+      dot.chains.push_back(chains[group[r]].number);
+    }
+    for (int g = 0; g < kGroups; ++g) {
+      if (!live_group(live, g)) continue;
+      for (size_t s = first; s < last; s += kSliceTerms) {
+        const size_t end = std::min(last, s + kSliceTerms);
+        MxuTile w{}, a{};
+        for (size_t k = s; k < end; ++k) {
+          const int kk = int(k - s);
+          for (size_t r = 0; r < group.size(); ++r) {
+            const auto [act, other] = group_factors(chains[group[r]].v, live, g, k);
+            a[kk * kGroupLanes + int(r)] = act;  // X[r][k]: output r's shared factor
+            for (int c = 0; c < kGroupLanes; ++c) w[kk * kGroupLanes + c] = other[c];  // W[k][c]
+          }
+        }
+        dot.dispatches.push_back({intern(weight_ids, dot.weights, choices_.canonical(w), w),
+                                  intern(act_ids, dot.acts, choices_.canonical_rows(a, int(end - s)), a), g,
+                                  s != first, int(end - s)});
+      }
+    }
+    return dot;
+  }
+
+  bool across_pays(const std::vector<Chain>& chains, const std::vector<int>& group) const {
+    int64_t alone = 0, together = 0;
+    const size_t terms = chains[group[0]].terms.size();
+    const size_t block_terms = size_t(kSliceTerms * max_slices_);
+    for (int c : group)
+      for (size_t first = 0; first < terms; first += block_terms)
+        alone += cost(best_block(chains[c], first, std::min(terms, first + block_terms)));
+    for (size_t first = 0; first < terms;) {
+      const size_t last = across_block_end(chains, group, first);
+      together += cost(across_dot(chains, group, first, last));
+      first = last;
+    }
+    return together < alone;
+  }
+
+  // The group's K-blocks, each an MxuDot across its chains, placed in each chain as its blocks.
+  void rewrite_across(const std::vector<Chain>& chains, const std::vector<int>& group) {
+    std::vector<size_t> firsts;
+    std::vector<int> dots;
+    const size_t terms = chains[group[0]].terms.size();
+    for (size_t first = 0; first < terms;) {
+      const size_t last = across_block_end(chains, group, first);
+      p_.mxu.push_back(across_dot(chains, group, first, last));
+      firsts.push_back(first);
+      dots.push_back(int(p_.mxu.size()) - 1);
+      first = last;
+    }
+    for (size_t r = 0; r < group.size(); ++r) place(chains[group[r]], firsts, dots, int(r));
+  }
 };
 
 }  // namespace
 
-MxuTile Choices::canonical(const MxuTile& t) const {
+const MxuTile& Choices::canonical(const MxuTile& t) const {
   auto it = same_values.find(t);
   return it == same_values.end() ? t : it->second;
 }
@@ -411,41 +602,116 @@ std::vector<Instr> mxu_dot_dispatches(const MxuDot& m, const MxuDotPlaces& at) {
                                     to_vmem ? at.out_slot : 0)};
   }
   std::vector<Instr> out;
-  for (size_t i = 0; i < m.dispatches.size(); ++i) {
-    const MxuDot::Dispatch& ds = m.dispatches[i];
-    const int w = at.weights[ds.weight], a = at.acts[i];
-    if (m.os)
-      out.push_back(ds.accumulate ? instr::mxu_os_accumulate(w, a, ds.k) : instr::mxu_os(w, a, ds.k));
+  for (size_t i = 0; i < m.dispatches.size(); ++i) out.push_back(dispatch(m, at, i));
+  return out;
+}
+
+Instr dispatch(const MxuDot& m, const MxuDotPlaces& at, size_t i) {
+  const MxuDot::Dispatch& ds = m.dispatches[i];
+  const int w = at.weights[ds.weight], a = at.acts[i];
+  if (m.os) return ds.accumulate ? instr::mxu_os_accumulate(w, a, ds.k) : instr::mxu_os(w, a, ds.k);
+  return instr::mxu(w, a, /*tiles*/ 1, ds.accumulate ? PsumMode::kAccumulate : PsumMode::kWrite,
+                    /*bucket*/ 0, ds.row);
+}
+
+// WS: once the MXU is done, the whole bucket read (bucket 0 is free again after the read), or its row 0 alone
+// when no other row holds a result.
+std::vector<Instr> mxu_dot_readback(const MxuDot& m, const MxuDotPlaces& at) {
+  if (m.single_dispatch()) return {};
+  const bool row0_only =
+      std::all_of(m.dispatches.begin(), m.dispatches.end(), [](const auto& ds) { return ds.row == 0; });
+  return {instr::wait_mxu(), row0_only ? instr::psum_read_row(at.dst, /*bucket*/ 0, /*row*/ 0)
+                                       : instr::psum_read(at.dst, /*bucket*/ 0)};
+}
+
+std::vector<OsPass> os_passes(const MxuDot& m) {
+  std::vector<OsPass> out;
+  for (size_t i = 0; i < m.dispatches.size(); ++i)
+    if (!m.dispatches[i].accumulate)
+      out.push_back({i, i + 1, m.dispatches[i].row});
     else
-      out.push_back(instr::mxu(w, a, /*tiles*/ 1, ds.accumulate ? PsumMode::kAccumulate : PsumMode::kWrite,
-                               /*bucket*/ 0, ds.row));
+      out.back().end = i + 1;
+  return out;
+}
+
+int os_outputs(const MxuDot& m) { return m.across ? int(m.chains.size()) : 1; }
+
+std::vector<Instr> os_rows(const std::vector<int>& rows) {
+  std::vector<Instr> out;
+  for (int r = 0; r < kRows; ++r)
+    if (rows[r] >= 0) out.push_back(instr::load_mxu_matrix_row(rows[r], r));
+  return out;
+}
+
+// Plain OS: the live rows stacked in bucket 0 (the first by PSUM_WRITE when it is row 0, whose other rows
+// LOAD_MXU_MATRIX_ROW zeroed, else after PSUM_CLEAR). Across chains: row r into bucket r, at the pass's row.
+// Only the rows in `rows` (a vreg, not -1): a read-back in groups stacks each group with its own call.
+std::vector<Instr> os_stack(const MxuDot& m, const OsPass& pass, bool first, const std::vector<int>& rows) {
+  std::vector<Instr> out;
+  if (!m.across) {
+    const int first_live = int(std::find(m.live_rows.begin(), m.live_rows.end(), true) - m.live_rows.begin());
+    for (int r = 0; r < kRows; ++r) {
+      if (rows[r] < 0) continue;
+      if (r == first_live && r != 0) out.push_back(instr::psum_clear(/*bucket*/ 0));
+      out.push_back(r == 0 ? instr::psum_write(/*bucket*/ 0, rows[r])
+                           : instr::psum_accumulate_row(/*bucket*/ 0, r, rows[r]));
+    }
+    return out;
+  }
+  for (int r = 0; r < os_outputs(m); ++r) {
+    if (rows[r] < 0) continue;
+    if (first && pass.row == 0) {
+      out.push_back(instr::psum_write(/*bucket*/ r, rows[r]));
+      continue;
+    }
+    if (first) out.push_back(instr::psum_clear(/*bucket*/ r));
+    out.push_back(instr::psum_accumulate_row(/*bucket*/ r, pass.row, rows[r]));
   }
   return out;
 }
 
-// WS: once the MXU is done, the whole bucket read (bucket 0 is free again after the read), or its row 0 alone
-// when no other row holds a result. OS: the live matrix rows one LOAD_MXU_MATRIX_ROW each (row 0 of the
-// scratch vreg), stacked in bucket 0 (the first by PSUM_WRITE when it is row 0, else after PSUM_CLEAR), then
-// read as one tile.
-std::vector<Instr> mxu_dot_readback(const MxuDot& m, const MxuDotPlaces& at) {
-  if (m.single_dispatch()) return {};
-  if (!m.os) {
-    const bool row0_only =
-        std::all_of(m.dispatches.begin(), m.dispatches.end(), [](const auto& ds) { return ds.row == 0; });
-    return {instr::wait_mxu(), row0_only ? instr::psum_read_row(at.dst, /*bucket*/ 0, /*row*/ 0)
-                                         : instr::psum_read(at.dst, /*bucket*/ 0)};
-  }
+std::vector<Instr> os_read(const MxuDot& m, const std::vector<int>& dst) {
   std::vector<Instr> out;
-  if (!m.live_rows[0]) out.push_back(instr::psum_clear(/*bucket*/ 0));
-  for (int r = 0; r < kRows; ++r) {
-    if (!m.live_rows[r]) continue;
-    out.push_back(instr::load_mxu_matrix_row(at.scratch, r));
-    out.push_back(r == 0
-                      ? instr::psum_write(/*bucket*/ 0, at.scratch)  // its other rows zero: the whole bucket
-                      : instr::psum_accumulate_row(/*bucket*/ 0, r, at.scratch));
-  }
-  out.push_back(instr::psum_read(at.dst, /*bucket*/ 0));
+  for (int o = 0; o < os_outputs(m); ++o)
+    if (dst[o] >= 0) out.push_back(instr::psum_read(dst[o], /*bucket*/ o));
   return out;
+}
+
+std::vector<Instr> mxu_dot_program(const MxuDot& m, const MxuDotPlaces& at) {
+  std::vector<Instr> out = mxu_dot_dispatches(m, at);
+  if (!m.os) {
+    for (const Instr& in : mxu_dot_readback(m, at)) out.push_back(in);
+    return out;
+  }
+  out.clear();
+  std::vector<int> rows(kRows, -1);
+  for (int r = 0; r < kRows; ++r)
+    if (m.live_rows[r]) rows[r] = r;
+  const std::vector<int> dst(size_t(os_outputs(m)), 0);
+  const std::vector<OsPass> passes = os_passes(m);
+  for (size_t p = 0; p < passes.size(); ++p) {
+    for (size_t i = passes[p].first; i < passes[p].end; ++i) out.push_back(dispatch(m, at, i));
+    for (const auto& list : {os_rows(rows), os_stack(m, passes[p], p == 0, rows)})
+      out.insert(out.end(), list.begin(), list.end());
+  }
+  for (const Instr& in : os_read(m, dst)) out.push_back(in);
+  return out;
+}
+
+int64_t mxu_floor(const MxuDot& m) {
+  if (m.single_dispatch()) return 0;  // an epilogue dispatch: the kernel's other instructions' bound
+  const MxuDotPlaces at{std::vector<int>(m.weights.size()), std::vector<int>(m.dispatches.size())};
+  int64_t act_rows = 0, interval = 0;
+  for (const MxuDot::Dispatch& ds : m.dispatches) {
+    act_rows += m.os ? ds.k : 1;
+    interval += m.os ? os_dispatch_interval(ds.k) : ws_dispatch_interval(1);
+  }
+  const std::vector<Instr> program = mxu_dot_program(m, at);
+  int64_t rows = 0;
+  for (const Instr& in : program) rows += in.op == uint8_t(SxuOpcode::kLoadMxuMatrixRow);
+  const int64_t outputs = m.os ? os_outputs(m) : 1;
+  const int64_t records = int64_t(program.size()) + int64_t(m.weights.size()) + act_rows / kRows + outputs;
+  return kRecordCycles * records + outputs + interval + rows * instr_cycles(SxuOpcode::kLoadMxuMatrixRow);
 }
 
 }  // namespace tinytpu::compiler

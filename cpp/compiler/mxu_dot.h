@@ -17,7 +17,7 @@ struct Choices {
   std::set<int> veto;
   std::map<MxuTile, MxuTile> same_values;
   // The operand whose values it has (itself if none earlier); a block of k activation rows row by row.
-  MxuTile canonical(const MxuTile& t) const;
+  const MxuTile& canonical(const MxuTile& t) const;
   MxuTile canonical_rows(const MxuTile& block, int k) const;
 };
 
@@ -30,13 +30,14 @@ struct Choices {
 // Returns the next chain number.
 //
 // Schedules (lowering emits them; see MxuDot): weight-stationary dispatches into PSUM rows, or
-// output-stationary MXU_OS over a 4x4 lane block, whichever a cycle estimate finds cheaper per block.
-// Dispatches are asynchronous and issued back to back, so the MXU never waits for the SXU; results are
-// read with instructions that block until Done (LOAD_MXU_RESULT, LOAD_MXU_MATRIX_ROW) or after one
-// WAIT_MXU. In the kernels tinygrad emits, what follows a dot product reads its result, so there is no
-// independent work to move before the wait. Epilogues: the generic one (46) is exact for ADD/SUB/MUL/
-// MAX on the column sums and is used for a lone row-0 dispatch; the legacy one (42) works on the per-PE
-// products of a weight-stationary pass, not on dot products, so it never matches a matmul epilogue.
+// output-stationary MXU_OS over a 4x4 lane block, whichever a cycle estimate finds cheaper per block; and
+// chains whose lane groups share their weight tiles (a convolution's channels) output-stationary across
+// chains, up to four a block, when that is estimated cheaper than their own blocks. Dispatches are
+// asynchronous; results are read with instructions that block until Done (LOAD_MXU_RESULT,
+// LOAD_MXU_MATRIX_ROW) or after one WAIT_MXU. Lowering issues an OS block's dispatches under the work after
+// the block before it (schedule.h). Epilogues: the generic one (46) is exact for ADD/SUB/MUL/MAX/MIN on the
+// column sums and is used for a lone row-0 dispatch; the legacy one (42) works on the per-PE products of a
+// weight-stationary pass, not on dot products, so it never matches a matmul epilogue.
 int fuse_mxu_dots(TileProgram& prog, const TensorCoreConfig& cfg, int first_chain = 0,
                   const Choices& choices = {});
 
@@ -47,11 +48,33 @@ struct MxuDotPlaces {
   int dst = 0;               // the result's vreg
   int epilogue_src = 0;      // a single dispatch's epilogue operand (MxuDot::epilogue_op)
   int out_slot = -1;         // a single dispatch without an epilogue op: the VMEM slot it writes, not dst
-  int scratch = 0;           // OS: the vreg the matrix rows pass through
 };
-// An MXU_DOT's instructions, which lowering emits and fuse_mxu_dots weighs: its dispatches, then the
-// read-back of the result (lowering takes the OS scratch vreg in between).
+// An MXU_DOT's instructions, which lowering emits and fuse_mxu_dots weighs.
+// Weight-stationary: its dispatches, then the read-back of the result.
 std::vector<Instr> mxu_dot_dispatches(const MxuDot& m, const MxuDotPlaces& at);
 std::vector<Instr> mxu_dot_readback(const MxuDot& m, const MxuDotPlaces& at);
+Instr dispatch(const MxuDot& m, const MxuDotPlaces& at, size_t i);  // dispatch i
+// Output-stationary, pass by pass (MxuDot::across): a pass's dispatches, its live matrix rows read into
+// vregs (rows[r] for row r), their stacking in PSUM (the first pass's writes the buckets), and at the end
+// each output's bucket read into its vreg (dst[o]; -1: not read).
+struct OsPass {
+  size_t first, end;  // its dispatches
+  int row;            // MxuDot::Dispatch::row
+};
+std::vector<OsPass> os_passes(const MxuDot& m);
+int os_outputs(const MxuDot& m);
+std::vector<Instr> os_rows(const std::vector<int>& rows);
+std::vector<Instr> os_stack(const MxuDot& m, const OsPass& pass, bool first, const std::vector<int>& rows);
+std::vector<Instr> os_read(const MxuDot& m, const std::vector<int>& dst);
+// All of it in order, as emitted alone (the cost estimate's program).
+std::vector<Instr> mxu_dot_program(const MxuDot& m, const MxuDotPlaces& at);
+
+// The fewest cycles the block takes on the testbench's count (2R + P + M a launch, hardware.md §4.4) however
+// it is scheduled: each dispatch's MXU interval (§2.3: the MXU does one at a time), the records of its
+// program (mxu_dot_program: the SXU's other instructions run under the dispatches), of its weight tiles and
+// of its activation rows shared by the kRows blocks of one K-range a launch holds, the LOAD_MXU_MATRIX_ROWs
+// (no dispatch runs while the matrix is read) and per output a STORE's record and an output line
+// (docs/quant.md).
+int64_t mxu_floor(const MxuDot& m);
 
 }  // namespace tinytpu::compiler

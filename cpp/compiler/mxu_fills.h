@@ -15,16 +15,16 @@ struct MxuMemory {
   bool record_reads;  // false in an event that found the launch full (Emitter::no_room)
 
   // The WMEM address of a weight tile, or -1 when WMEM is full.
-  int weight(const MxuTile& data, int chain);
+  int weight(const MxuTile& data, const std::vector<int>& chains);
   // The first of k consecutive AMEM rows (row r in lanes 4r..4r+3 of block: one WS activation row, or an OS
   // slice's activations), or -1 when AMEM is full.
-  int activations(const MxuTile& block, int k, int chain);
+  int activations(const MxuTile& block, int k, const std::vector<int>& chains);
 
  private:
-  // The chain reads the fill (the VPU takes the chain back when the fill's data leaves int8). (A rolled-back
-  // event may leave its chain on a fill of the launch it was cut from: harmless, the fill holds the same
-  // lanes as the one the chain then reads.)
-  void read_by(MxuFill& f, int chain);
+  // The chains read the fill (the VPU takes them back when the fill's data leaves int8). (A rolled-back
+  // event may leave its chains on a fill of the launch it was cut from: harmless, the fill holds the same
+  // lanes as the one the chains then read.)
+  void read_by(MxuFill& f, const std::vector<int>& chains);
 };
 
 }  // namespace tinytpu::compiler

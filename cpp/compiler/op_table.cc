@@ -146,7 +146,8 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     plain(Op::PARAM, "PARAM", 0, A::kParam),
     plain(Op::BUFFER, "BUFFER", 0),
     plain(Op::CONST, "CONST", 0),
-    lowered(plain(Op::CAST, "CAST", 1, A::kCast), lowering::cast),
+    // a narrowing cast wraps as it copies (lowering::cast)
+    lowered(plain(Op::CAST, "CAST", 1, A::kCast), lowering::cast, false),
     lowered(plain(Op::BITCAST, "BITCAST", 1, A::kCast), lowering::bitcast),
     plain(Op::RANGE, "RANGE", 1),
     plain(Op::END, "END", 2),
@@ -197,6 +198,8 @@ constexpr std::array<OpInfo, size_t(Op::kCount)> kOps = {{
     lowered(plain(Op::LANE_REDUCE, "LANE_REDUCE", 0, A::kNever), lowering::lane_reduce),
     // a broadcast copies lanes already wrapped
     lowered(plain(Op::LANE_BROADCAST, "LANE_BROADCAST", 0, A::kNever), lowering::lane_broadcast, false),
+    // signed lanes only: a clamp's upper bound (compiler/clamps.h)
+    alu(Op::MIN, "MIN", 2, A::kNever, Fold{}, V::kMin, none, true),
 }};
 static_assert(
     [] {

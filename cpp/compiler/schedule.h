@@ -2,6 +2,7 @@
 #include <array>
 #include <vector>
 
+#include "compiler/node_facts.h"
 #include "compiler/tile_program.h"
 
 namespace tinytpu::compiler {
@@ -44,13 +45,21 @@ StoreReads store_reads(const TileStore& s);
 //   reordered (interleavable()).
 enum class EmitOrder { kByStore, kProgram, kInterleaved };
 
-// A batch's events, the computed nodes that are not emitted by a store (NodeFacts::to_vmem) and the stores,
-// in emission order, and the positions of each node's reads in it, which register allocation and the spills
-// at a cut go by.
+// A batch's events, the computed nodes that are not emitted by a store (NodeFacts::to_vmem) or by another
+// node's event (NodeFacts::made_by) and the stores, in emission order, and the positions of each node's reads
+// in it, which register allocation and the spills at a cut go by.
+//
+// An output-stationary MXU block is two events: its first dispatches (kDispatch) and its read-back
+// (kReadBack, which makes its value). The MXU works while the SXU runs on, so each block's dispatches come
+// right after the read-back of the block before it, and what reads that block's value (its epilogue, its
+// store) right after them: the work of one block runs under the next one's dispatches (Emitter: it is issued
+// between them).
 struct Schedule {
+  enum class Part : uint8_t { kWhole, kDispatch, kReadBack };
   struct Event {
     bool is_node;
     int id;  // node or store index
+    Part part = Part::kWhole;
   };
   std::vector<Event> events;
   std::vector<int> last_use;  // node -> event position of its last read, -1 when nothing reads it
@@ -61,8 +70,9 @@ struct Schedule {
   int next_read(int node, int pos) const;
 };
 // `group`: kInterleaved's stores a group, at most.
-Schedule schedule(const TileProgram& p, const std::vector<bool>& to_vmem, EmitOrder order, int group = 0);
-// Whether kInterleaved may emit the stores out of their order: plain stores, no two of one element.
+Schedule schedule(const TileProgram& p, const NodeFacts& facts, EmitOrder order, int group = 0);
+// Whether kInterleaved may emit the stores out of their order: plain stores, no two of one element, and no
+// MXU block (those are pipelined instead).
 bool interleavable(const TileProgram& p);
 
 }  // namespace tinytpu::compiler

@@ -90,7 +90,8 @@ struct TileNode {
   int pinned = -1;      // a leaf whose lanes are pinned tile #pinned (the uniform prefix's values)
   Op reduce = Op::ADD;  // LANE_REDUCE: ADD, MUL or MAX
   LaneAxis axis = LaneAxis::kTile;  // LANE_REDUCE, LANE_BROADCAST
-  uint8_t lane = 0;                 // LANE_BROADCAST: the operand's lane (kTile), column (kRow) or row (kCol)
+  uint8_t lane =
+      0;  // LANE_BROADCAST: the operand's lane (kTile), column (kRow) or row (kCol); MXU_DOT: its output
 };
 
 struct TileProgram;
@@ -119,17 +120,23 @@ struct TileStore {
 // the other): one MXU_OS dispatch per K-slice of up to 4 terms accumulates the whole 4x4 result in the
 // PEs; `acts` then holds k activation rows X[.][k] (row k in lanes 4k..4k+3) and the live matrix rows
 // are read back through PSUM.
+// With `across` too (OS across chains, when the chains' lane groups share their weight-stationary weight
+// tiles: a convolution's channels, each chain one channel): the MXU's rows are the chains, its outputs, and
+// each pass (a dispatch that does not accumulate begins one) takes one group of four lanes, its `row`:
+// the pass's matrix row r is that group's lanes of output r. Each output is an MXU_DOT node of the same
+// `mxu`, its number in TileNode::lane.
 struct MxuDot {
   struct Dispatch {
-    int weight, act, row;  // row: the PSUM row (WS)
+    int weight, act, row;  // row: the PSUM row (WS), the group of lanes (OS across chains)
     bool accumulate;
     int k = 1;  // OS: terms in this slice (activation rows)
   };
   std::vector<MxuTile> weights;  // 4x4, row-major W[k][c]
   std::vector<MxuTile> acts;     // WS: activation row a[k] in lanes 0..3
-  int chain = -1;                // the dot-product chain it computes (fuse_mxu_dots numbers them)
+  std::vector<int> chains;       // the dot-product chains it computes (fuse_mxu_dots numbers them), by output
   std::vector<Dispatch> dispatches;
   bool os = false;
+  bool across = false;
   std::array<bool, kRows> live_rows{};  // OS: matrix rows with live lanes
   // A single row-0 dispatch may fold the following lane-wise int32 op into DISPATCH_MXU_VPU_EPILOGUE
   // (46): result row 0 = op(column sums, operand a's row 0).

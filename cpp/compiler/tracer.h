@@ -83,6 +83,9 @@ class Tracer {
   // A float reduction that could take its chunks either way: compile() tries both on its first chunk.
   bool layout_open() const { return layout_open_; }
   bool blocked() const { return chunking_.blocked; }
+  int64_t blocks_per_row() const {  // blocked: the chunks of one row of 4x4 blocks, consecutive
+    return chunking_.blocked ? chunking_.block_cols() : 1;
+  }
   int64_t parts_cut() const { return parts_cut_; }  // times a chunk stopped at a cut: its parity is a bank's
   // At the last cut, about how much of its chunk was traced: the share of the loop it was cut in.
   double cut_share() const { return cut_share_; }

@@ -40,14 +40,13 @@ class ConstantForecast {
   template <class Asked>
   void ahead(Asked asked) const {
     bool more = true;
-    if (auto [is_node, id] = schedule_.events[pos_]; is_node)
-      if (auto it = op_asks_.find(key(p_.nodes[id])); it != op_asks_.end())
+    if (const Schedule::Event& now = schedule_.events[pos_]; now.is_node)
+      if (auto it = op_asks_.find(key(p_.nodes[now.id])); it != op_asks_.end())
         for (size_t k = event_asks_.size(); k < it->second.size(); ++k) more = asked(it->second[k], 0);
     const int end = std::min(int(schedule_.events.size()), pos_ + kEvents + 1);
     for (int e = pos_ + 1; e < end && more; ++e) {
-      auto [is_node, id] = schedule_.events[e];
-      if (!is_node) continue;
-      const TileNode& n = p_.nodes[id];
+      if (!schedule_.events[e].is_node) continue;
+      const TileNode& n = p_.nodes[schedule_.events[e].id];
       for (int o : {n.a, n.b, n.c})
         if (o >= 0 && is_leaf(p_, o))
           if (auto bits = uniform_[o]) more = asked(const_content(int32_t(*bits)), e - pos_);
