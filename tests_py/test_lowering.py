@@ -223,6 +223,12 @@ def test_a_requantisations_clip_lowers_to_max_and_min():
   assert "SELECT" not in program and "CMPLT" not in program and "= XOR(" not in program
   assert "= MIN(" in program and "= RELU(" in program
 
+def test_a_max_whose_operand_is_a_leaf_is_left_to_the_clamp_pass():
+  # random program seed 1359: an argmax over 16,411 int8 values, then its min. The clamp pass read the operands of
+  # a MAX's operand before checking its op, and that operand was a leaf (no operands): a crash.
+  a = np.random.default_rng(0).integers(-128, 128, 16411, dtype=np.int8)
+  assert Tensor(a, device="TINYTPU").argmax(axis=0).min().item() == Tensor(a, device="CPU").argmax(axis=0).min().item()
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(-2**30, 2**30), st.integers(-300, 300), st.integers(0, 600), st.integers(0, 1023), st.integers(1, 30),
        st.integers(0, 2**31 - 1))

@@ -150,15 +150,15 @@ class ClampFolder {
     const auto outer = with_constant(u);
     if (!outer || !signed_int(u.dtype)) return;
     const auto [y, lo] = *outer;
-    const TileNode& m = node(y);
+    const TileNode& m = node(y);  // (the ops checked before their operands are read: a leaf has none)
+    if (m.op != Op::MIN || uses_[y] != 1 || !ranges_->in_range[y]) return;
     const auto inner = with_constant(m);
-    if (m.op != Op::MIN || uses_[y] != 1 || !ranges_->in_range[y] || !inner) return;
+    if (!inner) return;
     const auto [x, hi] = *inner;
     const TileNode& v = node(x);
+    if (v.op != Op::MAX || uses_[x] != 1 || !signed_lanes(x)) return;
     const auto low = with_constant(v);
-    if (v.op != Op::MAX || uses_[x] != 1 || !low || !signed_lanes(x) ||
-        !(*constant(low->second) <= *constant(lo) && *constant(lo) <= *constant(hi)))
-      return;
+    if (!low || !(*constant(low->second) <= *constant(lo) && *constant(lo) <= *constant(hi))) return;
     rewrite(y, TileNode{Op::MIN, v.dtype, DType::kVoid, low->first, hi});
   }
 };
