@@ -137,14 +137,14 @@ void DataPlan::gather_i8(int id, int8_t* out, int n) const {
       const int8_t* at = reinterpret_cast<const int8_t*>(b.read) + g.base + shift(g.buf);
       const int lanes = std::min(n, g.lanes);
       const int64_t col = g.col;
-      int l = 0;
-      for (; l + kRows <= lanes; l += kRows, at += g.row) {  // whole rows: lane l is row l / kRows
-        if (col == 1) {
-          std::memcpy(out + l, at, kRows);
-          continue;
-        }
-        for (int c = 0; c < kRows; ++c) out[l + c] = at[c * col];
+      if (lanes == kTileElems) {  // a whole tile (a WeightSRAM record): loops of fixed counts, unrolled
+        for (int r = 0; r < kRows; ++r)
+          for (int c = 0; c < kRows; ++c) out[r * kRows + c] = at[r * g.row + c * col];
+        return;
       }
+      int l = 0;
+      for (; l + kRows <= lanes; l += kRows, at += g.row)  // whole rows: lane l is row l / kRows
+        for (int c = 0; c < kRows; ++c) out[l + c] = at[c * col];
       for (int c = 0; l + c < lanes; ++c) out[l + c] = at[c * col];
       std::fill(out + lanes, out + n, int8_t(0));
       return;
