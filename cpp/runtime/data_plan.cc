@@ -54,6 +54,22 @@ void write_lane(uint8_t* p, DType d, int bytes, int32_t v) {  // bytes: dtype_by
   }
 }
 
+// Lanes [0, lanes) of a strided gather of int8 elements, `at` its first (the base, moved), row by row: lane
+// l is row l / kRows.
+template <class Lane>
+void read_strided_i8(const int8_t* at, const StridedGather& g, int lanes, Lane* out) {
+  const int64_t col = g.col;
+  if (lanes == kTileElems) {  // a whole tile (a WeightSRAM record): loops of fixed counts, unrolled
+    for (int r = 0; r < kRows; ++r)
+      for (int c = 0; c < kRows; ++c) out[r * kRows + c] = at[r * g.row + c * col];
+    return;
+  }
+  int l = 0;
+  for (; l + kRows <= lanes; l += kRows, at += g.row)
+    for (int c = 0; c < kRows; ++c) out[l + c] = at[c * col];
+  for (int c = 0; l + c < lanes; ++c) out[l + c] = at[c * col];
+}
+
 }  // namespace
 
 DataPlan::DataPlan(const Plan& plan, const std::vector<Slot>& slots)
@@ -118,8 +134,7 @@ void DataPlan::gather_strided(const TileSource& s, Tile& out) const {
   }
   if (!s.gated &&
       b.dtype == DType::kI8) {  // the MXU's operands: no lane's read goes through read_lane's switch
-    const auto* at = reinterpret_cast<const int8_t*>(b.read) + moved;
-    for (int l = 0; l < g.lanes; ++l) out[l] = at[g.index(l)];
+    read_strided_i8(reinterpret_cast<const int8_t*>(b.read) + g.base + moved, g, g.lanes, out.data());
     return;
   }
   for (int l = 0; l < g.lanes; ++l) {
@@ -134,18 +149,8 @@ void DataPlan::gather_i8(int id, int8_t* out, int n) const {
     const StridedGather& g = p_.strided[s.id];
     const Slot& b = slots_[g.buf];
     if (b.dtype == DType::kI8 && g.buf != counter_) {  // every index checked when compiled
-      const int8_t* at = reinterpret_cast<const int8_t*>(b.read) + g.base + shift(g.buf);
       const int lanes = std::min(n, g.lanes);
-      const int64_t col = g.col;
-      if (lanes == kTileElems) {  // a whole tile (a WeightSRAM record): loops of fixed counts, unrolled
-        for (int r = 0; r < kRows; ++r)
-          for (int c = 0; c < kRows; ++c) out[r * kRows + c] = at[r * g.row + c * col];
-        return;
-      }
-      int l = 0;
-      for (; l + kRows <= lanes; l += kRows, at += g.row)  // whole rows: lane l is row l / kRows
-        for (int c = 0; c < kRows; ++c) out[l + c] = at[c * col];
-      for (int c = 0; l + c < lanes; ++c) out[l + c] = at[c * col];
+      read_strided_i8(reinterpret_cast<const int8_t*>(b.read) + g.base + shift(g.buf), g, lanes, out);
       std::fill(out + lanes, out + n, int8_t(0));
       return;
     }
