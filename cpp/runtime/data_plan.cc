@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
-#include <tuple>
 
 #include "base/errors.h"
 #include "sim/tensorcore.h"
@@ -53,6 +52,22 @@ void write_lane(uint8_t* p, DType d, int bytes, int32_t v) {  // bytes: dtype_by
     default:
       std::memcpy(p, &v, 4);
   }
+}
+
+// Lanes [0, lanes) of a strided gather of int8 elements, `at` its first (the base, moved), row by row: lane
+// l is row l / kRows.
+template <class Lane>
+void read_strided_i8(const int8_t* at, const StridedGather& g, int lanes, Lane* out) {
+  const int64_t col = g.col;
+  if (lanes == kTileElems) {  // a whole tile (a WeightSRAM record): loops of fixed counts, unrolled
+    for (int r = 0; r < kRows; ++r)
+      for (int c = 0; c < kRows; ++c) out[r * kRows + c] = at[r * g.row + c * col];
+    return;
+  }
+  int l = 0;
+  for (; l + kRows <= lanes; l += kRows, at += g.row)
+    for (int c = 0; c < kRows; ++c) out[l + c] = at[c * col];
+  for (int c = 0; l + c < lanes; ++c) out[l + c] = at[c * col];
 }
 
 }  // namespace
@@ -119,14 +134,30 @@ void DataPlan::gather_strided(const TileSource& s, Tile& out) const {
   }
   if (!s.gated &&
       b.dtype == DType::kI8) {  // the MXU's operands: no lane's read goes through read_lane's switch
-    const auto* at = reinterpret_cast<const int8_t*>(b.read) + moved;
-    for (int l = 0; l < g.lanes; ++l) out[l] = at[g.index(l)];
+    read_strided_i8(reinterpret_cast<const int8_t*>(b.read) + g.base + moved, g, g.lanes, out.data());
     return;
   }
   for (int l = 0; l < g.lanes; ++l) {
     const int64_t at = g.index(l) + moved;
     if (!s.gated || (at >= 0 && at < b.size)) out[l] = read_lane(b.read + at * b.bytes, b.dtype);
   }
+}
+
+void DataPlan::gather_i8(int id, int8_t* out, int n) const {
+  const TileSource& s = p_.sources[id];
+  if (s.kind == TileSource::Kind::kStrided && !s.gated && s.negate.none()) {
+    const StridedGather& g = p_.strided[s.id];
+    const Slot& b = slots_[g.buf];
+    if (b.dtype == DType::kI8 && g.buf != counter_) {  // every index checked when compiled
+      const int lanes = std::min(n, g.lanes);
+      read_strided_i8(reinterpret_cast<const int8_t*>(b.read) + g.base + shift(g.buf), g, lanes, out);
+      std::fill(out + lanes, out + n, int8_t(0));
+      return;
+    }
+  }
+  Tile t;
+  gather(id, t);
+  for (int l = 0; l < n; ++l) out[l] = int8_t(t[l]);
 }
 
 void DataPlan::gather_offsets(const TileSource& s, Tile& out) const {
@@ -195,32 +226,31 @@ void DataPlan::gather_lanes(const TileSource& s, Tile& out) const {
 std::pair<std::set<int>, std::vector<std::pair<int, int>>> DataPlan::choices() const {
   std::set<int> veto;
   std::vector<std::pair<int, int>> same;
-  // The operands by value (weight or activation, then the tile) and index: the first of equal ones is the
-  // earlier
-  struct Value {
-    bool weight;
-    Tile tile;
-    int operand;
-    bool operator<(const Value& o) const {
-      return std::tie(weight, tile, operand) < std::tie(o.weight, o.tile, o.operand);
-    }
-  };
-  std::vector<Value> values(p_.mxu_operands.size());
-  for (int i = 0; i < int(values.size()); ++i) {
-    const MxuOperand& op = p_.mxu_operands[i];
-    Value& v = values[size_t(i)];
-    v = {op.weight, gather(op.source), i};
-    if (std::any_of(v.tile.begin(), v.tile.end(), [](int32_t x) { return x < -128 || x > 127; }))
+  // The operands met in order, each value's first kept in an open-addressed table of operand indices by
+  // value (weight or activation, then the tile): a later one with its value is the pair (operand, earlier),
+  // and the pairs come in operand order
+  const int n = int(p_.mxu_operands.size());
+  std::vector<Tile> tiles(static_cast<size_t>(n));
+  size_t mask = 15;
+  while (mask < size_t(n) * 2) mask = mask * 2 + 1;
+  std::vector<int> first(mask + 1, -1);
+  for (int i = 0; i < n; ++i) {
+    const MxuOperand& op = p_.mxu_operands[size_t(i)];
+    const Tile& tile = tiles[size_t(i)] = gather(op.source);
+    if (std::any_of(tile.begin(), tile.end(), [](int32_t x) { return x < -128 || x > 127; }))
       veto.insert(op.chains.begin(), op.chains.end());
-  }
-  std::sort(values.begin(), values.end());
-  for (size_t k = 1, first = 0; k < values.size(); ++k) {
-    if (values[k].weight != values[first].weight || values[k].tile != values[first].tile)
-      first = k;
+    uint64_t h = op.weight;
+    for (int32_t x : tile) h = (h ^ uint32_t(x)) * 0x100000001b3ull;  // FNV-1a over the lanes
+    size_t at = size_t(h ^ (h >> 29)) & mask;
+    for (; first[at] >= 0; at = (at + 1) & mask) {
+      const int j = first[at];
+      if (p_.mxu_operands[size_t(j)].weight == op.weight && tiles[size_t(j)] == tile) break;
+    }
+    if (first[at] >= 0)
+      same.push_back({i, first[at]});
     else
-      same.push_back({values[k].operand, values[first].operand});
+      first[at] = i;
   }
-  std::sort(same.begin(), same.end());  // in operand order
   return {veto, same};
 }
 

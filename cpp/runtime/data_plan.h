@@ -96,14 +96,11 @@ class DataPlan {
     const auto& records = l.image->bundle.records;
     for (const PlanLaunch::MxuFill& f : l.mxu_fills) {
       const Record& r = records[f.record];
-      const Tile t = gather(p_.mxu_operands[f.operand].source);
-      if (r.type == RecordType::kWeightTile) {
-        I8Tile& w = weights(r.addr);
-        for (int k = 0; k < kTileElems; ++k) w[k] = int8_t(t[k]);
-      } else {
-        I8Row& a = acts(r.addr);
-        for (int k = 0; k < kRows; ++k) a[k] = int8_t(t[k]);
-      }
+      const int source = p_.mxu_operands[f.operand].source;
+      if (r.type == RecordType::kWeightTile)
+        gather_i8(source, weights(r.addr).data(), kTileElems);
+      else
+        gather_i8(source, acts(r.addr).data(), kRows);
     }
   }
   // The launch's bundle with this call's data in its records (DEBUG=4 listings).
@@ -165,6 +162,9 @@ class DataPlan {
   const std::vector<int64_t>* shift_ = nullptr;
   bool swap_ = false;  // the run's banks exchanged
 
+  // The first n lanes of gather(id), narrowed to int8 (an MXU operand's record): read straight from an int8
+  // buffer when the source is a plain strided one, the MXU operands' usual kind.
+  void gather_i8(int id, int8_t* out, int n) const;
   // The gathers by TileSource kind (gather()): they write every lane of `out`.
   void gather_strided(const compiler::TileSource& s, Tile& out) const;
   void gather_offsets(const compiler::TileSource& s, Tile& out) const;

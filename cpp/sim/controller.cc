@@ -169,8 +169,8 @@ void Controller::run_whole(SystolicArray& array, const WeightSram& wsram, Activa
     // The FSM's loads: the weight tile, then K activation rows into slots whose index is 2 bits (a K past
     // the slots overwrites the first; K 0 still loads one)
     os_weight = wsram.mem[w_base];
-    for (int k = 0; k < std::max<int>(os_klen, 1); ++k)
-      os_act[k & (kRows - 1)] = asram.mem[asram.wrap(a_base + k)];
+    const int loads = std::max<int>(os_klen, 1), base = a_base;  // read once: the Int8 stores may alias them
+    for (int k = 0; k < loads; ++k) os_act[k & (kRows - 1)] = asram.mem[asram.wrap(base + k)];
     array.stream_os(os_weight, os_act, os_klen);
   } else {
     array.load_weights(wsram.mem[w_base]);
