@@ -13,6 +13,7 @@
 
 #include "base/config.h"
 #include "compiler/compile.h"
+#include "compiler/cost.h"
 #include "compiler/ir.h"
 #include "compiler/log.h"
 #include "compiler/lower.h"
@@ -367,7 +368,7 @@ TEST_CASE(
   CHECK(stacking > second_block);
   CHECK(at("STORE_VREG", 0) < at("DISPATCH_MXU_OS_ACCUMULATE", 1));  // its store before the second slice
   const std::vector<Launch> one = lower(one_chain, {}, consts);
-  CHECK(estimated_cycles(two) < 2 * estimated_cycles(one));
+  CHECK(estimated_cycles(two, {}) < 2 * estimated_cycles(one, {}));
 }
 
 TEST_CASE("IR: an int64 CAST is taken as a 32-bit element index only where INDEX uses it") {
@@ -1250,30 +1251,54 @@ TEST_CASE("compile: chunks repeating earlier ones a whole period on are replayed
   }
 }
 
-TEST_CASE("estimated_cycles counts the SXU's stalls on the MXU as the model does (hardware.md §2.3, §2.7)") {
-  // Each program runs on the model; its estimate (records and P) plus the testbench's fixed 4 must be its
-  // cycles: back-to-back dispatches wait for the one before to be Done, reads of results for the last.
+TEST_CASE("estimated_cycles counts the SXU's stalls as the model does (hardware.md §2.3, §2.4, §2.7)") {
+  // Each program runs on the model, on the reference core and with fetch_overlap and one cycle a record; its
+  // estimate (records and P) plus the testbench's fixed 4 must be its cycles: back-to-back dispatches wait
+  // for the one before to be Done, reads of results for the last; what reads or writes vregs waits for a
+  // VPU_BG's write-back (a combinational one's lands in the next FETCH on the reference, in the next EXEC
+  // with fetch overlapped), LOAD in its second cycle, an epilogue only in the collect cycle.
   const std::string data =
       "WMEM[0] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\nAMEM[0] = 1 2 3 4\nAMEM[1] = 5 6 7 8\n"
-      "AMEM[2] = 1 1 1 1\nAMEM[3] = 2 2 2 2\n";
-  for (const char* program :
-       {"MXU_OS WMEM[0], AMEM[0], k=4\nMXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=4\n"
-        "MXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=2\nLOAD_MXU_MATRIX_ROW v1, row=0\nLOAD_MXU_MATRIX_ROW v2, "
-        "row=3\n",
-        "MXU WMEM[0], AMEM[0], tiles=1, psum_write=PSUM[0], psum_row=0\n"
-        "MXU WMEM[0], AMEM[1], tiles=2, psum_acc=PSUM[0], psum_row=0\nVZERO v3\nWAIT_MXU\nPSUM_READ v0, "
-        "PSUM[0]\n",
-        "MXU_OS WMEM[0], AMEM[0], k=4\nVZERO v3\nVZERO v4\nVZERO v5\nLOAD_MXU_MATRIX_ROW v1, row=1\n"
-        "MXU_VPU_EPILOGUE v2 = GEMM(WMEM[0], AMEM[1], tiles=1) SRC2=v3 OP=ADD DST_VREG\n",
-        "VZERO v0\nVZERO v1\n"}) {
+      "AMEM[2] = 1 1 1 1\nAMEM[3] = 2 2 2 2\nVMEM[0] = 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n";
+  std::string epilogue_at_collect =
+      "LOAD v0, VMEM[0]\nVPU_BG v1 = FSUM_REDUCE_TILE(v0)\nPSUM_READ v9, PSUM[0]\n";
+  for (int i = 0; i < 6; ++i) epilogue_at_collect += "VZERO v2\n";
+  epilogue_at_collect += "MXU_EPILOGUE v5 = GEMM(WMEM[0], AMEM[0], tiles=1) DST_VREG\n";
+  TensorCoreConfig overlapped;
+  overlapped.fetch_overlap = true;
+  overlapped.record_cycles = 1;
+  for (const std::string& program : std::vector<std::string>{
+           "MXU_OS WMEM[0], AMEM[0], k=4\nMXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=4\n"
+           "MXU_OS_ACCUMULATE WMEM[0], AMEM[0], k=2\nLOAD_MXU_MATRIX_ROW v1, row=0\nLOAD_MXU_MATRIX_ROW v2, "
+           "row=3\n",
+           "MXU WMEM[0], AMEM[0], tiles=1, psum_write=PSUM[0], psum_row=0\n"
+           "MXU WMEM[0], AMEM[1], tiles=2, psum_acc=PSUM[0], psum_row=0\nVZERO v3\nWAIT_MXU\nPSUM_READ v0, "
+           "PSUM[0]\n",
+           "MXU_OS WMEM[0], AMEM[0], k=4\nVZERO v3\nVZERO v4\nVZERO v5\nLOAD_MXU_MATRIX_ROW v1, row=1\n"
+           "MXU_VPU_EPILOGUE v2 = GEMM(WMEM[0], AMEM[1], tiles=1) SRC2=v3 OP=ADD DST_VREG\n",
+           "VZERO v0\nVZERO v1\n",
+           "LOAD v0, VMEM[0]\nVPU_BG v1 = ADD(v0, v0)\nVPU_BG v2 = MUL(v1, v1)\nVPU_BG v1 = SUB(v2, v0)\n"
+           "STORE VMEM[1], v1\nVPU_BG v3 = ADD(v1, v1)\nLOAD v4, VMEM[1]\nVPU v5 = FMUL(v4, v3)\n",
+           "LOAD v0, VMEM[0]\nVPU_BG v1 = ADD(v0, v0)\nVZERO v2\nMXU_OS WMEM[0], AMEM[0], k=4\n"
+           "VPU_BG v3 = ADD(v1, v1)\nVMOV v4, v3\nLOAD_MXU_MATRIX_ROW v1, row=1\nVPU_BG v2 = ADD(v1, v0)\n"
+           "PSUM_WRITE PSUM[1], v2\n",
+           "VPU_BG v1 = FSUM_REDUCE_TILE(v0)\nVZERO v2\nPSUM_READ v3, PSUM[0]\nLOAD v4, VMEM[0]\n"
+           "VPU_BG v5 = EXP2(v4)\nVPU v6 = ADD(v4, v4)\nVPU_BG v7 = FSUM_REDUCE_TILE(v0)\nLOAD v8, VMEM[0]\n",
+           "VPU_BG v1 = ADD(v0, v0)\nMXU_EPILOGUE v5 = GEMM(WMEM[0], AMEM[0], tiles=1) DST_VREG\n"
+           "VPU_BG v1 = ADD(v0, v0)\nMXU_OS WMEM[0], AMEM[0], k=4\nVPU_BG v2 = ADD(v0, v1)\n"
+           "MXU_VPU_EPILOGUE v2 = GEMM(WMEM[0], AMEM[1], tiles=1) SRC2=v3 OP=ADD DST_VREG\n",
+           epilogue_at_collect}) {
     const std::string tasm = data + program + "HALT\nEND\n";
-    compiler::Launch launch;
+    std::vector<Instr> instrs;
     int data_records = 0;
     for (const Record& r : assemble(tasm).records) {
-      if (r.type == RecordType::kInstr) launch.program.push_back(r.instr);
+      if (r.type == RecordType::kInstr) instrs.push_back(r.instr);
       data_records += is_data(r);
     }
     INFO(program);
-    CHECK(compiler::estimated_cycles({launch}) + kRecordCycles * data_records + 4 == test::run(tasm).cycles);
+    for (const TensorCoreConfig& cfg : {TensorCoreConfig{}, overlapped}) {
+      INFO("fetch_overlap " << cfg.fetch_overlap);
+      CHECK(compiler::estimated_cycles(data_records, instrs, cfg) + 4 == test::run(tasm, cfg).cycles);
+    }
   }
 }

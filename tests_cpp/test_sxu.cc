@@ -388,3 +388,27 @@ TEST_CASE("an instruction waits for a busy MXU exactly when its sxu_ops.def row 
     CHECK((cost > uint64_t(instr_cycles(in))) == kSxuOps[in.op].waits_for_mxu);
   }
 }
+
+TEST_CASE("sxu_ops.def's vpu_wb_wait column is the model's: who waits for a pending VPU write-back") {
+  // A VPU_BG of many cycles (FSUM_REDUCE_TILE, kTileElems + 1) leaves its write-back pending; the opcode
+  // right after it stalls in EXEC until the cycle after the collect when its row says kGuarded, one cycle
+  // less when kGuardedStep2 (its first EXEC cycle goes on), not at all when kUnguarded. Left out: the rows
+  // that need the MXU set up (they wait for a dispatch, the epilogues among them), and HALT, which has no
+  // EXEC. The second HALT is SKIP_IF_NOT_PRED's target.
+  std::set<uint64_t> guarded_stalls, step2_stalls;
+  for (const SxuOpInfo& row : kSxuOps) {
+    const SxuOpcode op = SxuOpcode(row.opcode);
+    if ((row.waits_for_mxu && op != SxuOpcode::kMxuClear) || op == SxuOpcode::kHalt) continue;
+    INFO(row.name);
+    Instr in{row.opcode};
+    in.mxuTLen = 1;  // LOOP_BEGIN's count
+    const RunResult r =
+        test::run(with_data("VPU_BG v1 = FSUM_REDUCE_TILE(v2)\n" + format_instr(in) + "\nHALT\nHALT\nEND\n"));
+    CHECK((r.busy.sxu_stall > 0) == (row.vpu_wb_wait != VpuWbWait::kUnguarded));
+    if (row.vpu_wb_wait == VpuWbWait::kGuarded) guarded_stalls.insert(r.busy.sxu_stall);
+    if (row.vpu_wb_wait == VpuWbWait::kGuardedStep2) step2_stalls.insert(r.busy.sxu_stall);
+  }
+  REQUIRE(guarded_stalls.size() == 1);
+  REQUIRE(step2_stalls.size() == 1);
+  CHECK(*step2_stalls.begin() + 1 == *guarded_stalls.begin());
+}

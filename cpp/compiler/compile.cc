@@ -444,7 +444,7 @@ struct Decisions {
   void floored(const TileProgram& prog, const std::vector<Launch>& launches) {
     if (prog.mxu.empty()) return;
     for (const MxuDot& m : prog.mxu) mxu_floor += compiler::mxu_floor(m);
-    mxu_estimate += estimated_cycles(launches);
+    mxu_estimate += estimated_cycles(launches, TensorCoreConfig{});  // the floor's: the testbench's count
   }
 
   std::string engine;  // choose_engine's estimates, when it chose
@@ -534,7 +534,7 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
     const std::vector<Launch> launches = lower(prog, cfg, f.consts, k.fast_math, choices, &as_it_is);
     // a chunk traced in parts: its cycles estimated from its first part's, by the share of it traced
     const double share = whole ? 1.0 : std::max(t.cut_share(), 1e-6);
-    cost[&f - tried.data()] = int64_t(double(estimated_cycles(launches)) / share) * t.num_chunks();
+    cost[&f - tried.data()] = int64_t(double(estimated_cycles(launches, cfg)) / share) * t.num_chunks();
     f.packed = std::move(prog);
   }
   decision_log().debug("kernel {}: chunks of 16 consecutive points (~{} cycles) or 4x4 blocks (~{})", k.name,
@@ -712,7 +712,7 @@ class Batches {
     std::vector<Launch> on_vpu = lower(unfused, cfg_, vpu_consts, k_.fast_math, choices_, &vpu_emissions);
     pack_lanes(prog_);
     launches = lower(prog_, cfg_, consts, k_.fast_math, choices_, &emissions_);
-    const int64_t mxu_cycles = estimated_cycles(launches), vpu_cycles = estimated_cycles(on_vpu);
+    const int64_t mxu_cycles = estimated_cycles(launches, cfg_), vpu_cycles = estimated_cycles(on_vpu, cfg_);
     mxu_ = vpu_cycles < mxu_cycles ? Engine::kVpu : Engine::kMxu;
     why_.engine = fmt::format("~{} cycles on the MXU against ~{} on the VPU (the first batch, estimated)",
                               mxu_cycles, vpu_cycles);

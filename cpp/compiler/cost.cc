@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "isa/sxu_ops.h"
+#include "isa/vpu_ops.h"
 #include "sim/controller.h"
 #include "sim/timing.h"
 
@@ -18,22 +19,42 @@ int mxu_interval(const Instr& in) {
   return output_stationary(*start) ? os_dispatch_interval(in.mxuTLen) : ws_dispatch_interval(in.mxuTLen);
 }
 
+// The cycle an instruction's first EXEC cycle takes at the earliest (`ready`, the cycle after its FETCH), as
+// its row's guards hold it: the MXU Done (`mxu_done`), a pending VPU write-back collected in `collect`.
+int64_t exec_cycle(const SxuOpInfo& row, int64_t ready, int64_t mxu_done, int64_t collect) {
+  int64_t exec = row.waits_for_mxu ? std::max(ready, mxu_done) : ready;
+  if (row.vpu_wb_wait == VpuWbWait::kGuarded) exec = std::max(exec, collect + 1);
+  if (row.vpu_wb_wait == VpuWbWait::kCollect && exec == collect) ++exec;
+  return exec;
+}
+
 }  // namespace
 
-int64_t estimated_cycles(int64_t data_records, const std::vector<Instr>& program) {
-  // The SXU runs on while the MXU works, and stalls in EXEC on an instruction that needs it Done.
-  int64_t t = 0, mxu_done = 0;  // t: the cycle the next FETCH takes
+int64_t estimated_sxu_cycles(const std::vector<Instr>& program, const TensorCoreConfig& cfg) {
+  // The SXU runs on while the MXU and a background VPU op work, and stalls in EXEC on an instruction that
+  // needs them done.
+  const int fetch = cfg.fetch_overlap ? 0 : 1;  // the cycles a FETCH adds after the instruction before
+  int64_t t = 0;                       // the cycle of the next instruction's FETCH, or the one it overlaps
+  int64_t mxu_done = 0, collect = -1;  // collect: the last VPU_BG's write-back cycle
   for (const Instr& in : program) {
-    if (kSxuOps[in.op].waits_for_mxu) {
+    const SxuOpInfo& row = kSxuOps[in.op];
+    if (SxuOpcode(in.op) == SxuOpcode::kHalt) return t + 1;  // HALT retires in its FETCH cycle
+    const int64_t exec = exec_cycle(row, t + 1, mxu_done, collect);
+    int64_t end = exec + instr_cycles(in) - 2;  // its last EXEC cycle
+    if (row.vpu_wb_wait == VpuWbWait::kGuardedStep2) end = std::max(end, collect + 1);
+    if (SxuOpcode(in.op) == SxuOpcode::kDispatchVpuBg) collect = exec + vpu_done_latency(kVpuOps[in.vpuOp]);
+    if (row.waits_for_mxu) {
       const int interval = mxu_interval(in);
-      const int64_t exec = std::max(t + 1, mxu_done);
-      t = exec - 1 + instr_cycles(in);
-      mxu_done = interval > 0 ? exec + interval : std::max(mxu_done, t);
-    } else {
-      t += instr_cycles(in);
+      mxu_done = interval > 0 ? exec + interval : std::max(mxu_done, end + 1);
     }
+    t = end + fetch;
   }
-  return kRecordCycles * (data_records + int64_t(program.size())) + t;
+  return t;
+}
+
+int64_t estimated_cycles(int64_t data_records, const std::vector<Instr>& program,
+                         const TensorCoreConfig& cfg) {
+  return cfg.record_cycles * (data_records + int64_t(program.size())) + estimated_sxu_cycles(program, cfg);
 }
 
 }  // namespace tinytpu::compiler

@@ -1,6 +1,7 @@
 #include "compiler/lower.h"
 
 #include <algorithm>
+#include <cstring>
 #include <tuple>
 #include <utility>
 
@@ -485,10 +486,49 @@ std::string describe(const Emissions::Way& way) {
          (way.broadcast ? ", operands broadcast" : "");
 }
 
-int64_t estimated_cycles(const std::vector<Launch>& launches) {
-  int64_t cycles = 0;
-  for (const Launch& l : launches)
-    cycles += estimated_cycles(int64_t(l.fills.size() + l.mxu_fills.size() + l.drains.size()), l.program);
+namespace {
+
+bool same(const std::vector<Instr>& a, const std::vector<Instr>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(Instr)) == 0;
+}
+
+// Whether `l` reads a value the launch before it spilled: its loading waits for that launch's outputs.
+bool reads_spill(const Launch& before, const Launch& l) {
+  for (const SlotDrain& d : before.drains)
+    if (d.spill >= 0 &&
+        std::any_of(l.fills.begin(), l.fills.end(), [&](const SlotFill& f) { return f.node == d.spill; }))
+      return true;
+  return false;
+}
+
+}  // namespace
+
+int64_t estimated_cycles(const std::vector<Launch>& launches, const TensorCoreConfig& cfg) {
+  // Launches of a kernel repeat programs (its batches are mostly alike): resident, each distinct one is sent
+  // once, and then never again while together they fit the ring.
+  std::vector<const std::vector<Instr>*> distinct;
+  int64_t program_entries = 0;
+  for (const Launch& l : launches) {
+    if (std::any_of(distinct.begin(), distinct.end(),
+                    [&](const std::vector<Instr>* p) { return same(*p, l.program); }))
+      continue;
+    distinct.push_back(&l.program);
+    program_entries += int64_t(l.program.size());
+  }
+  const bool resident =
+      cfg.resident_program && program_entries <= cfg.prog_depth * (cfg.prefetch_launches ? 2 : 1);
+  int64_t cycles = 0, run_before = 0;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const Launch& l = launches[i];
+    const int64_t data = cfg.record_cycles * int64_t(l.fills.size() + l.mxu_fills.size());
+    const int64_t others = resident ? 0 : cfg.record_cycles * int64_t(l.program.size() + l.drains.size());
+    const int64_t sxu = estimated_sxu_cycles(l.program, cfg);
+    const int64_t load = cfg.dma_overlap ? others : others + data;
+    const int64_t run = cfg.dma_overlap ? std::max(data, sxu) : sxu;
+    const bool hidden = cfg.prefetch_launches && i > 0 && !reads_spill(launches[i - 1], l);
+    cycles += run + (hidden ? std::max<int64_t>(0, load - run_before) : load);
+    run_before = run;
+  }
   return cycles;
 }
 
@@ -529,7 +569,7 @@ std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::v
       throw;
     }
     l.constants = e.constants();
-    l.cycles = estimated_cycles(l.launches);
+    l.cycles = estimated_cycles(l.launches, cfg);
     if (l.cycles < best.cycles) std::tie(best, won) = std::pair{std::move(l), way};
   };
   const bool choosing = !emissions || !emissions->decided;

@@ -14,10 +14,14 @@ namespace tinytpu::compiler {
 
 // Instruction selection, register and VMEM allocation, and splitting into launches.
 // Constant tiles the code needs are returned in `constants` (uniform values, and each launch's palette). An
-// MXU operand with the values of one already loaded in the launch (`choices`) reuses it. What the testbench
-// takes to run launches by the compiler's estimate (compiler/cost.h), their fills, MXU fills and drains being
-// the data records.
-int64_t estimated_cycles(const std::vector<Launch>& launches);
+// MXU operand with the values of one already loaded in the launch (`choices`) reuses it. What a core takes to
+// run launches one after the other by the compiler's estimate (compiler/cost.h) and config_fields.def's
+// switches: their fills and MXU fills the data records, their programs and drains (the output list) the
+// others. With resident_program the others are not sent when the distinct programs fit program memory
+// together; with dma_overlap the SXU starts once the others are in and the data records stream in under its
+// run; with prefetch_launches a launch's loading is hidden under the run of the launch before it, unless it
+// reads a value that one spilled.
+int64_t estimated_cycles(const std::vector<Launch>& launches, const TensorCoreConfig& cfg);
 
 // The emissions of a batch lower() weighs beyond the two orders of the program as it is (emitter.h): both
 // orders and the interleaved one with groups of kGroups stores, of the program as it is and with broadcast

@@ -57,10 +57,13 @@ enum MxuStart : uint8_t {
   kGeneric,       // DISPATCH_MXU_VPU_EPILOGUE
 };
 inline constexpr std::nullopt_t kNone = std::nullopt;  // starts no dispatch
+// How the EXEC waits for a pending VPU write-back (the `vpu_wb_wait` column).
+enum VpuWbWait : uint8_t { kUnguarded, kGuarded, kGuardedStep2, kCollect };
 }  // namespace sxu_columns
 using sxu_columns::MxuStart;
 using sxu_columns::SxuAlone;
 using sxu_columns::SxuTiming;
+using sxu_columns::VpuWbWait;
 
 constexpr bool output_stationary(MxuStart s) { return s == MxuStart::kOS || s == MxuStart::kOSAccumulate; }
 // The epilogue dispatches hold the SXU until they are Done (hardware.md §2.7: 42, 46); the others are async.
