@@ -22,6 +22,8 @@ def i8(r, shape): return r.integers(-128, 128, shape, dtype=np.int32)
 WORKLOADS = {  # name: (function, inputs)
   "add_int": (lambda a, b: a + b, lambda r: (r.integers(-2**31, 2**31, (1000,), dtype=np.int32),) * 2),
   "matmul_int8_os": (lambda a, b: a @ b, lambda r: (i8(r, (24, 40)), i8(r, (40, 16)))),  # OS blocks of 8x8
+  # a launch full of 16-row read-backs: the last one's deferred stacking and PSUM_READ need room before it ends
+  "matmul_int8_os_full_launch": (lambda a, b: a @ b, lambda r: (i8(r, (16, 64)), i8(r, (64, 128)))),
   "matmul_int8_ws": (lambda a, b: a @ b, lambda r: (i8(r, (1, 40)), i8(r, (40, 16)))),   # one row: WS
   "matmul_f32": (lambda a, b: a @ b, lambda r: (r.standard_normal((9, 13), dtype=np.float32), r.standard_normal((13, 10), dtype=np.float32))),
   "sum_rows": (lambda a: a.sum(axis=1), lambda r: (r.integers(-1000, 1000, (9, 77), dtype=np.int32),)),

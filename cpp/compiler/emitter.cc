@@ -1,5 +1,7 @@
 #include "compiler/emitter.h"
 
+#include <stdexcept>
+
 #include "compiler/mxu_fills.h"
 #include "isa/instr_builders.h"
 #include "sim/controller.h"
@@ -59,17 +61,26 @@ void Emitter::begin_launch() {
 // The read-backs' deferred instructions are placed (they make values); dispatches still waiting are dropped:
 // their read-back is in a later launch, which dispatches the block again.
 void Emitter::finish_launch() {
-  mxu_.pending.clear();
-  flush_deferred();
+  end_shadow();
   if (cutter_.finish()) begin_launch();
+}
+
+// The launch ends: the deferred instructions placed, the waiting dispatches dropped. emit() and
+// os_read_back() keep room for every queued instruction, so none may be left out here: an error, never a
+// missing value.
+void Emitter::end_shadow() {
+  mxu_.pending.clear();
+  const size_t expected = cutter_.launch().program.size() + mxu_.deferred.size();
+  flush_deferred();
+  if (cutter_.launch().program.size() != expected)
+    throw std::logic_error("the compiler left no room in a launch for an MXU read-back's instructions");
 }
 
 // Ends the launch: values still to be read (by the current event or later) move to scratch through output
 // tiles. The invariants kept by emit(), take_out_slot() and alloc_vreg() (room for one STORE and one output
 // per busy vreg, and for the instructions waiting in the MXU's shadow) guarantee this fits.
 void Emitter::cut() {
-  mxu_.pending.clear();
-  flush_deferred();
+  end_shadow();
   regs_.live(pos_, schedule_.last_use, held_);
   for (int n : held_) {
     const int s = slots_.first_not_out();

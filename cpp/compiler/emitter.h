@@ -98,6 +98,7 @@ class Emitter {
   int queued() const { return int(mxu_.pending.size() + mxu_.deferred.size()); }
   void issue(std::vector<Instr> dispatches);
   void flush_deferred();
+  void end_shadow();
   void flush_pending();
   void vpu(VpuOpcode op, int d, int a, int b = 0);
   int take_out_slot(bool unfilled = false);

@@ -217,6 +217,9 @@ void Emitter::os_read_back(int node, int d) {
     }
   }
   for (const Instr& in : os_read(m, dst)) mxu_.deferred.push_back(in);
+  // the deferred instructions are placed whatever comes next, at the latest when the launch ends: room for
+  // them now, or the read-back goes to the next launch
+  if (!cutter_.fits_instrs(regs_.spillable() + queued())) no_room(kNoInstrs);
 }
 
 // out = x < y as uint32: flip the sign bits (`sign` holds 0x80000000) into tx, ty, compare signed.
