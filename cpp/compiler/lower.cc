@@ -526,8 +526,11 @@ int64_t estimated_cycles(const std::vector<Launch>& launches, const TensorCoreCo
     const int64_t data = cfg.record_cycles * int64_t(l.fills.size() + l.mxu_fills.size());
     const int64_t others = resident ? 0 : cfg.record_cycles * int64_t(l.program.size() + l.drains.size());
     const int64_t sxu = estimated_sxu_cycles(l.program, cfg);
-    const int64_t load = cfg.dma_overlap ? others : others + data;
-    const int64_t run = cfg.dma_overlap ? std::max(data, sxu) : sxu;
+    // (an MXU dispatch waits for every WeightSRAM and ActivationSRAM record: a launch with them runs after
+    // its data, as without the DMA overlap)
+    const bool overlap = cfg.dma_overlap && l.mxu_fills.empty();
+    const int64_t load = overlap ? others : others + data;
+    const int64_t run = overlap ? std::max(data, sxu) : sxu;
     const bool hidden = cfg.prefetch_launches && i > 0 && !reads_spill(launches[i - 1], l);
     cycles += run + (hidden ? std::max<int64_t>(0, load - run_before) : load);
     run_before = run;
