@@ -84,8 +84,8 @@ def variants():
 
 @pytest.mark.parametrize("name", WORKLOADS)
 def test_variants_give_the_reference_cores_results(variants, name):
-  """Bit for bit the reference core's results; a variant with the reference's memories also its launches, in no
-  more cycles."""
+  """Bit for bit the reference core's results; a variant with the reference's memories in no more cycles. (Its
+  launches may differ: the compiler weighs its choices by the variant's own timing, compiler/cost.h.)"""
   fn, make, _ = WORKLOADS[name]
   arrays = make(np.random.default_rng(len(name)))
   runs = {}
@@ -98,7 +98,7 @@ def test_variants_give_the_reference_cores_results(variants, name):
     assert out == ref_out, f"{variants.get(dev)}: results differ from the reference core's"
     cfg = Device[dev].config
     if (cfg.depth, cfg.vregs) == (32, 16):
-      assert c["launches"] == ref["launches"] and c["cycles"] <= ref["cycles"], variants.get(dev)
+      assert c["cycles"] <= ref["cycles"], variants.get(dev)
 
 def test_resident_programs_are_kept_per_device_between_calls():
   """On a core with resident programs a kernel's second call sends no program: fewer cycles, the same
