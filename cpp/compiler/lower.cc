@@ -1,7 +1,6 @@
 #include "compiler/lower.h"
 
 #include <algorithm>
-#include <cstring>
 #include <tuple>
 #include <utility>
 
@@ -491,10 +490,6 @@ std::string describe(const Emissions::Way& way) {
 
 namespace {
 
-bool same(const std::vector<Instr>& a, const std::vector<Instr>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(Instr)) == 0;
-}
-
 // Whether `l` reads a value the launch before it spilled: its loading waits for that launch's outputs.
 bool reads_spill(const Launch& before, const Launch& l) {
   for (const SlotDrain& d : before.drains)
@@ -513,7 +508,7 @@ int64_t estimated_cycles(const std::vector<Launch>& launches, const TensorCoreCo
   int64_t program_entries = 0;
   for (const Launch& l : launches) {
     if (std::any_of(distinct.begin(), distinct.end(),
-                    [&](const std::vector<Instr>* p) { return same(*p, l.program); }))
+                    [&](const std::vector<Instr>* p) { return *p == l.program; }))
       continue;
     distinct.push_back(&l.program);
     program_entries += int64_t(l.program.size());
