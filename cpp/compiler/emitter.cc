@@ -195,11 +195,16 @@ void Emitter::emit(Instr in) {
   }
 }
 
+// Room for `n` more instructions beside a STORE for each busy vreg a cut would spill and the instructions
+// waiting in the MXU's shadow; without it, the event is noted full (no_room).
+bool Emitter::room_for_instrs(int n) {
+  if (cutter_.fits_instrs(n + regs_.spillable() + queued())) return true;
+  no_room(kNoInstrs);
+  return false;
+}
+
 void Emitter::place(const Instr& in) {
-  if (!cutter_.fits_instrs(1 + regs_.spillable() + queued())) {
-    no_room(kNoInstrs);
-    return;
-  }
+  if (!room_for_instrs(1)) return;
   cutter_.launch().program.push_back(in);
   // every instruction that writes a vreg names it in vregDst
   if (may_write_vreg_dst(in.op)) regs_.written(in.vregDst);

@@ -88,6 +88,7 @@ class Emitter {
   void return_to(const Boundary& b);
   int no_room(const char* why);
   bool room_for_one_more_vreg();
+  bool room_for_instrs(int n);
   int alloc_vreg();
   int take_back(Content content);
   void release(int r) { regs_.release(r); }

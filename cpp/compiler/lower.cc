@@ -142,7 +142,7 @@ const MxuDotPlaces& Emitter::mxu_dispatch(int node) {
   for (const auto& t : m.weights) at.weights.push_back(weight_fill(t, m.chains));
   for (const auto& ds : m.dispatches) at.acts.push_back(act_fill(m.acts[ds.act], ds.k, m.chains));
   const OsPass first = os_passes(m)[0];
-  if (!cutter_.fits_instrs(int(first.end - first.first) + regs_.spillable() + queued())) no_room(kNoInstrs);
+  room_for_instrs(int(first.end - first.first));
   std::vector<Instr> dispatches;
   for (size_t i = first.first; i < first.end; ++i) dispatches.push_back(dispatch(m, at, i));
   issue(std::move(dispatches));
@@ -198,7 +198,7 @@ void Emitter::os_read_back(int node, int d) {
     if (p + 1 < passes.size()) {
       std::vector<Instr> next;
       for (size_t i = passes[p + 1].first; i < passes[p + 1].end; ++i) next.push_back(dispatch(m, *at, i));
-      if (!cutter_.fits_instrs(int(next.size()) + regs_.spillable() + queued())) no_room(kNoInstrs);
+      room_for_instrs(int(next.size()));
       issue(std::move(next));
     }
     for (const Instr& in : os_stack(m, passes[p], p == 0, rows)) mxu_.deferred.push_back(in);
@@ -218,7 +218,7 @@ void Emitter::os_read_back(int node, int d) {
   for (const Instr& in : os_read(m, dst)) mxu_.deferred.push_back(in);
   // the deferred instructions are placed whatever comes next, at the latest when the launch ends: room for
   // them now, or the read-back goes to the next launch
-  if (!cutter_.fits_instrs(regs_.spillable() + queued())) no_room(kNoInstrs);
+  room_for_instrs(0);
 }
 
 // out = x < y as uint32: flip the sign bits (`sign` holds 0x80000000) into tx, ty, compare signed.
