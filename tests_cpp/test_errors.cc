@@ -32,8 +32,8 @@ TEST_CASE("malformed TASM names the line and the problem") {
 }
 
 TEST_CASE("malformed numeric bundles name the line") {
-  CHECK_THROWS_WITH(parse_wire("2 7 0 0 0 0 0 0 0 0\n9\n4"),
-                    Contains("line 2") && Contains("unknown bundle record type 9"));
+  CHECK_THROWS_WITH(parse_wire("2 7 0 0 0 0 0 0 0 0\n10\n4"),
+                    Contains("line 2") && Contains("unknown bundle record type 10"));
   CHECK_THROWS_WITH(parse_wire("2 0 40 1 0 0 0 0 0 0\n4"), Contains("address 40 out of range"));
   CHECK_THROWS_WITH(parse_wire("2 64 0 0 0 0 0 0 0 0\n4"), Contains("does not fit 6 bits"));
   CHECK_THROWS_WITH(parse_wire("2 2 0 1 0 99 0 0 0 0\n4"), Contains("VPU op 99 out of range"));

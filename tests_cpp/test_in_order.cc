@@ -20,10 +20,23 @@ namespace fs = std::filesystem;
 namespace {
 
 std::vector<TensorCoreConfig> cores() {
-  TensorCoreConfig reference, fetch_overlap, dma;
+  TensorCoreConfig reference, fetch_overlap, dma, pipelined;
   fetch_overlap.fetch_overlap = true;
   dma.dma_overlap = true;
-  return {reference, fetch_overlap, dma};
+  pipelined.mxu_pipelined = true;
+  pipelined.fetch_overlap = true;
+  return {reference, fetch_overlap, dma, pipelined};
+}
+// Cores with a float MXU: float32 as the reference sequences it, pipelined with a float latency, bfloat16.
+std::vector<TensorCoreConfig> float_cores() {
+  TensorCoreConfig f32, f32_pipelined, bf16;
+  f32.mxu_dtype = 2;
+  f32_pipelined.mxu_dtype = 2;
+  f32_pipelined.mxu_pipelined = true;
+  f32_pipelined.mxu_fp_latency = 3;
+  bf16.mxu_dtype = 1;
+  bf16.mxu_pipelined = true;
+  return {f32, f32_pipelined, bf16};
 }
 
 // A launch's memories, as an edit of its data changes them: a core's, or a launch's of a batch.
@@ -229,8 +242,10 @@ namespace {
 
 // A random valid instruction of an MXU program: a dispatch of any kind, a read of the MXU's results or
 // state, a PSUM access, or a load, store or VPU op between them; any fields.
-Instr random_mxu_instr(std::mt19937& rng) {
-  static const SxuOpcode kOps[] = {SxuOpcode::kDispatchMxu,
+Instr random_mxu_instr(std::mt19937& rng, bool float_ops) {
+  static const SxuOpcode kOps[] = {SxuOpcode::kDispatchMxuOsFloat,
+                                   SxuOpcode::kDispatchMxuOsFloatAccumulate,
+                                   SxuOpcode::kDispatchMxu,
                                    SxuOpcode::kDispatchMxuAccumulate,
                                    SxuOpcode::kDispatchMxuOs,
                                    SxuOpcode::kDispatchMxuOsAccumulate,
@@ -254,9 +269,12 @@ Instr random_mxu_instr(std::mt19937& rng) {
                                    SxuOpcode::kStoreVreg,
                                    SxuOpcode::kDispatchVpu};
   auto field = [&](int n) { return uint8_t(std::uniform_int_distribution<int>(0, n - 1)(rng)); };
+  TensorCoreConfig cfg;
+  cfg.mxu_dtype = float_ops ? 2 : 0;
   for (;;) {
     Instr i;
     i.op = uint8_t(kOps[field(int(std::size(kOps)))]);
+    if (float_ops && field(2)) i.vpuOp = field(TensorCoreConfig::kRows + 1);  // the float dispatches' group
     i.vmemAddr = field(TensorCoreConfig::kMaxDepth);
     i.vregDst = field(TensorCoreConfig::kMaxVregs);
     i.vregSrc = field(TensorCoreConfig::kMaxVregs);
@@ -268,28 +286,35 @@ Instr random_mxu_instr(std::mt19937& rng) {
     Bundle one;
     one.records.push_back({RecordType::kInstr, 0, {}, i});
     try {
-      validate(one);
+      validate(one, cfg);
       return i;
     } catch (const AsmError&) {
     }
   }
 }
 
-// A random MXU program: records in every memory, a first dispatch, random instructions, its outputs.
-Bundle random_mxu_program(std::mt19937& rng, int length) {
+// A random MXU program: records in every memory, a first dispatch, random instructions, its outputs. With
+// `float_ops`, float dispatches among them and the MXU's entries half int8 records, half 32-bit words of
+// small floats (mostly normal; an int8 record's words are tiny subnormals).
+Bundle random_mxu_program(std::mt19937& rng, int length, bool float_ops = false) {
   Bundle b;
   for (int a = 0; a < TensorCoreConfig::kMaxDepth; ++a)
     for (RecordType type : {RecordType::kVmemTile, RecordType::kWeightTile, RecordType::kActTile}) {
+      const bool words = float_ops && type != RecordType::kVmemTile && rng() % 2;
       Record r{type, a, {}, {}};
+      if (words) r.type = type == RecordType::kWeightTile ? RecordType::kWeightWords : RecordType::kActWords;
       for (int32_t& x : r.data)
-        x = type == RecordType::kVmemTile ? int32_t(rng()) : int32_t(rng() % 256) - 128;
+        x = type == RecordType::kVmemTile ? int32_t(rng())
+            : words ? int32_t(0x3E000000u + rng() % 0x02000000u) ^ int32_t(rng() % 2 << 31)
+                    : int32_t(rng() % 256) - 128;
       b.records.push_back(r);
     }
   Instr first;
   first.op = uint8_t(SxuOpcode::kDispatchMxuOs);
   first.mxuTLen = 3;
   b.records.push_back({RecordType::kInstr, 0, {}, first});
-  for (int k = 0; k < length; ++k) b.records.push_back({RecordType::kInstr, 0, {}, random_mxu_instr(rng)});
+  for (int k = 0; k < length; ++k)
+    b.records.push_back({RecordType::kInstr, 0, {}, random_mxu_instr(rng, float_ops)});
   b.records.push_back({RecordType::kInstr, 0, {}, Instr{uint8_t(SxuOpcode::kHalt)}});
   if (rng() % 2) b.records.push_back({RecordType::kOutputMxu, 1, {}, {}});
   for (int a = 0; a < 4; ++a) b.records.push_back({RecordType::kOutputVmem, int(rng() % 32), {}, {}});
@@ -332,6 +357,34 @@ TEST_CASE("an MXU program gives, its launches run in order, what ticking each gi
   CHECK(programs >= 300);
   CHECK(overlapped >= 10);  // the random PSUM accesses and ActivationSRAM outputs meet running dispatches
   INFO(hung);
+}
+
+TEST_CASE("a float MXU's program gives, its launches run in order, what ticking each gives") {
+  std::mt19937 rng(51);
+  int programs = 0;
+  for (int n = 0; n < 150; ++n) {
+    const Bundle b = random_mxu_program(rng, 3 + n % 16, true);
+    REQUIRE(computes_in_order(b));
+    const int w = int(rng() % 32), a = int(rng() % 32), v = int(rng() % 32);
+    const Edit edit = [&](const Memories& entry) {
+      entry.wsram(w)[5] ^= 0x5a;
+      entry.asram(a)[2] ^= 0x33;
+      entry.vmem(v)[7] ^= 12345;
+    };
+    INFO(disassemble(b));
+    for (const TensorCoreConfig& cfg : float_cores()) {
+      RunResult ticked;
+      try {
+        ticked = ticked_run(b, cfg, {});
+      } catch (const SimError&) {  // a reference hang
+        continue;
+      }
+      if (ticked.mxu_overlapped) continue;
+      check_in_order(b, cfg, edit);
+      ++programs;
+    }
+  }
+  CHECK(programs >= 150);
 }
 
 TEST_CASE("a PSUM access or ActivationSRAM output that meets a running dispatch's writes keeps it ticked") {

@@ -351,8 +351,17 @@ const OpCase kOneOfEach[] = {
     {"", "DISPATCH_MXU_REQUANT WMEM[0] AMEM[0] tiles=1 ASRAM[5]"},
     {"", "MXU_VPU_EPILOGUE v1 = GEMM(WMEM[0], AMEM[0], tiles=2) SRC2=v0 OP=ADD DST_VREG"},
     {"", "HALT"},
+    {"", "MXU_OS_FLOAT WMEM[0], AMEM[0], k=4, group=2"},
+    {"", "MXU_OS_FLOAT_ACCUMULATE WMEM[0], AMEM[0], k=3, group=0"},
 };
 Instr instr_of(const OpCase& c) { return assemble(std::string(c.instr) + "\nEND\n").records.at(0).instr; }
+// The reference, or for a float MXU's dispatch a core with one.
+TensorCoreConfig core_for(const Instr& in) {
+  TensorCoreConfig cfg;
+  const std::optional<MxuStart> start = kSxuOps[in.op].mxu_start;
+  if (start && float_dispatch(*start)) cfg.mxu_dtype = 2;
+  return cfg;
+}
 }  // namespace
 
 // The timing rows of sxu_ops.def, checked against the simulator: every opcode, run where its row's cost
@@ -366,9 +375,10 @@ TEST_CASE("every SXU opcode costs what its sxu_ops.def row says (instr_cycles)")
     seen.insert(in.op);
     const std::string before = with_data(std::string("LOAD v0, VMEM[0]\n") + c.setup);
     // sxu_cycles ends every program with HALT: HALT's own cost is that of a program of HALT alone
+    const TensorCoreConfig cfg = core_for(in);
     const uint64_t cost = in.op == uint8_t(SxuOpcode::kHalt)
                               ? sxu_cycles("")
-                              : sxu_cycles(before + "\n" + c.instr) - sxu_cycles(before);
+                              : sxu_cycles(before + "\n" + c.instr, cfg) - sxu_cycles(before, cfg);
     CHECK(cost == uint64_t(instr_cycles(in)));
   }
   CHECK(int(seen.size()) == kNumSxuOps);
@@ -384,7 +394,7 @@ TEST_CASE("an instruction waits for a busy MXU exactly when its sxu_ops.def row 
     INFO(c.instr);
     const std::string busy = with_data(std::string("LOAD v0, VMEM[0]\n") + c.setup +
                                        "\nMXU_ACCUMULATE WMEM[0], AMEM[0], tiles=16");
-    const uint64_t cost = sxu_cycles(busy + "\n" + c.instr) - sxu_cycles(busy);
+    const uint64_t cost = sxu_cycles(busy + "\n" + c.instr, core_for(in)) - sxu_cycles(busy, core_for(in));
     CHECK((cost > uint64_t(instr_cycles(in))) == kSxuOps[in.op].waits_for_mxu);
   }
 }

@@ -106,6 +106,12 @@ const std::vector<NamedConfig>& named_configs() {
                                             {"fetch_overlap", 1},
                                             {"prefetch_launches", 1},
                                             {"resident_program", 1}});
+    auto pipelined_all = [&](int mxu_dtype) {
+      TensorCoreConfig c = all_core;
+      c.mxu_pipelined = true;
+      c.mxu_dtype = mxu_dtype;
+      return c;
+    };
     std::vector<NamedConfig> all{
         {"reference", "TensorCore#(4,4,32) as the reference testbench runs it", {}},
         {"overlap", "the SXU fetches the next instruction during the current one's last EXEC cycle",
@@ -128,23 +134,9 @@ const std::vector<NamedConfig>& named_configs() {
          with({{"mxu_pipelined", 1}})},
         {"f32", "float32 PEs beside the int8 ones: float matmuls run on the MXU", with({{"mxu_dtype", 2}})},
         {"bf16", "bfloat16 PEs (float32 accumulation) beside the int8 ones", with({{"mxu_dtype", 1}})},
-        {"all-pipe", "the all core with a pipelined MXU", [&] {
-           TensorCoreConfig c = all_core;
-           c.mxu_pipelined = true;
-           return c;
-         }()},
-        {"all-pipe-f32", "the all core with a pipelined float32 MXU", [&] {
-           TensorCoreConfig c = all_core;
-           c.mxu_pipelined = true;
-           c.mxu_dtype = 2;
-           return c;
-         }()},
-        {"all-pipe-bf16", "the all core with a pipelined bfloat16 MXU", [&] {
-           TensorCoreConfig c = all_core;
-           c.mxu_pipelined = true;
-           c.mxu_dtype = 1;
-           return c;
-         }()},
+        {"all-pipe", "the all core with a pipelined MXU", pipelined_all(0)},
+        {"all-pipe-f32", "the all core with a pipelined float32 MXU", pipelined_all(2)},
+        {"all-pipe-bf16", "the all core with a pipelined bfloat16 MXU", pipelined_all(1)},
         {"half", "the reference with half the SRAM depth: VMEM, WeightSRAM and ActivationSRAM of 16 entries",
          with({{"depth", 16}})},
         {"hbm", "the all core fed by a DMA engine from HBM: one channel of 16 bytes a cycle, latency 3",

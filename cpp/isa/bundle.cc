@@ -61,8 +61,10 @@ struct WireReader {
 const char* space_name(RecordType t) {
   switch (t) {
     case RecordType::kWeightTile:
+    case RecordType::kWeightWords:
       return "WMEM address";
     case RecordType::kActTile:
+    case RecordType::kActWords:
       return "AMEM address";
     case RecordType::kOutputAsram:
       return "ASRAM address";
@@ -86,10 +88,12 @@ Bundle parse_wire(std::string_view text) {
     switch (type) {
       case 0:
       case 1:
-      case 5: {
+      case 5:
+      case 8:
+      case 9: {
         r.type = RecordType(type);
         r.addr = rd.need(space_name(r.type), 0, TensorCoreConfig::kMaxDepth - 1);
-        int n = type == 1 ? kRows : kTileElems;
+        int n = is_act_row(r.type) ? kRows : kTileElems;
         for (int k = 0; k < n; ++k) r.data[k] = rd.need("tile value");
         break;
       }
@@ -136,9 +140,11 @@ std::string to_wire(const Bundle& b) {
         break;
       case RecordType::kWeightTile:
       case RecordType::kActTile:
-      case RecordType::kVmemTile: {
+      case RecordType::kVmemTile:
+      case RecordType::kWeightWords:
+      case RecordType::kActWords: {
         out << ' ' << r.addr;
-        int n = r.type == RecordType::kActTile ? kRows : kTileElems;
+        int n = is_act_row(r.type) ? kRows : kTileElems;
         for (int k = 0; k < n; ++k) out << ' ' << r.data[k];
         break;
       }
@@ -206,6 +212,12 @@ void validate(const Bundle& b, const TensorCoreConfig& cfg) {
             fail("MXU operand " + std::to_string(r.data[k]) + " is outside the int8 range (-128..127)");
         break;
       }
+      case RecordType::kWeightWords:
+      case RecordType::kActWords:
+        check_addr(r.type == RecordType::kWeightWords ? "WMEM32" : "AMEM32");
+        if (cfg.mxu_dtype == 0)
+          fail("a 32-bit MXU operand record on a core without a float MXU (mxu_dtype 0)");
+        break;
       case RecordType::kInstr:
         if (++instrs > cfg.prog_depth)
           fail("more than " + std::to_string(cfg.prog_depth) + " instructions (program memory is " +
@@ -215,6 +227,9 @@ void validate(const Bundle& b, const TensorCoreConfig& cfg) {
         } catch (const AsmError& e) {
           fail(e.what());
         }
+        if (r.instr.op < kNumSxuOps && kSxuOps[r.instr.op].mxu_start &&
+            float_dispatch(*kSxuOps[r.instr.op].mxu_start) && cfg.mxu_dtype == 0)
+          fail(std::string(kSxuOps[r.instr.op].name) + " needs a float MXU (config mxu_dtype 1 or 2)");
         break;
       case RecordType::kOutputVmem:
         check_addr("VMEM");

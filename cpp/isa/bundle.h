@@ -19,12 +19,16 @@ enum class RecordType : uint8_t {
   kVmemTile = 5,
   kOutputVmem = 6,
   kOutputAsram = 7,
+  // A float MXU's (config mxu_dtype; not in the reference): WeightSRAM and ActivationSRAM entries of 32-bit
+  // words.
+  kWeightWords = 8,
+  kActWords = 9,
 };
 
 struct Record {
   RecordType type;
   int addr = 0;  // tile address (0..depth-1) or, for kOutputMxu, the flag
-  Tile data{};   // 16 values (VMEM, WMEM) or 4 (AMEM)
+  Tile data{};   // 16 values (VMEM, WMEM, WMEM32) or 4 (AMEM, AMEM32)
   Instr instr;
   int line = 0;  // source line, for messages
 };
@@ -37,8 +41,11 @@ struct Bundle {
 // A tile of data (VMEM, WMEM, AMEM); the other records are the launch's program and output list.
 inline bool is_data(const Record& r) {
   return r.type == RecordType::kVmemTile || r.type == RecordType::kWeightTile ||
-         r.type == RecordType::kActTile;
+         r.type == RecordType::kActTile || r.type == RecordType::kWeightWords ||
+         r.type == RecordType::kActWords;
 }
+// An ActivationSRAM entry: a row of values, not a tile.
+inline bool is_act_row(RecordType t) { return t == RecordType::kActTile || t == RecordType::kActWords; }
 // Whether two bundles hold the same program and output list: their records other than data, in order.
 bool same_program(const Bundle& a, const Bundle& b);
 

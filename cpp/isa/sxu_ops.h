@@ -55,6 +55,8 @@ enum MxuStart : uint8_t {
   kEpilogue,      // DISPATCH_MXU_EPILOGUE
   kRequant,       // DISPATCH_MXU_REQUANT
   kGeneric,       // DISPATCH_MXU_VPU_EPILOGUE
+  kOSFloat,       // DISPATCH_MXU_OS_FLOAT: a float MXU's (config mxu_dtype)
+  kOSFloatAccumulate,
 };
 inline constexpr std::nullopt_t kNone = std::nullopt;  // starts no dispatch
 // How the EXEC waits for a pending VPU write-back (the `vpu_wb_wait` column).
@@ -65,7 +67,16 @@ using sxu_columns::SxuAlone;
 using sxu_columns::SxuTiming;
 using sxu_columns::VpuWbWait;
 
-constexpr bool output_stationary(MxuStart s) { return s == MxuStart::kOS || s == MxuStart::kOSAccumulate; }
+constexpr bool float_dispatch(MxuStart s) {
+  return s == MxuStart::kOSFloat || s == MxuStart::kOSFloatAccumulate;
+}
+constexpr bool output_stationary(MxuStart s) {
+  return s == MxuStart::kOS || s == MxuStart::kOSAccumulate || float_dispatch(s);
+}
+// The starts that keep the PE accumulators (every other clears them).
+constexpr bool accumulating(MxuStart s) {
+  return s == MxuStart::kAccumulate || s == MxuStart::kOSAccumulate || s == MxuStart::kOSFloatAccumulate;
+}
 // The epilogue dispatches hold the SXU until they are Done (hardware.md §2.7: 42, 46); the others are async.
 constexpr bool synchronous(MxuStart s) { return s == MxuStart::kEpilogue || s == MxuStart::kGeneric; }
 

@@ -78,7 +78,8 @@ const Codec kCodecs[] = {
     {"u5", 0, 31, "shift"},
     {"psum", 0, 7, "PSUM bucket"},
     {"tiles", 0, 31, "tile count"},
-    {"k", 0, TensorCoreConfig::kRows, "k"},  // the OS activation buffer holds one vector per row
+    {"k", 0, TensorCoreConfig::kRows, "k"},          // the OS activation buffer holds one vector per row
+    {"group", 0, TensorCoreConfig::kRows, "group"},  // a float dispatch's run of products: at most its k
     {"count", 1, 255, "loop count"},
     {"i8", -128, 127, "int8 immediate"},
     {"i32", INT32_MIN, INT32_MAX, "int32 immediate"},
@@ -388,15 +389,18 @@ int expect_mem(const std::vector<std::string>& t, size_t& pos, const char* name)
   return int(*v);
 }
 
-// VMEM[N] = 16 ints, WMEM[N] = 16 int8, AMEM[N] = 4 int8.
+// VMEM[N] = 16 ints, WMEM[N] = 16 int8, AMEM[N] = 4 int8; a float MXU's WMEM32[N] = 16 and AMEM32[N] = 4
+// words (float32 bit patterns as ints).
 void parse_tile(const std::string& kw, const std::vector<std::string>& toks, Record& r) {
-  r.type = kw == "VMEM"   ? RecordType::kVmemTile
-           : kw == "WMEM" ? RecordType::kWeightTile
-                          : RecordType::kActTile;
+  r.type = kw == "VMEM"     ? RecordType::kVmemTile
+           : kw == "WMEM"   ? RecordType::kWeightTile
+           : kw == "AMEM"   ? RecordType::kActTile
+           : kw == "WMEM32" ? RecordType::kWeightWords
+                            : RecordType::kActWords;
   size_t pos = 0;
   r.addr = expect_mem(toks, pos, kw.c_str());
   ++pos;
-  size_t n = kw == "AMEM" ? kRows : kTileElems;
+  size_t n = is_act_row(r.type) ? kRows : kTileElems;
   if (toks.size() - pos != n)
     throw ParseError{kw + " needs " + std::to_string(n) + " values, got " +
                      std::to_string(toks.size() - pos)};
@@ -445,7 +449,8 @@ void parse_mnemonic(const std::string& kw, const std::vector<std::string>& toks,
 // One statement (a line's tokens) into its record; false for END, which has none.
 bool parse_statement(const std::vector<std::string>& toks, Record& r) {
   const std::string kw = upper(toks[0]);
-  if ((kw == "VMEM" || kw == "WMEM" || kw == "AMEM") && toks.size() > 4 && toks[4] == "=") {
+  if ((kw == "VMEM" || kw == "WMEM" || kw == "AMEM" || kw == "WMEM32" || kw == "AMEM32") && toks.size() > 4 &&
+      toks[4] == "=") {
     parse_tile(kw, toks, r);
   } else if (kw == "OUTPUT_MXU" && toks.size() <= 2) {  // optional flag, as record type 3 carries one
     r.type = RecordType::kOutputMxu;
@@ -526,7 +531,11 @@ Bundle assemble(std::string_view text) {
     if (!ended) b.records.push_back(r);
   }
   if (!ended) throw AsmError("bundle has no END");
-  validate(b);
+  // The reference's limits, and a float MXU's records and dispatches: a run on a core without one refuses
+  // them (run_bundle validates against the core's configuration).
+  TensorCoreConfig limits;
+  limits.mxu_dtype = 2;
+  validate(b, limits);
   return b;
 }
 
@@ -547,6 +556,14 @@ std::string disassemble(const Bundle& b) {
         break;
       case RecordType::kActTile:
         out << "AMEM[" << r.addr << "] =";
+        values(r, kRows);
+        break;
+      case RecordType::kWeightWords:
+        out << "WMEM32[" << r.addr << "] =";
+        values(r, kTileElems);
+        break;
+      case RecordType::kActWords:
+        out << "AMEM32[" << r.addr << "] =";
         values(r, kRows);
         break;
       case RecordType::kInstr:

@@ -256,9 +256,7 @@ std::pair<std::set<int>, std::vector<std::pair<int, int>>> DataPlan::choices() c
 
 void DataPlan::fill(const PlanLaunch& l, TensorCore& tc) const {
   fill_vmem(l, [&](int addr) -> Tile& { return tc.vmem.mem[addr]; });
-  fill_mxu(
-      l, [&](int addr) -> I8Tile& { return tc.wsram.mem[addr]; },
-      [&](int addr) -> I8Row& { return tc.asram.mem[addr]; });
+  fill_mxu(l, tc.wsram, tc.asram);
 }
 
 Bundle DataPlan::bundle(const PlanLaunch& l) const {

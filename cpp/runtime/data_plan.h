@@ -9,6 +9,7 @@
 #include "base/tile.h"
 #include "compiler/plan.h"
 #include "isa/bundle.h"
+#include "sim/memories.h"
 
 namespace tinytpu {
 
@@ -90,17 +91,19 @@ class DataPlan {
     const auto& records = l.image->bundle.records;
     for (const PlanLaunch::Fill& f : l.fills) gather(f.source, entry(records[f.record].addr));
   }
-  // Its WeightSRAM and ActivationSRAM entries, into weights(addr) and acts(addr) (an I8Tile&, an I8Row&).
-  template <class Weights, class Acts>
-  void fill_mxu(const PlanLaunch& l, Weights weights, Acts acts) const {
+  // Its WeightSRAM and ActivationSRAM entries (a core's, or a launch's of a batch).
+  void fill_mxu(const PlanLaunch& l, WeightSram& weights, ActivationSram& acts) const {
     const auto& records = l.image->bundle.records;
     for (const PlanLaunch::MxuFill& f : l.mxu_fills) {
       const Record& r = records[f.record];
       const int source = p_.mxu_operands[f.operand].source;
-      if (r.type == RecordType::kWeightTile)
-        gather_i8(source, weights(r.addr).data(), kTileElems);
-      else
-        gather_i8(source, acts(r.addr).data(), kRows);
+      if (r.type == RecordType::kWeightTile) {
+        gather_i8(source, weights.mem[r.addr].data(), kTileElems);
+        weights.widen(r.addr);
+      } else {
+        gather_i8(source, acts.mem[r.addr].data(), kRows);
+        acts.widen(r.addr);
+      }
     }
   }
   // The launch's bundle with this call's data in its records (DEBUG=4 listings).

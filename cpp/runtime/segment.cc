@@ -339,9 +339,7 @@ void Segment::run_batch(const int* launches, int n) {
       const Windowed& w = window_[size_t(launches[i])];
       gathering(w);
       data.fill_vmem(*w.launch, [&](int addr) -> Tile& { return b.vmem.mem[addr][i]; });
-      data.fill_mxu(
-          *w.launch, [&](int addr) -> I8Tile& { return b.mxu(i).wsram.mem[addr]; },
-          [&](int addr) -> I8Row& { return b.mxu(i).asram.mem[addr]; });
+      data.fill_mxu(*w.launch, b.mxu(i).wsram, b.mxu(i).asram);
     }
     key.runner->run(b, poll_);
     ++stats_.batches;

@@ -40,8 +40,8 @@ void vpu_op(Activity& a, VpuOpcode opcode) {
 
 // One MXU dispatch of `len` activation rows against one weight tile (hardware.md §2.3: WS sums len vectors,
 // OS takes len terms; either way each PE multiplies len pairs).
-void mxu_dispatch(Activity& a, int len) {
-  a.mxu_macs += kTileLanes * uint64_t(len);
+void mxu_dispatch(Activity& a, int len, bool fp) {
+  (fp ? a.mxu_float_macs : a.mxu_macs) += kTileLanes * uint64_t(len);
   a.wsram_reads += 1;
   a.asram_reads += uint64_t(len);
 }
@@ -50,7 +50,8 @@ void mxu_dispatch(Activity& a, int len) {
 // HALT, READ_CYCLE, predicates) is its fetch alone.
 void count(Activity& a, const Instr& in, int depth) {
   if (const std::optional<MxuStart> start = in.op < kNumSxuOps ? kSxuOps[in.op].mxu_start : std::nullopt) {
-    mxu_dispatch(a, in.mxuTLen % depth);  // the Controller's length operand keeps log2(depth) bits
+    mxu_dispatch(a, in.mxuTLen % depth,
+                 float_dispatch(*start));  // the Controller's length operand keeps log2(depth) bits
     if (*start == MxuStart::kRequant) ++a.asram_writes;  // its int8 row into ActivationSRAM
     if (*start == MxuStart::kEpilogue) {  // a bias vreg in; its tile to VMEM (vpuOp bit 4) or a vreg
       ++a.vreg_reads;
@@ -131,9 +132,11 @@ std::optional<Activity> straight_line_activity(const Bundle& bundle, const Tenso
     (is_data(r) ? a.data_bytes : a.program_bytes) += uint64_t(record_bytes(r));
     switch (r.type) {
       case RecordType::kWeightTile:
+      case RecordType::kWeightWords:
         ++a.wsram_writes;
         break;
       case RecordType::kActTile:
+      case RecordType::kActWords:
         ++a.asram_writes;
         break;
       case RecordType::kVmemTile:

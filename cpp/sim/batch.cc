@@ -20,7 +20,7 @@ BatchDatapath::BatchDatapath(const TensorCoreConfig& cfg, int capacity)
 
 bool BatchDatapath::holds(const TensorCoreConfig& c, int capacity) const {
   return capacity <= capacity_ && c.vregs == cfg.vregs && c.depth == cfg.depth &&
-         c.psum_buckets == cfg.psum_buckets;
+         c.psum_buckets == cfg.psum_buckets && c.mxu_dtype == cfg.mxu_dtype;  // 32-bit SRAM words or none
 }
 
 void BatchDatapath::Array::clear_all() const {

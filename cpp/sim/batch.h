@@ -121,6 +121,7 @@ class BatchDatapath {
     int32_t scale_mul = 0;  // SET_REQUANT_CONFIG's, given to each launch's Controller at a dispatch
     uint8_t scale_shift = 0;
     static constexpr bool can_start() { return true; }
+    static constexpr bool can_start(MxuStart) { return true; }
     static constexpr bool active() { return false; }
     static constexpr bool depositing() { return false; }
     bool is_done() const { return state == CState::kDone; }

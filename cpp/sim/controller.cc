@@ -45,7 +45,20 @@ Controller::Controller() {
 }
 
 void Controller::start(const MxuDispatch& d, SystolicArray& array, const Tile& operand) {
+  if (pipelined &&
+      active()) {  // behind a running dispatch (can_start(kind)): it enters after this cycle's tick
+    queued = d;
+    queued_valid = true;
+    return;
+  }
+  begin(d, array, operand);
+}
+
+void Controller::begin(const MxuDispatch& d, SystolicArray& array, const Tile& operand) {
   bool os = output_stationary(d.kind);
+  group = d.group;
+  fp = d.fp;
+  fp_latency = d.fp_latency;
   w_base = d.w_base;
   a_base = d.a_base;
   t_len = os ? 0 : d.len;
@@ -83,13 +96,90 @@ void Controller::start(const MxuDispatch& d, SystolicArray& array, const Tile& o
     default:
       break;
   }
-  // Every start clears the PE accumulators except the two accumulate variants.
-  if (d.kind != MxuStart::kAccumulate && d.kind != MxuStart::kOSAccumulate) array.clear_all();
+  // Every start clears the PE accumulators except the accumulate variants.
+  if (!accumulating(d.kind)) array.clear_all();
+  if (pipelined && os) {
+    issuing = true;
+    reads = 0;
+    state = CState::kLoadActsOS;
+    return;
+  }
   state = CState::kLoadWeights;
+}
+
+// Read k of an output-stationary dispatch's operands: the first also latches the weight tile, each one
+// activation row into the slot whose index is 2 bits (a K past the slots overwrites the first).
+void Controller::read_os_operands(const WeightSram& wsram, const ActivationSram& asram, int k) {
+  const int addr = asram.wrap(a_base + k), slot = k & (kRows - 1);
+  if (k == 0) os_weight = wsram.mem[w_base];
+  os_act[slot] = asram.mem[addr];
+  if (fp == 0) return;
+  if (k == 0) os_weight_words = wsram.words[w_base];
+  os_act_words[slot] = asram.words[addr];
+}
+
+void Controller::stream_float(SystolicArray& array) const {
+  array.stream_os_float(os_weight_words, os_act_words, os_klen, group, fp == 1);
+}
+
+// The pipelined MXU's cycle (docs/model.md "A pipelined MXU"): the issuing dispatch's next operand read, and
+// at its last one its products into the array (the SXU reads no result before every drain is done, so they
+// may land there at once); the drain due this tick, which latches the results; then the dispatch queued
+// behind enters, to read from the next tick on.
+void Controller::tick_pipelined(SystolicArray& array, const WeightSram& wsram, const ActivationSram& asram) {
+  ++clock;
+  if (issuing) {
+    read_os_operands(wsram, asram, reads);
+    if (++reads == os_issue_cycles(os_klen)) {
+      if (fp)
+        stream_float(array);
+      else
+        array.stream_os(os_weight, os_act, os_klen);
+      const uint32_t due = clock + 2 * kRows + (fp ? fp_latency : 0);
+      drains.push(drains.empty() ? due : std::max(due, drains.back() + 1));  // drains stay in order
+      issuing = false;
+    }
+  }
+  if (!drains.empty() && drains.front() == clock) {
+    output_buf = array.results();
+    matrix_buf = array.matrix();
+    drains.pop();
+  }
+  if (queued_valid && !issuing) {
+    queued_valid = false;
+    begin(queued, array, Tile{});  // an output-stationary dispatch reads no operand vreg
+  }
+  state = issuing ? CState::kLoadActsOS : !drains.empty() ? CState::kStreamOS : CState::kDone;
+}
+
+// One cycle of an output-stationary stream: the staircase's next feed, then the drain.
+void Controller::stream_os_cycle(SystolicArray& array) {
+  const uint32_t total = os_klen + 2 * (kRows - 1), t = os_feed++;
+  if (fp) {  // the float PEs' products land at the drain (stream_float); their pipeline adds its stages
+    if (t >= total + fp_latency) {
+      stream_float(array);
+      state = CState::kDrain;
+    }
+    return;
+  }
+  if (t >= total) {
+    state = CState::kDrain;
+    return;
+  }
+  I8Row w_top{}, a_left{};
+  for (int i = 0; i < kRows; ++i) {
+    if (t >= uint32_t(i) && t - i < os_klen) {
+      int k = int(t - i) & (kRows - 1);  // the weight-row / activation-slot index is 2 bits
+      w_top[i] = os_weight[k * kRows + i];
+      a_left[i] = os_act[k][i];
+    }
+  }
+  array.feed_pair(w_top, a_left);
 }
 
 void Controller::tick(SystolicArray& array, WeightSram& wsram, ActivationSram& asram, PsumBank& psum) {
   ++busy_cycles;
+  if (pipelined && df == Dataflow::kOS) return tick_pipelined(array, wsram, asram);
   switch (state) {
     case CState::kLoadWeights:
       wsram.resp = wsram.mem[w_base];
@@ -104,6 +194,7 @@ void Controller::tick(SystolicArray& array, WeightSram& wsram, ActivationSram& a
       break;
     case CState::kLoadWeightsRespOS:
       os_weight = wsram.resp;
+      if (fp) os_weight_words = wsram.words[w_base];
       asram.resp = asram.mem[a_base];
       os_act_load_idx = 1;
       state = CState::kLoadActsOS;
@@ -111,6 +202,7 @@ void Controller::tick(SystolicArray& array, WeightSram& wsram, ActivationSram& a
     case CState::kLoadActsOS: {
       uint8_t k = os_act_load_idx;
       os_act[(k - 1) & (kRows - 1)] = asram.resp;  // the slot index is 2 bits: kLen > 4 wraps
+      if (fp) os_act_words[(k - 1) & (kRows - 1)] = asram.words[asram.wrap(a_base + k - 1)];
       if (k < os_klen) {
         asram.resp = asram.mem[asram.wrap(a_base + k)];
         os_act_load_idx = uint8_t(asram.wrap(k + 1));
@@ -120,25 +212,9 @@ void Controller::tick(SystolicArray& array, WeightSram& wsram, ActivationSram& a
       }
       break;
     }
-    case CState::kStreamOS: {
-      uint32_t total = os_klen + 2 * (kRows - 1);
-      uint32_t t = os_feed;
-      if (t >= total) {
-        state = CState::kDrain;
-        break;
-      }
-      I8Row w_top{}, a_left{};
-      for (int i = 0; i < kRows; ++i) {
-        if (t >= uint32_t(i) && t - i < os_klen) {
-          int k = int(t - i) & (kRows - 1);  // the weight-row / activation-slot index is 2 bits
-          w_top[i] = os_weight[k * kRows + i];
-          a_left[i] = os_act[k][i];
-        }
-      }
-      array.feed_pair(w_top, a_left);
-      os_feed = t + 1;
+    case CState::kStreamOS:
+      stream_os_cycle(array);
       break;
-    }
     case CState::kStream: {
       uint32_t total = uint32_t(t_len) + kRows - 1;
       if (stream_cycle >= total) {
@@ -168,10 +244,12 @@ void Controller::run_whole(SystolicArray& array, const WeightSram& wsram, Activa
   if (df == Dataflow::kOS) {
     // The FSM's loads: the weight tile, then K activation rows into slots whose index is 2 bits (a K past
     // the slots overwrites the first; K 0 still loads one)
-    os_weight = wsram.mem[w_base];
-    const int loads = std::max<int>(os_klen, 1), base = a_base;  // read once: the Int8 stores may alias them
-    for (int k = 0; k < loads; ++k) os_act[k & (kRows - 1)] = asram.mem[asram.wrap(base + k)];
-    array.stream_os(os_weight, os_act, os_klen);
+    for (int k = 0; k < os_issue_cycles(os_klen); ++k) read_os_operands(wsram, asram, k);
+    if (fp)
+      stream_float(array);
+    else
+      array.stream_os(os_weight, os_act, os_klen);
+    issuing = false;
   } else {
     array.load_weights(wsram.mem[w_base]);
     Row sums{};
@@ -202,7 +280,9 @@ void Controller::drain(SystolicArray& array, ActivationSram& asram, Tile& psum_b
   if (requant_active) {
     I8Row q;
     for (int c = 0; c < kRows; ++c) q[c] = requantize(r[c], scale_mul, scale_shift);
-    asram.mem[asram.wrap(uint8_t(requant_base + requant_offset))] = q;
+    const int addr = asram.wrap(uint8_t(requant_base + requant_offset));
+    asram.mem[addr] = q;
+    asram.widen(addr);
     ++requant_offset;
   } else if (epilogue_active) {
     // The legacy epilogue works on the per-PE matrix, not the column sums (hardware.md §8 item 8).

@@ -30,6 +30,13 @@ constexpr int ws_dispatch_interval(int t_len) { return t_len + kRows + 4; }
 constexpr int os_dispatch_interval(int k) {
   return (k > 1 ? k : 1) + k + kRows + kRows + 3;
 }  // K' + k + rows + cols + 3
+// A pipelined MXU (config mxu_pipelined, docs/model.md "A pipelined MXU"): an output-stationary dispatch
+// reads its operands in K' cycles (the weight tile beside the first activation row), and the next one's EXEC
+// may come in the last of them; it is Done rows + cols + 1 cycles after its last read (and a float dispatch
+// mxu_fp_latency more). So EXEC to the EXEC of a dispatch right behind it: max(K', the SXU's own interval);
+// a lone dispatch to its Done: K' + rows + cols + 1.
+constexpr int os_issue_cycles(int k) { return k > 1 ? k : 1; }
+constexpr int os_pipelined_latency(int k) { return os_issue_cycles(k) + kRows + kRows + 1; }
 
 struct EpilogueConfig {
   bool bias = false, relu = false, reduce = false, sumsq = false;
@@ -44,6 +51,24 @@ struct MxuDispatch {
   uint8_t vpu_op = 0;
   bool wb_vmem = false;
   uint8_t requant_base = 0;
+  // A float dispatch's (47, 48): its run length, the core's float type (mxu_dtype: 1 bfloat16, 2 float32;
+  // 0 an int8 dispatch) and the cycles its float PEs add (mxu_fp_latency).
+  uint8_t group = 0, fp = 0, fp_latency = 0;
+};
+
+// A pipelined MXU's drains to come, in order: the tick each happens in (at most one per tick).
+struct DrainQueue {
+  static constexpr int kCapacity = 128;  // > the most in flight: 2 * rows + mxu_fp_latency + 2 <= 98
+  std::array<uint32_t, kCapacity> at{};
+  uint8_t head = 0, size = 0;
+  bool empty() const { return size == 0; }
+  uint32_t front() const { return at[head]; }
+  uint32_t back() const { return at[(head + size - 1) % kCapacity]; }
+  void push(uint32_t tick) { at[(head + size++) % kCapacity] = tick; }
+  void pop() {
+    head = uint8_t((head + 1) % kCapacity);
+    --size;
+  }
 };
 
 struct Controller {
@@ -51,11 +76,22 @@ struct Controller {
   Dataflow df = Dataflow::kWS;
   uint8_t w_base = 0, a_base = 0, t_len = 0, act_idx = 0;
   uint32_t stream_cycle = 0;
-  // Output-stationary staging.
+  // Output-stationary staging; a float dispatch's operands are the 32-bit words.
   I8Tile os_weight;
   std::array<I8Row, kRows> os_act;
+  Tile os_weight_words;
+  std::array<Row, kRows> os_act_words;
   uint32_t os_feed = 0;
   uint8_t os_act_load_idx = 0, os_klen = 0;
+  uint8_t group = 0, fp = 0, fp_latency = 0;  // the running dispatch's (MxuDispatch)
+  // A pipelined MXU (config mxu_pipelined): the dispatch reading its operands (`issuing`, `reads` of them
+  // done), the one the SXU started behind it in this cycle (`queued`), the drains to come and the ticks so
+  // far.
+  bool pipelined = false, issuing = false, queued_valid = false;
+  MxuDispatch queued;
+  uint8_t reads = 0;
+  uint32_t clock = 0;
+  DrainQueue drains;
   // Drain latches.
   Row output_buf;
   Tile matrix_buf;
@@ -81,12 +117,21 @@ struct Controller {
 
   Controller();
   bool can_start() const { return state == CState::kIdle || state == CState::kDone; }
+  // Whether a dispatch of `kind` may start this cycle: on a pipelined MXU an output-stationary one may start
+  // while the one before it makes its last operand read (or streams); every other waits for the MXU to be
+  // Idle or Done.
+  bool can_start(MxuStart kind) const {
+    if (!pipelined || !output_stationary(kind) || can_start()) return can_start();
+    return df == Dataflow::kOS && !queued_valid && (!issuing || reads + 1 >= os_issue_cycles(os_klen));
+  }
   bool is_done() const { return state == CState::kDone; }
   bool active() const { return !can_start(); }
   // The drain rule calls the PSUM bank's write port on some of its paths; bsc treats that as a static
   // conflict with every SXU PSUM write and makes the drain more urgent (G0010), so the SXU's PSUM
   // writes lose every drain cycle, whatever the drain does.
-  bool draining() const { return state == CState::kDrain; }
+  bool draining() const {
+    return state == CState::kDrain || (pipelined && !drains.empty() && drains.front() == clock + 1);
+  }
   // A dispatch running that writes a PSUM row when it drains.
   bool depositing() const {
     return active() && (psum_mode == PsumMode::kWrite || psum_mode == PsumMode::kAccumulate);
@@ -109,6 +154,11 @@ struct Controller {
   const Tile& epilogue_tile() const { return epilogue_buf; }
 
  private:
+  void begin(const MxuDispatch& d, SystolicArray& array, const Tile& operand);
+  void tick_pipelined(SystolicArray& array, const WeightSram& wsram, const ActivationSram& asram);
+  void read_os_operands(const WeightSram& wsram, const ActivationSram& asram, int k);
+  void stream_float(SystolicArray& array) const;
+  void stream_os_cycle(SystolicArray& array);
   void drain(SystolicArray& array, ActivationSram& asram, Tile& psum_bucket);
 };
 

@@ -17,7 +17,9 @@ namespace tinytpu {
 // and writes it; the TensorCore (tensorcore.h) is this and the SXU, clocked together.
 struct Datapath {
   explicit Datapath(const TensorCoreConfig& cfg)
-      : cfg(cfg), vrf(cfg), vmem(cfg), wsram(cfg), asram(cfg), psum(cfg) {}
+      : cfg(cfg), vrf(cfg), vmem(cfg), wsram(cfg), asram(cfg), psum(cfg) {
+    ctrl.pipelined = cfg.mxu_pipelined;
+  }
 
   TensorCoreConfig cfg;
   uint64_t cycle = 0;  // free-running counter shared with the testbench (READ_CYCLE reads it)
@@ -44,7 +46,7 @@ struct Datapath {
   // run's results depend on when the MXU drained, not only on its instructions' order.
   bool mxu_overlapped = false;
 
-  // A dispatch the SXU starts (caller checks ctrl.can_start()); `operand` the vreg its vregSrc names.
+  // A dispatch the SXU starts (caller checks ctrl.can_start(kind)); `operand` the vreg its vregSrc names.
   void start_mxu(const MxuDispatch& d, const Tile& operand) { ctrl.start(d, array, operand); }
 };
 

@@ -30,6 +30,10 @@ int record_bytes(const Record& r) {
       return TensorCoreConfig::kTileElems;
     case RecordType::kActTile:
       return TensorCoreConfig::kRows;
+    case RecordType::kWeightWords:
+      return 4 * TensorCoreConfig::kTileElems;
+    case RecordType::kActWords:
+      return 4 * TensorCoreConfig::kRows;
     case RecordType::kInstr:
       return kInstrBytes;
     default:

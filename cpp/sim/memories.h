@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <cstring>
+#include <vector>
 
 #include "base/tile.h"
 
@@ -45,13 +46,30 @@ struct VRegFile {
 };
 
 // WeightSRAMDB / ActivationSRAMDB as the runtime uses them: only the active bank is ever written or
-// read, so each behaves as a single bank (hardware.md §1 "What the testbench uses").
-struct WeightSram : Memory<I8Tile, TensorCoreConfig::kMaxDepth> {
-  explicit WeightSram(const TensorCoreConfig& cfg) : Memory(cfg.depth) {}
+// read, so each behaves as a single bank (hardware.md §1 "What the testbench uses"). On a core with a float
+// MXU (config mxu_dtype) a word is 32 bits: `words` holds them and `mem` their low bytes, which is what an
+// int8 dispatch reads; an int8 record's value is stored sign-extended. An int8 core has no `words`.
+template <class I8Entry, class Word>
+struct MxuSram : Memory<I8Entry, TensorCoreConfig::kMaxDepth> {
+  std::vector<Word> words;
+  explicit MxuSram(const TensorCoreConfig& cfg) : Memory<I8Entry, TensorCoreConfig::kMaxDepth>(cfg.depth) {
+    Word uninit;
+    fill_uninit(uninit);  // 0xAA bytes: its low byte is the int8 entry's
+    if (cfg.mxu_dtype != 0) words.assign(TensorCoreConfig::kMaxDepth, uninit);
+  }
+  // An int8 entry was written at `addr`: its 32-bit words follow.
+  void widen(int addr) {
+    if (words.empty()) return;
+    for (size_t k = 0; k < words[addr].size(); ++k) words[addr][k] = this->mem[addr][k];
+  }
+  // A 32-bit record (WMEM32, AMEM32) at `addr`.
+  void write_words(int addr, const Word& w) {
+    words[addr] = w;
+    for (size_t k = 0; k < w.size(); ++k) this->mem[addr][k] = int8_t(w[k]);
+  }
 };
-struct ActivationSram : Memory<I8Row, TensorCoreConfig::kMaxDepth> {
-  explicit ActivationSram(const TensorCoreConfig& cfg) : Memory(cfg.depth) {}
-};
+using WeightSram = MxuSram<I8Tile, Tile>;
+using ActivationSram = MxuSram<I8Row, Row>;
 
 // PSUMBank#(8,4,4) in the reference: Int32 tiles behind one RegFile write port; readReq has 1-cycle
 // latency.

@@ -21,10 +21,21 @@ void load(TensorCore& tc, const Bundle& bundle, bool& out_mxu, std::vector<int>&
     switch (r.type) {
       case RecordType::kWeightTile:
         for (int k = 0; k < kTileElems; ++k) tc.wsram.mem[r.addr][k] = int8_t(r.data[k]);
+        tc.wsram.widen(r.addr);
         break;
       case RecordType::kActTile:
         for (int k = 0; k < kRows; ++k) tc.asram.mem[r.addr][k] = int8_t(r.data[k]);
+        tc.asram.widen(r.addr);
         break;
+      case RecordType::kWeightWords:
+        tc.wsram.write_words(r.addr, r.data);
+        break;
+      case RecordType::kActWords: {
+        Row row;
+        std::copy_n(r.data.begin(), kRows, row.begin());
+        tc.asram.write_words(r.addr, row);
+        break;
+      }
       case RecordType::kVmemTile:
         tc.vmem.mem[r.addr] = r.data;
         break;
@@ -54,6 +65,10 @@ std::string record_name(const Record& r, int& pc) {
       return "WMEM" + at;
     case RecordType::kActTile:
       return "AMEM" + at;
+    case RecordType::kWeightWords:
+      return "WMEM32" + at;
+    case RecordType::kActWords:
+      return "AMEM32" + at;
     case RecordType::kVmemTile:
       return "VMEM" + at;
     case RecordType::kInstr:

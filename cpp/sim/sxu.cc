@@ -361,7 +361,7 @@ MxuDispatch mxu_operands(Sxu& sx, DP& tc) {
 // epilogues read their bias or src2 from the vreg vregSrc names.
 template <class DP>
 Exec start_mxu(Sxu& sx, DP& tc, const MxuDispatch& d) {
-  if (!tc.ctrl.can_start()) return Exec::kStallMxuBusy;
+  if (!tc.ctrl.can_start(d.kind)) return Exec::kStallMxuBusy;
   if (!mxu_data_arrived(tc)) return Exec::kStallLoad;
   tc.start_mxu(d, vreg(tc, sx.cur.vregSrc));
   if (tc.trace) tc.trace->mxu_started(tc.cycle + 1, tc.trace->instr_name(sx.pc, sx.cur), sx.pc);
@@ -570,6 +570,24 @@ Exec mxu_os(Sxu& sx, DP& tc) {
 template <class DP>
 Exec mxu_os_accumulate(Sxu& sx, DP& tc) {
   return start_mxu(sx, tc, mxu_operands(sx, tc));
+}
+// A float dispatch (47, 48) on a core with a float MXU (bundle validation refuses it on any other).
+template <class DP>
+Exec mxu_float(Sxu& sx, DP& tc) {
+  if (tc.cfg.mxu_dtype == 0) sx.fail(tc, "a float MXU dispatch on a core without a float MXU (mxu_dtype 0)");
+  MxuDispatch d = mxu_operands(sx, tc);
+  d.group = sx.cur.vpuOp;
+  d.fp = uint8_t(tc.cfg.mxu_dtype);
+  d.fp_latency = uint8_t(tc.cfg.mxu_fp_latency);
+  return start_mxu(sx, tc, d);
+}
+template <class DP>
+Exec mxu_os_float(Sxu& sx, DP& tc) {
+  return mxu_float(sx, tc);
+}
+template <class DP>
+Exec mxu_os_float_accumulate(Sxu& sx, DP& tc) {
+  return mxu_float(sx, tc);
 }
 template <class DP>
 Exec dispatch_mxu_requant(Sxu& sx, DP& tc) {

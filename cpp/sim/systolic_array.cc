@@ -1,6 +1,8 @@
 #include "sim/systolic_array.h"
 
 #include <cstring>
+
+#include "base/fp32.h"
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -95,6 +97,29 @@ void SystolicArray::stream_os(const I8Tile& w, const std::array<I8Row, kRows>& a
   // Added at once: the accumulator wraps as adding the products one by one would (addition mod 2^32).
   const Tile sums = os_products(w, act, k);
   for (int i = 0; i < kTileElems; ++i) accum[i] = wrap_add(accum[i], sums[i]);
+}
+
+void SystolicArray::stream_os_float(const Tile& w, const std::array<Row, kRows>& act, int k, int group,
+                                    bool bf16) {
+  const uint32_t operand_mask = bf16 ? 0xFFFF0000u : 0xFFFFFFFFu;
+  for (int j = 0; j < k; ++j) {
+    const int slot = j & (kRows - 1);
+    for (int r = 0; r < kRows; ++r) {
+      const uint32_t a = uint32_t(act[slot][r]) & operand_mask;
+      for (int c = 0; c < kRows; ++c) {
+        const int i = r * kRows + c;
+        uint32_t product = fp32::mul(a, uint32_t(w[slot * kRows + c]) & operand_mask);
+        if (bf16) product = fp32::round_to_bf16(product);
+        run[i] = int32_t(run_open ? fp32::add(uint32_t(run[i]), product) : product);
+      }
+    }
+    run_open = true;
+    if (group != 0 && ((j + 1) % group == 0 || j == k - 1)) {
+      for (int i = 0; i < kTileElems; ++i)
+        accum[i] = int32_t(fp32::add(uint32_t(accum[i]), uint32_t(run[i])));
+      run_open = false;
+    }
+  }
 }
 
 Row SystolicArray::results() const {
