@@ -13,10 +13,11 @@ namespace {
 
 // An MXU dispatch's cycles from its EXEC to the first cycle the Controller shows Done (controller.h's
 // intervals), or 0 for an instruction that starts no asynchronous dispatch.
-int mxu_interval(const Instr& in) {
+int mxu_interval(const Instr& in, const TensorCoreConfig& cfg) {
   const std::optional<MxuStart> start = kSxuOps[in.op].mxu_start;
   if (!start || synchronous(*start)) return 0;
-  return output_stationary(*start) ? os_dispatch_interval(in.mxuTLen) : ws_dispatch_interval(in.mxuTLen);
+  return output_stationary(*start) ? os_done_cycles(in.mxuTLen, float_dispatch(*start), cfg)
+                                   : ws_dispatch_interval(in.mxuTLen);
 }
 
 // The cycle an instruction's first EXEC cycle takes at the earliest (`ready`, the cycle after its FETCH), as
@@ -36,16 +37,19 @@ int64_t estimated_sxu_cycles(const std::vector<Instr>& program, const TensorCore
   const int fetch = cfg.fetch_overlap ? 0 : 1;  // the cycles a FETCH adds after the instruction before
   int64_t t = 0;                       // the cycle of the next instruction's FETCH, or the one it overlaps
   int64_t mxu_done = 0, collect = -1;  // collect: the last VPU_BG's write-back cycle
+  int64_t mxu_takes = 0;               // the first cycle a pipelined MXU takes an output-stationary dispatch
   for (const Instr& in : program) {
     const SxuOpInfo& row = kSxuOps[in.op];
     if (SxuOpcode(in.op) == SxuOpcode::kHalt) return t + 1;  // HALT retires in its FETCH cycle
-    const int64_t exec = exec_cycle(row, t + 1, mxu_done, collect);
+    const bool behind = cfg.mxu_pipelined && row.mxu_start && output_stationary(*row.mxu_start);
+    const int64_t exec = exec_cycle(row, t + 1, behind ? mxu_takes : mxu_done, collect);
     int64_t end = exec + instr_cycles(in) - 2;  // its last EXEC cycle
     if (row.vpu_wb_wait == VpuWbWait::kGuardedStep2) end = std::max(end, collect + 1);
     if (SxuOpcode(in.op) == SxuOpcode::kDispatchVpuBg) collect = exec + vpu_done_latency(kVpuOps[in.vpuOp]);
     if (row.waits_for_mxu) {
-      const int interval = mxu_interval(in);
-      mxu_done = interval > 0 ? exec + interval : std::max(mxu_done, end + 1);
+      const int interval = mxu_interval(in, cfg);
+      mxu_done = interval > 0 ? std::max(mxu_done, exec + interval) : std::max(mxu_done, end + 1);
+      mxu_takes = behind ? exec + os_issue_cycles(in.mxuTLen) : mxu_done;
     }
     t = end + fetch;
   }

@@ -219,10 +219,17 @@ void Emitter::interleave(const Instr& in) {
     const Instr next = mxu_.pending.front();
     mxu_.pending.erase(mxu_.pending.begin());
     place(next);
-    mxu_.shadow = os_dispatch_interval(next.mxuTLen) - instr_cycles(next, cfg_);
+    mxu_.shadow = os_shadow(next);
   }
   place(in);
   mxu_.shadow -= cycles;
+}
+
+// The cycles after an OS dispatch's own that other instructions may fill before the next can start: until its
+// Done, on a pipelined MXU until its issue stage takes the next.
+int Emitter::os_shadow(const Instr& dispatch) const {
+  const bool fp = float_dispatch(*kSxuOps[dispatch.op].mxu_start);
+  return os_next_dispatch_cycles(dispatch.mxuTLen, fp, cfg_) - instr_cycles(dispatch, cfg_);
 }
 
 // An OS block's dispatches: the first at once (the MXU is done: the read-back before waited for it), the
@@ -231,7 +238,7 @@ void Emitter::issue(std::vector<Instr> dispatches) {
   flush_pending();
   if (dispatches.empty()) return;
   place(dispatches[0]);
-  mxu_.shadow = os_dispatch_interval(dispatches[0].mxuTLen) - instr_cycles(dispatches[0], cfg_);
+  mxu_.shadow = os_shadow(dispatches[0]);
   mxu_.pending.assign(dispatches.begin() + 1, dispatches.end());
 }
 

@@ -130,6 +130,7 @@ class Emitter {
   void broadcast(const TileNode& n, int d, int a);
   const MxuDotPlaces& mxu_dispatch(int node);
   void os_read_back(int node, int d);
+  int os_shadow(const Instr& dispatch) const;
   std::vector<std::vector<int>> os_row_groups(const MxuDot& m) const;
 
   // The float32 arithmetic the VPU has no instruction for (float_sequences.cc).

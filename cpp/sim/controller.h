@@ -37,6 +37,14 @@ constexpr int os_dispatch_interval(int k) {
 // a lone dispatch to its Done: K' + rows + cols + 1.
 constexpr int os_issue_cycles(int k) { return k > 1 ? k : 1; }
 constexpr int os_pipelined_latency(int k) { return os_issue_cycles(k) + kRows + kRows + 1; }
+// On a core's MXU: an output-stationary dispatch's cycles from its EXEC to its Done (a float one's with the
+// float PEs' latency), and to the earliest EXEC of another right behind it (on the reference, its Done).
+constexpr int os_done_cycles(int k, bool fp, const TensorCoreConfig& cfg) {
+  return (cfg.mxu_pipelined ? os_pipelined_latency(k) : os_dispatch_interval(k)) + (fp ? cfg.mxu_fp_latency : 0);
+}
+constexpr int os_next_dispatch_cycles(int k, bool fp, const TensorCoreConfig& cfg) {
+  return cfg.mxu_pipelined ? os_issue_cycles(k) : os_done_cycles(k, fp, cfg);
+}
 
 struct EpilogueConfig {
   bool bias = false, relu = false, reduce = false, sumsq = false;
