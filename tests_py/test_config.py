@@ -39,6 +39,64 @@ def test_every_config_field_reaches_python_and_the_search():
     assert explore.SPACE.get(f["name"], []) == f["explore"]
   assert repr(tinytpu.Config()) == " ".join(f"{f['name']}={f['default']}" for f in _core.config_fields())
 
+def int8_core_cost(config) -> tuple[int, int, int]:
+  """The cost proxy of a core with the reference's MXU (int8 PEs, not pipelined), written out as it stood before the
+  MXU had datatypes: PEs, SRAM bytes and ports. A chip counts each core's."""
+  f = configs.fields(config)
+  rows, banks = f["rows"], 2 if f["prefetch_launches"] else 1
+  tile = rows * rows * 4
+  sram = f["depth"] * (banks * tile + 2 * rows * rows + 2 * rows) + (f["vregs"] + f["psum_buckets"]) * tile + banks * f["prog_depth"] * 8
+  ports = (2 * f["fetch_overlap"] + (f["record_cycles"] == 1) + 2 * f["dma_overlap"] + f["resident_program"] + f["hbm_channels"]
+           + 2 * f["sparse_core"])
+  return f["cores"] * rows * rows, f["cores"] * sram, f["cores"] * ports
+
+def test_an_int8_mxus_variants_cost_what_they_cost_before_datatypes():
+  int8 = [n for n in configs.named() if n["mxu"] == {"dtype": "int8", "pipelined": False}]
+  assert {"reference", "all", "chip4", "8x8-all", "16x16-hbm"} <= {n["name"] for n in int8}
+  for n in int8:
+    pes, sram, ports = int8_core_cost(configs.from_spec(n["name"]))
+    assert (n["pes"], n["pe_area"], n["sram_bytes"], n["ports"]) == (pes, 1, sram, ports), n["name"]
+    assert n["area"] == pes + sram / 256 + ports
+
+# [H] Horowitz, ISSCC 2014 (45 nm): the C++ core's arithmetic table, which the area proxy and tinytpu.energy read
+def arithmetic(field: str) -> dict[str, float]: return {name: unit[field] for name, unit in tinytpu._core.arithmetic().items()}
+
+def test_bfloat16_multiply_is_float16s_with_an_8_bit_significand_array():
+  for field in ("um2", "pj"):
+    h = arithmetic(field)  # the 8x8 array is the 8-bit integer multiplier; float16's 11x11 one 121/64 of it
+    assert h["bf16_mul"] == pytest.approx(h["fp16_mul"] - h["int8_mul"] * (11 * 11 / (8 * 8) - 1))
+    assert h["int8_mul"] < h["bf16_mul"] < h["fp16_mul"] < h["fp32_mul"]
+
+@pytest.mark.parametrize("rows", [4, 8, 16])
+def test_a_float_pe_adds_its_arithmetics_area_beside_the_int8_pe(rows):
+  h = arithmetic("um2")
+  int8_pe = h["int8_mul"] + h["int32_add"]
+  ref = configs.cost(configs.from_spec(f"reference,rows={rows}"))
+  for name, mul, dtype in (("bf16", "bf16_mul", 1), ("f32", "fp32_mul", 2)):
+    config = configs.from_spec(f"{name},rows={rows}")
+    c = configs.cost(config)
+    assert c["mxu"] == {"dtype": f"int8+{name}", "pipelined": False} and config.mxu_dtype == dtype
+    assert c["pe_area"] == pytest.approx(1 + (h[mul] + h["fp32_add"]) / int8_pe)
+    # WeightSRAM and ActivationSRAM, two banks each of a tile and a row per entry, hold 32-bit words: 4 times the bytes
+    mxu_sram = 2 * config.depth * (rows * rows + rows)
+    assert c["sram_bytes"] == ref["sram_bytes"] + 3 * mxu_sram and c["ports"] == ref["ports"]
+    assert c["area"] == pytest.approx(ref["area"] + c["pes"] * (c["pe_area"] - 1) + 3 * mxu_sram / 256)
+  f32, bf16 = (configs.cost(configs.from_spec(f"{n},rows={rows}"))["pe_area"] for n in ("f32", "bf16"))
+  assert f32 - 1 == pytest.approx((h["fp32_mul"] + h["fp32_add"]) / int8_pe) and 1 < bf16 < f32
+
+@pytest.mark.parametrize("dtype", [0, 1, 2])
+def test_a_pipelined_mxu_adds_weight_registers_delay_lines_and_a_read_port(dtype):
+  rows = 8
+  flat, piped = (configs.from_spec(f"reference,rows={rows},mxu_dtype={dtype},mxu_pipelined={p}") for p in (0, 1))
+  a, b = configs.cost(flat), configs.cost(piped)
+  word = 4 if dtype else 1  # a WeightSRAM or ActivationSRAM element
+  # a second weight register per PE (int8, and 32 bits beside a float PE); rows(rows-1)/2 skew registers for the
+  # activation rows and as many for the weight columns, a word each
+  registers = rows * rows * (1 + (4 if dtype else 0)) + rows * (rows - 1) * word
+  assert b["mxu"] == {**a["mxu"], "pipelined": True} and b["pe_area"] == a["pe_area"]
+  assert b["sram_bytes"] == a["sram_bytes"] + registers and b["ports"] == a["ports"] + 1
+  assert b["area"] == pytest.approx(a["area"] + registers / 256 + 1)
+
 def softmax_input(r): return (r.uniform(-5, 5, (200,)).astype(np.float32),)
 
 WORKLOADS = {  # name: (function, inputs, the core)

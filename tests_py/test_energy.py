@@ -1,6 +1,6 @@
 """Time and energy (tinytpu.energy) from the counters of what the launches did (device.ACTIVITY): the actions counted
 for known work, each unit's energy from its action counts, and time at the configuration's clock."""
-import json, os, subprocess, sys
+import json, math, os, subprocess, sys
 import numpy as np
 import pytest
 import tinytpu
@@ -38,6 +38,25 @@ def test_energy_is_each_units_actions_at_their_energies():
   assert energy.energy_j(c, cfg) == pytest.approx(sum(by.values()))
   wide = configs.from_spec("16x16")  # a tile of 256 lanes: a VMEM read moves 16 times the bytes
   assert energy.breakdown({**c, "vmem_reads": 2}, wide)["vmem"] > 16 * by["vmem"]
+
+def test_a_float_pes_multiply_add_and_its_32_bit_sram_words_cost_their_arithmetic():
+  h = {name: unit["pj"] for name, unit in tinytpu._core.arithmetic().items()}  # [H], as the area proxy reads it
+  zero = {k: 0 for k in tinytpu.device.ACTIVITY} | {"cycles": 1000, "hbm_bytes": 0, "noc_bytes": 0}
+  int8 = energy.breakdown({**zero, "mxu_macs": 1000}, configs.from_spec("reference"))["mxu"]
+  assert int8 == pytest.approx(1000 * (h["int8_mul"] + h["int32_add"]) * 1e-12)
+  for name, mul in (("f32", "fp32_mul"), ("bf16", "bf16_mul")):
+    cfg = configs.from_spec(name)
+    by = energy.breakdown({**zero, "mxu_float_macs": 1000}, cfg)  # float32 accumulation on both
+    assert by["mxu"] == pytest.approx(1000 * (h[mul] + h["fp32_add"]) * 1e-12)
+    assert by["mxu"] / int8 == pytest.approx((h[mul] + h["fp32_add"]) / (h["int8_mul"] + h["int32_add"]))
+    assert energy.breakdown({**zero, "mxu_macs": 1000}, cfg)["mxu"] == pytest.approx(int8)  # the int8 PE beside it
+    # WeightSRAM and ActivationSRAM hold 32-bit words: 4 times the bytes, of a memory 4 times the size
+    for counter, part in (("wsram_reads", "weight_sram"), ("asram_writes", "act_sram")):
+      accesses = {**zero, counter: 10}
+      ref = energy.breakdown(accesses, configs.from_spec("reference"))[part]
+      assert energy.breakdown(accesses, cfg)[part] == pytest.approx(4 * ref * math.sqrt(4))
+  f32, bf16 = (energy.breakdown({**zero, "mxu_float_macs": 1}, configs.from_spec(n))["mxu"] for n in ("f32", "bf16"))
+  assert int8 / 1000 < bf16 < f32
 
 def test_time_is_cycles_at_the_clock_which_changes_no_cycle():
   code = ("import tinytpu; from tinygrad import Tensor; from tinytpu import configs, energy\n"

@@ -24,7 +24,7 @@ from pathlib import Path
 LAYERS = ["base", "isa", "sim", "chip", "compiler", "runtime", "bindings"]
 # Each folder's ranks, lowest first: (what the rank holds, the file stems in it).
 FOLDER_RANKS = {
-  "base": [("values", {"config_fields", "errors", "fp32"}), ("the configuration", {"config"}), ("tiles", {"tile"}),
+  "base": [("values", {"arithmetic", "config_fields", "errors", "fp32"}), ("the configuration", {"config"}), ("tiles", {"tile"}),
            ("value functions on tiles", {"fp_reducer", "transc"})],
   "isa": [("the instruction word and opcode tables", {"instr", "sxu_ops", "vpu_ops"}),
           ("bundles and TASM", {"bundle", "tasm"}), ("instruction builders", {"instr_builders"})],

@@ -65,26 +65,95 @@ void TensorCoreConfig::set(std::string_view field, int value) {
                               ")");
 }
 
+namespace {
+
+// [H]'s units by name (arithmetic.def)
+struct Horowitz45nm {
+#define X(name, um2, pj, doc) ArithmeticUnit name{#name, um2, pj, doc};
+#include "base/arithmetic.def"
+#undef X
+};
+constexpr Horowitz45nm kH;
+
+// [H] measures no bfloat16 multiplier. bfloat16 keeps 8 significand bits (7 and the hidden one) where float16
+// keeps 11, so its multiplier is taken as float16's with the 11x11-bit significand array replaced by an 8x8
+// one: an 8x8 array is [H]'s 8-bit integer multiplier, and an array grows with its bits squared (11^2 / 8^2
+// of it). The rest, exponent adder, normalisation and rounding, stays float16's (bfloat16's 8-bit exponent
+// adds 3 bits to one small adder, left out). A choice between the 8-bit integer multiplier and float16's: [H]
+// gives no closer one.
+ArithmeticUnit bf16_multiplier() {
+  constexpr double fp16_array_in_int8_muls = 11.0 * 11 / (8 * 8);
+  const auto less_array = [](double fp16_mul, double int8_mul) {
+    return fp16_mul - int8_mul * (fp16_array_in_int8_muls - 1);
+  };
+  return {"bf16_mul", less_array(kH.fp16_mul.um2, kH.int8_mul.um2),
+          less_array(kH.fp16_mul.pj, kH.int8_mul.pj),
+          "bfloat16 multiply: the 16-bit float multiplier with an 8x8-bit significand array in place of its "
+          "11x11 one (derived)"};
+}
+
+}  // namespace
+
+const std::vector<ArithmeticUnit>& arithmetic_units() {
+  static const std::vector<ArithmeticUnit> units = {
+#define X(name, um2, pj, doc) kH.name,
+#include "base/arithmetic.def"
+#undef X
+      bf16_multiplier()};
+  return units;
+}
+
+MxuPe mxu_pe(int mxu_dtype) {
+  const ArithmeticUnit bf16_mul = bf16_multiplier();
+  const auto pe = [](const char* dtype, const ArithmeticUnit& mul, const ArithmeticUnit& add) {
+    return MxuPe{dtype, std::string(mul.name) + " + " + add.name, mul.um2 + add.um2, mul.pj + add.pj};
+  };
+  switch (mxu_dtype) {
+    case 0:
+      return pe("int8", kH.int8_mul, kH.int32_add);
+    case 1:
+      return pe("bf16", bf16_mul, kH.fp32_add);
+    case 2:
+      return pe("f32", kH.fp32_mul, kH.fp32_add);
+  }
+  throw std::invalid_argument("mxu_dtype " + std::to_string(mxu_dtype) + ": no such PE datatype (0, 1 or 2)");
+}
+
 CostProxy cost_proxy(const TensorCoreConfig& c) {
+  constexpr int rows = TensorCoreConfig::kRows, tile_elems = TensorCoreConfig::kTileElems;
   CostProxy p;
-  p.pes = TensorCoreConfig::kRows * TensorCoreConfig::kRows;
-  const int64_t tile_bytes = int64_t(TensorCoreConfig::kTileElems) * 4;
+  p.pes = tile_elems;
+  const MxuPe int8_pe = mxu_pe(0);
+  p.mxu = int8_pe.dtype;
+  if (c.mxu_dtype) {
+    const MxuPe float_pe = mxu_pe(c.mxu_dtype);
+    p.pe_area += float_pe.um2 / int8_pe.um2;
+    p.mxu += "+" + float_pe.dtype;
+  }
+  const int64_t tile_bytes = int64_t(tile_elems) * 4;
+  const int mxu_word_bytes = c.mxu_dtype ? 4 : 1;  // a WeightSRAM or ActivationSRAM element
   // WeightSRAM and ActivationSRAM have two banks already; launch prefetch doubles VMEM and program memory
   const int banks = c.prefetch_launches ? 2 : 1;
-  p.sram_bytes =
-      c.depth * (banks * tile_bytes + 2 * TensorCoreConfig::kTileElems + 2 * TensorCoreConfig::kRows) +
-      (c.vregs + c.psum_buckets) * tile_bytes + banks * c.prog_depth * 8;
+  p.sram_bytes = c.depth * (banks * tile_bytes + 2 * mxu_word_bytes * (tile_elems + rows)) +
+                 (c.vregs + c.psum_buckets) * tile_bytes + banks * c.prog_depth * 8;
+  // a pipelined MXU: each PE's second weight register (an int8 one, and a 32-bit one beside a float PE), and
+  // the skew delay lines that feed the array's edges, rows (rows - 1) / 2 words for the activation rows and
+  // as many for the weight columns
+  if (c.mxu_pipelined)
+    p.sram_bytes += tile_elems * (1 + (c.mxu_dtype ? 4 : 0)) + rows * (rows - 1) * mxu_word_bytes;
   // fetch overlap forwards the XLU and the VPU write-backs; a one-beat loader widens its bus by the type;
   // the DMA loader writes VMEM beside the SXU (a second write port) and keeps a ready bit per entry; a
   // resident program needs the loader's path that starts one without writing program memory; an HBM channel
-  // its controller's port on the DMA engine; a SparseCore its HBM port and its VMEM write port
+  // its controller's port on the DMA engine; a SparseCore its HBM port and its VMEM write port; a pipelined
+  // MXU reads its weight tile and its activation row in one cycle (a second SRAM read port)
   p.ports = (c.fetch_overlap ? 2 : 0) + (c.record_cycles == 1 ? 1 : 0) + (c.dma_overlap ? 2 : 0) +
-            (c.resident_program ? 1 : 0) + c.hbm_channels + (c.sparse_core ? 2 : 0);
+            (c.resident_program ? 1 : 0) + c.hbm_channels + (c.sparse_core ? 2 : 0) +
+            (c.mxu_pipelined ? 1 : 0);
   // a chip of several cores has that many of each
   p.pes *= c.cores;
   p.sram_bytes *= c.cores;
   p.ports *= c.cores;
-  p.area = p.pes + double(p.sram_bytes) / 256 + p.ports;
+  p.area = p.pes * p.pe_area + double(p.sram_bytes) / 256 + p.ports;
   return p;
 }
 

@@ -75,16 +75,41 @@ struct ConfigField {
 };
 const std::vector<ConfigField>& config_fields();
 
+// An arithmetic unit at 45 nm (a row of arithmetic.def, or derived): its area and one operation's energy.
+struct ArithmeticUnit {
+  const char* name;
+  double um2, pj;
+  const char* doc;
+};
+// arithmetic.def's rows, then the bfloat16 multiplier derived from them (config.cc bf16_multiplier()).
+const std::vector<ArithmeticUnit>& arithmetic_units();
+
+// One PE's multiply-add by datatype, mxu_dtype's values: 0 int8 (an 8-bit integer multiplier and the int32
+// accumulator's adder), 1 bf16 and 2 f32 (a bfloat16 or float32 multiplier and a float32 adder). Its area and
+// the energy of one multiply-add are its units' sums. Throws std::invalid_argument for another datatype.
+struct MxuPe {
+  std::string dtype;  // "int8", "bf16", "f32"
+  std::string units;  // the arithmetic units it is built of: "int8_mul + int32_add"
+  double um2 = 0, pj = 0;
+};
+MxuPe mxu_pe(int mxu_dtype);
+
 // What the hardware costs, as a designer would weigh it (proxies, not a layout):
 //  - pes: multiply-accumulate cells of the MXU;
-//  - sram_bytes: VMEM, both banks of WeightSRAM and ActivationSRAM, the vector registers, PSUM and
-//    program memory (an instruction taken as 8 bytes);
+//  - pe_area: one cell's area in int8 PEs: 1 the reference's int8 PE; a float core's cell holds a float PE
+//    beside it, which adds its units' area over the int8 PE's (mxu_pe());
+//  - mxu: the cell's datatypes, "int8", "int8+bf16" or "int8+f32";
+//  - sram_bytes: VMEM, both banks of WeightSRAM and ActivationSRAM (32-bit words on a float core, bytes on an
+//    int8 one), the vector registers, PSUM and program memory (an instruction taken as 8 bytes), and a
+//    pipelined MXU's second weight registers and skew delay lines;
 //  - ports: memory ports and forwarding paths beyond the reference's one read and one write per unit;
-//  - area: one number for a Pareto front, in PE equivalents: a PE, 256 bytes of SRAM and a port or
+//  - area: one number for a Pareto front, in PE equivalents: an int8 PE, 256 bytes of SRAM and a port or
 //    forwarding path each count 1 (a chosen weighting, stated here so every figure uses the same one);
 //  - a chip of several cores counts each core's; its NoC is not counted yet.
 struct CostProxy {
   int pes = 0;
+  double pe_area = 1;
+  std::string mxu;
   int64_t sram_bytes = 0;
   int ports = 0;
   double area = 0;

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <cstddef>
+#include <string_view>
 
 #include "base/errors.h"
 #include "chip/chip_timeline.h"
@@ -88,10 +89,37 @@ void bind_config(py::module_& m) {
 
   py::class_<CostProxy>(m, "CostProxy")
       .def_readonly("pes", &CostProxy::pes)
+      .def_readonly("pe_area", &CostProxy::pe_area)
+      .def_readonly("mxu", &CostProxy::mxu)
       .def_readonly("sram_bytes", &CostProxy::sram_bytes)
       .def_readonly("ports", &CostProxy::ports)
       .def_readonly("area", &CostProxy::area);
   m.def("cost_proxy", &cost_proxy);
+  m.def(
+      "arithmetic",
+      [] {
+        py::dict out;
+        for (const ArithmeticUnit& u : arithmetic_units())
+          out[u.name] = py::dict("um2"_a = u.um2, "pj"_a = u.pj, "doc"_a = u.doc);
+        return out;
+      },
+      "The arithmetic units the cost model prices, at 45 nm (base/arithmetic.def, Horowitz ISSCC 2014), by "
+      "name: area in square micrometres, one operation's energy in pJ, doc");
+  m.def(
+      "mxu_pes",
+      [] {
+        py::list out;
+        for (const ConfigField& f : config_fields())
+          if (std::string_view(f.name) == "mxu_dtype")
+            for (int dtype = f.min; dtype <= f.max; ++dtype) {
+              const MxuPe pe = mxu_pe(dtype);
+              out.append(
+                  py::dict("dtype"_a = pe.dtype, "units"_a = pe.units, "um2"_a = pe.um2, "pj"_a = pe.pj));
+            }
+        return out;
+      },
+      "The MXU's PE by each mxu_dtype value, in order: its datatype, the arithmetic units it is built of, "
+      "their area in square micrometres and one multiply-add's energy in pJ");
   py::class_<NamedConfig>(m, "NamedConfig")
       .def_readonly("name", &NamedConfig::name)
       .def_readonly("change", &NamedConfig::change)

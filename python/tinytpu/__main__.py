@@ -69,10 +69,13 @@ def cmd_configs(args) -> None:
   rows = configs.named()
   if args.json: return print(json.dumps(rows, indent=1))
   w = max(len(r["name"]) for r in rows)
-  print(f"{'name':{w}} {'PEs':>4} {'SRAM B':>7} {'ports':>5} {'area':>6}  change")
-  for r in rows: print(f"{r['name']:{w}} {r['pes']:>4} {r['sram_bytes']:>7} {r['ports']:>5} {r['area']:>6.1f}  {r['change']}")
-  print(f"\nselect one with {configs.ENV}=NAME (or NAME,field=value,...); area counts a PE, 256 SRAM bytes and a "
-        "port or forwarding path as 1 each")
+  mxu = lambda r: r["mxu"]["dtype"] + (" pipe" if r["mxu"]["pipelined"] else "")
+  print(f"{'name':{w}} {'MXU':<14} {'PEs':>4} {'PE area':>7} {'SRAM B':>7} {'ports':>5} {'area':>7}  change")
+  for r in rows:
+    print(f"{r['name']:{w}} {mxu(r):<14} {r['pes']:>4} {r['pe_area']:>7.2f} {r['sram_bytes']:>7} {r['ports']:>5} "
+          f"{r['area']:>7.1f}  {r['change']}")
+  print(f"\nselect one with {configs.ENV}=NAME (or NAME,field=value,...); area counts an int8 PE, 256 SRAM bytes and a "
+        "port or forwarding path as 1 each, a float PE beside an int8 one its arithmetic's area in int8 PEs (PE area)")
 
 def cmd_opcodes(args) -> None:
   rows = _core.sxu_ops()

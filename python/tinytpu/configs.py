@@ -60,8 +60,11 @@ def key(config) -> tuple:
   return (core_of(config).__name__, *sorted(fields(config).items()))
 
 def cost(config) -> dict:
+  """Its cost proxy (the C++ core's cost_proxy): PEs, one PE's area in int8 PEs, the MXU's datatypes ("int8",
+  "int8+bf16", "int8+f32") and whether it is pipelined, SRAM bytes, ports and area."""
   c = core_of(config).cost_proxy(config)
-  return {"pes": c.pes, "sram_bytes": c.sram_bytes, "ports": c.ports, "area": c.area}
+  return {"pes": c.pes, "pe_area": c.pe_area, "mxu": {"dtype": c.mxu, "pipelined": bool(config.mxu_pipelined)},
+          "sram_bytes": c.sram_bytes, "ports": c.ports, "area": c.area}
 
 def describe(name: str, change: str, config) -> dict:
   """One configuration as `configs --json` lists it: its fields, its change and its cost proxy."""
