@@ -242,9 +242,11 @@ namespace {
 
 // A random valid instruction of an MXU program: a dispatch of any kind, a read of the MXU's results or
 // state, a PSUM access, or a load, store or VPU op between them; any fields.
-Instr random_mxu_instr(std::mt19937& rng, bool float_ops) {
+Instr random_mxu_instr(std::mt19937& rng, const TensorCoreConfig& cfg) {
   static const SxuOpcode kOps[] = {SxuOpcode::kDispatchMxuOsFloat,
                                    SxuOpcode::kDispatchMxuOsFloatAccumulate,
+                                   SxuOpcode::kDispatchMxuSeed,
+                                   SxuOpcode::kLoadMxuBankRow,
                                    SxuOpcode::kDispatchMxu,
                                    SxuOpcode::kDispatchMxuAccumulate,
                                    SxuOpcode::kDispatchMxuOs,
@@ -269,12 +271,9 @@ Instr random_mxu_instr(std::mt19937& rng, bool float_ops) {
                                    SxuOpcode::kStoreVreg,
                                    SxuOpcode::kDispatchVpu};
   auto field = [&](int n) { return uint8_t(std::uniform_int_distribution<int>(0, n - 1)(rng)); };
-  TensorCoreConfig cfg;
-  cfg.mxu_dtype = float_ops ? 2 : 0;
   for (;;) {
     Instr i;
     i.op = uint8_t(kOps[field(int(std::size(kOps)))]);
-    if (float_ops && field(2)) i.vpuOp = field(TensorCoreConfig::kRows + 1);  // the float dispatches' group
     i.vmemAddr = field(TensorCoreConfig::kMaxDepth);
     i.vregDst = field(TensorCoreConfig::kMaxVregs);
     i.vregSrc = field(TensorCoreConfig::kMaxVregs);
@@ -283,6 +282,8 @@ Instr random_mxu_instr(std::mt19937& rng, bool float_ops) {
     i.mxuWBase = field(TensorCoreConfig::kMaxDepth);
     i.mxuABase = field(TensorCoreConfig::kMaxDepth);
     i.mxuTLen = field(9);  // up to 8: K past the OS slots too
+    if (cfg.mxu_dtype && field(2))
+      i.vpuOp = field(TensorCoreConfig::kRows + 1);  // the float dispatches' group
     Bundle one;
     one.records.push_back({RecordType::kInstr, 0, {}, i});
     try {
@@ -293,10 +294,12 @@ Instr random_mxu_instr(std::mt19937& rng, bool float_ops) {
   }
 }
 
-// A random MXU program: records in every memory, a first dispatch, random instructions, its outputs. With
-// `float_ops`, float dispatches among them and the MXU's entries half int8 records, half 32-bit words of
-// small floats (mostly normal; an int8 record's words are tiny subnormals).
-Bundle random_mxu_program(std::mt19937& rng, int length, bool float_ops = false) {
+// A random MXU program for `cfg`: records in every memory, a first dispatch, random instructions, its
+// outputs. On a float MXU, float dispatches among them and the MXU's entries half int8 records, half 32-bit
+// words of small floats (mostly normal; an int8 record's words are tiny subnormals); on a pipelined one, bank
+// reads.
+Bundle random_mxu_program(std::mt19937& rng, int length, const TensorCoreConfig& cfg = {}) {
+  const bool float_ops = cfg.mxu_dtype != 0;
   Bundle b;
   for (int a = 0; a < TensorCoreConfig::kMaxDepth; ++a)
     for (RecordType type : {RecordType::kVmemTile, RecordType::kWeightTile, RecordType::kActTile}) {
@@ -314,7 +317,7 @@ Bundle random_mxu_program(std::mt19937& rng, int length, bool float_ops = false)
   first.mxuTLen = 3;
   b.records.push_back({RecordType::kInstr, 0, {}, first});
   for (int k = 0; k < length; ++k)
-    b.records.push_back({RecordType::kInstr, 0, {}, random_mxu_instr(rng, float_ops)});
+    b.records.push_back({RecordType::kInstr, 0, {}, random_mxu_instr(rng, cfg)});
   b.records.push_back({RecordType::kInstr, 0, {}, Instr{uint8_t(SxuOpcode::kHalt)}});
   if (rng() % 2) b.records.push_back({RecordType::kOutputMxu, 1, {}, {}});
   for (int a = 0; a < 4; ++a) b.records.push_back({RecordType::kOutputVmem, int(rng() % 32), {}, {}});
@@ -363,16 +366,16 @@ TEST_CASE("a float MXU's program gives, its launches run in order, what ticking 
   std::mt19937 rng(51);
   int programs = 0;
   for (int n = 0; n < 150; ++n) {
-    const Bundle b = random_mxu_program(rng, 3 + n % 16, true);
-    REQUIRE(computes_in_order(b));
-    const int w = int(rng() % 32), a = int(rng() % 32), v = int(rng() % 32);
-    const Edit edit = [&](const Memories& entry) {
-      entry.wsram(w)[5] ^= 0x5a;
-      entry.asram(a)[2] ^= 0x33;
-      entry.vmem(v)[7] ^= 12345;
-    };
-    INFO(disassemble(b));
     for (const TensorCoreConfig& cfg : float_cores()) {
+      const Bundle b = random_mxu_program(rng, 3 + n % 16, cfg);
+      REQUIRE(computes_in_order(b));
+      const int w = int(rng() % 32), a = int(rng() % 32), v = int(rng() % 32);
+      const Edit edit = [&](const Memories& entry) {
+        entry.wsram(w)[5] ^= 0x5a;
+        entry.asram(a)[2] ^= 0x33;
+        entry.vmem(v)[7] ^= 12345;
+      };
+      INFO(disassemble(b));
       RunResult ticked;
       try {
         ticked = ticked_run(b, cfg, {});

@@ -236,3 +236,58 @@ TEST_CASE("a core without a float MXU refuses its records and dispatches by name
   CHECK_THROWS_WITH(test::run(int8_data() + os_float(1, 1) + "HALT\nEND\n"),
                     Catch::Contains("DISPATCH_MXU_OS_FLOAT needs a float MXU"));
 }
+
+namespace {
+std::vector<Tile> bank_rows(const std::string& data, const std::string& dispatches,
+                            const TensorCoreConfig& cfg) {
+  std::string p = data + dispatches;
+  for (int row = 0; row < R; ++row)
+    p += "LOAD_MXU_BANK_ROW v1, row=" + std::to_string(row) + "\nSTORE VMEM[" + std::to_string(row) +
+         "], v1\n";
+  p += "HALT\n";
+  for (int row = 0; row < R; ++row) p += "OUTPUT_VMEM VMEM[" + std::to_string(row) + "]\n";
+  return test::run(p + "END\n", cfg).vmem_results;
+}
+}  // namespace
+
+// docs/model.md "The output bank": a clearing output-stationary dispatch (or a seed) on a pipelined MXU moves
+// the accumulators into the bank as it clears them; the bank is read once the dispatches before it have
+// drained.
+TEST_CASE(
+    "a pipelined MXU's output bank: the block before a clearing dispatch, readable while the next one runs") {
+  const std::string data = int8_data();
+  const std::string block_a = os(R) + os(R, true), block_b = os(2);
+  CHECK(bank_rows(data, block_a + block_b, pipelined()) == matrix_after(data, block_a, {}));
+  CHECK(matrix_after(data, block_a + block_b, pipelined()) == matrix_after(data, block_b, {}));
+  // The first bank read fires as block A's last dispatch is Done (EXEC + K' + 2R + 1), as WAIT_MXU would
+  // behind A
+  const std::string a_last = data + os(R) + os(R, true);
+  CHECK(test::sxu_cycles(a_last + os(2) + "LOAD_MXU_BANK_ROW v1, row=0", pipelined()) ==
+        test::sxu_cycles(a_last + "WAIT_MXU", pipelined()));
+}
+
+TEST_CASE("a float MXU's seed: the accumulators set to a WeightSRAM tile's words, then summed on") {
+  std::vector<uint32_t> w(R * R, bits(1.0f)), seed(R * R);
+  std::vector<std::vector<uint32_t>> act(size_t(R), std::vector<uint32_t>(size_t(R), bits(0.5f)));
+  for (int i = 0; i < R * R; ++i) seed[size_t(i)] = bits(float(i) + 0.25f);
+  std::string data = words_data(w, act) + "WMEM32[1] =";
+  for (uint32_t x : seed) data += " " + std::to_string(int32_t(x));
+  data += "\n";
+  for (const TensorCoreConfig& cfg : {pipelined(2), pipelined(2, 2), [] {
+                                        TensorCoreConfig c;
+                                        c.mxu_dtype = 2;
+                                        return c;
+                                      }()}) {
+    const std::vector<Tile> seeded = matrix_after(data, "MXU_SEED WMEM[1]\n", cfg);
+    const std::vector<Tile> summed = matrix_after(data, "MXU_SEED WMEM[1]\n" + os_float(2, 2, true), cfg);
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < R; ++c) {
+        const uint32_t s = seed[size_t(r * R + c)];
+        CHECK(uint32_t(seeded[size_t(r)][size_t(c)]) == s);
+        CHECK(uint32_t(summed[size_t(r)][size_t(c)]) == fp32::add(s, fp32::add(bits(0.5f), bits(0.5f))));
+      }
+    // timed as an output-stationary dispatch of k = 0, its float latency included
+    CHECK(test::sxu_cycles(data + "MXU_SEED WMEM[1]\nWAIT_MXU", cfg) ==
+          uint64_t(os_done_cycles(0, true, cfg) + 2 + 1));
+  }
+}

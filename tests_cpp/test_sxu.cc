@@ -353,13 +353,17 @@ const OpCase kOneOfEach[] = {
     {"", "HALT"},
     {"", "MXU_OS_FLOAT WMEM[0], AMEM[0], k=4, group=2"},
     {"", "MXU_OS_FLOAT_ACCUMULATE WMEM[0], AMEM[0], k=3, group=0"},
+    {"", "MXU_SEED WMEM[1]"},
+    {"", "LOAD_MXU_BANK_ROW v1, row=1"},
 };
 Instr instr_of(const OpCase& c) { return assemble(std::string(c.instr) + "\nEND\n").records.at(0).instr; }
-// The reference, or for a float MXU's dispatch a core with one.
+// The reference, or for a float MXU's dispatch a core with one, for a pipelined MXU's bank read a core with
+// one.
 TensorCoreConfig core_for(const Instr& in) {
   TensorCoreConfig cfg;
   const std::optional<MxuStart> start = kSxuOps[in.op].mxu_start;
   if (start && float_dispatch(*start)) cfg.mxu_dtype = 2;
+  if (SxuOpcode(in.op) == SxuOpcode::kLoadMxuBankRow) cfg.mxu_pipelined = true;
   return cfg;
 }
 }  // namespace
@@ -413,7 +417,8 @@ TEST_CASE("sxu_ops.def's vpu_wb_wait column is the model's: who waits for a pend
     Instr in{row.opcode};
     in.mxuTLen = 1;  // LOOP_BEGIN's count
     const RunResult r =
-        test::run(with_data("VPU_BG v1 = FSUM_REDUCE_TILE(v2)\n" + format_instr(in) + "\nHALT\nHALT\nEND\n"));
+        test::run(with_data("VPU_BG v1 = FSUM_REDUCE_TILE(v2)\n" + format_instr(in) + "\nHALT\nHALT\nEND\n"),
+                  core_for(in));
     CHECK((r.busy.sxu_stall > 0) == (row.vpu_wb_wait != VpuWbWait::kUnguarded));
     if (row.vpu_wb_wait == VpuWbWait::kGuarded) guarded_stalls.insert(r.busy.sxu_stall);
     if (row.vpu_wb_wait == VpuWbWait::kGuardedStep2) step2_stalls.insert(r.busy.sxu_stall);

@@ -57,6 +57,7 @@ enum MxuStart : uint8_t {
   kGeneric,       // DISPATCH_MXU_VPU_EPILOGUE
   kOSFloat,       // DISPATCH_MXU_OS_FLOAT: a float MXU's (config mxu_dtype)
   kOSFloatAccumulate,
+  kSeed,  // DISPATCH_MXU_SEED
 };
 inline constexpr std::nullopt_t kNone = std::nullopt;  // starts no dispatch
 // How the EXEC waits for a pending VPU write-back (the `vpu_wb_wait` column).
@@ -68,14 +69,19 @@ using sxu_columns::SxuTiming;
 using sxu_columns::VpuWbWait;
 
 constexpr bool float_dispatch(MxuStart s) {
-  return s == MxuStart::kOSFloat || s == MxuStart::kOSFloatAccumulate;
+  return s == MxuStart::kOSFloat || s == MxuStart::kOSFloatAccumulate || s == MxuStart::kSeed;
 }
 constexpr bool output_stationary(MxuStart s) {
   return s == MxuStart::kOS || s == MxuStart::kOSAccumulate || float_dispatch(s);
 }
 // The starts that keep the PE accumulators (every other clears them).
 constexpr bool accumulating(MxuStart s) {
-  return s == MxuStart::kAccumulate || s == MxuStart::kOSAccumulate || s == MxuStart::kOSFloatAccumulate;
+  return s == MxuStart::kAccumulate || s == MxuStart::kOSAccumulate || s == MxuStart::kOSFloatAccumulate ||
+         s == MxuStart::kSeed;
+}
+// The output-stationary starts that replace the accumulators: a pipelined MXU's output bank takes them first.
+constexpr bool replacing(MxuStart s) {
+  return s == MxuStart::kOS || s == MxuStart::kOSFloat || s == MxuStart::kSeed;
 }
 // The epilogue dispatches hold the SXU until they are Done (hardware.md §2.7: 42, 46); the others are async.
 constexpr bool synchronous(MxuStart s) { return s == MxuStart::kEpilogue || s == MxuStart::kGeneric; }

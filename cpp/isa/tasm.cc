@@ -531,10 +531,11 @@ Bundle assemble(std::string_view text) {
     if (!ended) b.records.push_back(r);
   }
   if (!ended) throw AsmError("bundle has no END");
-  // The reference's limits, and a float MXU's records and dispatches: a run on a core without one refuses
-  // them (run_bundle validates against the core's configuration).
+  // The reference's limits, and a float and pipelined MXU's records and instructions: a run on a core without
+  // them refuses them (run_bundle validates against the core's configuration).
   TensorCoreConfig limits;
   limits.mxu_dtype = 2;
+  limits.mxu_pipelined = true;
   validate(b, limits);
   return b;
 }

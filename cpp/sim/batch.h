@@ -127,6 +127,10 @@ class BatchDatapath {
     bool is_done() const { return state == CState::kDone; }
     const TileSpan& output_tile() const { return gather(output, &Controller::output_tile); }
     const TileSpan& matrix_tile() const { return gather(matrix, &Controller::matrix_tile); }
+    static constexpr bool bank_ready() { return true; }
+    const TileSpan& bank_tile() const {
+      return gather(matrix, &Controller::bank_tile);
+    }  // read as it is gathered
     const TileSpan& epilogue_tile() const { return gather(epilogue, &Controller::epilogue_tile); }
     const TileSpan& stat_tile() const { return gather(stat, &Controller::stat_tile); }
 

@@ -42,6 +42,7 @@ Controller::Controller() {
   fill_uninit(epilogue_buf);
   fill_uninit(stat_buf);
   fill_uninit(src2);
+  fill_uninit(bank);
 }
 
 void Controller::start(const MxuDispatch& d, SystolicArray& array, const Tile& operand) {
@@ -59,6 +60,11 @@ void Controller::begin(const MxuDispatch& d, SystolicArray& array, const Tile& o
   group = d.group;
   fp = d.fp;
   fp_latency = d.fp_latency;
+  seed = d.kind == MxuStart::kSeed;
+  if (pipelined && replacing(d.kind)) {  // every earlier dispatch's products are in the array by now
+    bank = array.matrix();
+    bank_pending = drains.size;
+  }
   w_base = d.w_base;
   a_base = d.a_base;
   t_len = os ? 0 : d.len;
@@ -119,7 +125,10 @@ void Controller::read_os_operands(const WeightSram& wsram, const ActivationSram&
 }
 
 void Controller::stream_float(SystolicArray& array) const {
-  array.stream_os_float(os_weight_words, os_act_words, os_klen, group, fp == 1);
+  if (seed)
+    array.seed(os_weight_words);
+  else
+    array.stream_os_float(os_weight_words, os_act_words, os_klen, group, fp == 1);
 }
 
 // The pipelined MXU's cycle (docs/model.md "A pipelined MXU"): the issuing dispatch's next operand read, and
@@ -144,6 +153,7 @@ void Controller::tick_pipelined(SystolicArray& array, const WeightSram& wsram, c
     output_buf = array.results();
     matrix_buf = array.matrix();
     drains.pop();
+    if (bank_pending) --bank_pending;
   }
   if (queued_valid && !issuing) {
     queued_valid = false;

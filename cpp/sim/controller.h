@@ -40,7 +40,8 @@ constexpr int os_pipelined_latency(int k) { return os_issue_cycles(k) + kRows + 
 // On a core's MXU: an output-stationary dispatch's cycles from its EXEC to its Done (a float one's with the
 // float PEs' latency), and to the earliest EXEC of another right behind it (on the reference, its Done).
 constexpr int os_done_cycles(int k, bool fp, const TensorCoreConfig& cfg) {
-  return (cfg.mxu_pipelined ? os_pipelined_latency(k) : os_dispatch_interval(k)) + (fp ? cfg.mxu_fp_latency : 0);
+  return (cfg.mxu_pipelined ? os_pipelined_latency(k) : os_dispatch_interval(k)) +
+         (fp ? cfg.mxu_fp_latency : 0);
 }
 constexpr int os_next_dispatch_cycles(int k, bool fp, const TensorCoreConfig& cfg) {
   return cfg.mxu_pipelined ? os_issue_cycles(k) : os_done_cycles(k, fp, cfg);
@@ -100,6 +101,11 @@ struct Controller {
   uint8_t reads = 0;
   uint32_t clock = 0;
   DrainQueue drains;
+  // Its output bank: the accumulators a replacing start found (clearing output-stationary dispatches and
+  // seeds), complete once the `bank_pending` drains before that start are done.
+  Tile bank;
+  uint8_t bank_pending = 0;
+  bool seed = false;  // the running dispatch is DISPATCH_MXU_SEED
   // Drain latches.
   Row output_buf;
   Tile matrix_buf;
@@ -159,6 +165,8 @@ struct Controller {
   Tile output_tile() const { return row_tile(output_buf); }
   Tile stat_tile() const;
   const Tile& matrix_tile() const { return matrix_buf; }
+  const Tile& bank_tile() const { return bank; }
+  bool bank_ready() const { return bank_pending == 0; }
   const Tile& epilogue_tile() const { return epilogue_buf; }
 
  private:

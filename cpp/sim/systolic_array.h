@@ -37,6 +37,10 @@ struct SystolicArray {
   Tile run{};
   bool run_open = false;
   void stream_os_float(const Tile& w, const std::array<Row, kRows>& act, int k, int group, bool bf16);
+  void seed(const Tile& words) {  // DISPATCH_MXU_SEED: the accumulators set, no run open
+    accum = words;
+    run_open = false;
+  }
 };
 
 }  // namespace tinytpu
