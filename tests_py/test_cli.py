@@ -73,13 +73,14 @@ def test_seed_programs_by_name():
 def test_opcodes_list_the_opcode_table():
   # every opcode once, in order, each column of the table; a few rows as hardware.md §2.7 gives them
   rows = json.loads(cli("opcodes", "--json").stdout)
-  assert [r["opcode"] for r in rows] == list(range(len(rows))) and len(rows) == 47
+  assert [r["opcode"] for r in rows] == list(range(len(rows))) and len(rows) == 51  # the reference's 47, 4 of the MXU variants
   assert rows == tinytpu._core.sxu_ops()
   by_name = {r["name"]: r for r in rows}
   assert by_name["HALT"]["cycles"] == 1 and not by_name["HALT"]["waits_for_mxu"] and by_name["HALT"]["mxu_start"] is None
   assert by_name["WAIT_MXU"]["waits_for_mxu"] and by_name["WAIT_MXU"]["mxu_start"] is None
   assert by_name["DISPATCH_MXU_OS"]["cycles"] == 2 and by_name["DISPATCH_MXU_OS"]["waits_for_mxu"]
   assert by_name["DISPATCH_MXU_OS"]["mxu_start"] is not None
+  assert by_name["DISPATCH_MXU_OS_FLOAT"]["mxu_start"] is not None and by_name["LOAD_MXU_BANK_ROW"]["mxu_start"] is None
   table = cli("opcodes").stdout.decode().splitlines()
   assert table[0].split()[:2] == ["op", "name"] and all(c in table[0] for c in rows[0] if c not in ("opcode", "name", "tasm"))
   assert len(table) == 1 + len(rows) and table[8].split()[:2] == ["7", "HALT"]

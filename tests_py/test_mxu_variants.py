@@ -1,0 +1,39 @@
+# The MXU variants from Python (docs/model.md "The MXU variants"): a float32 MXU's dispatch through run_tasm gives
+# numpy's float32 sum in the same order, on the reference sequence and the pipelined one, and a core without a
+# float MXU refuses its records with a ValueError naming them.
+import struct
+import numpy as np
+import pytest
+import tinytpu
+
+def bits(x: float) -> int: return struct.unpack("i", struct.pack("f", x))[0]
+
+def float_program(w: np.ndarray, a: np.ndarray, group: int) -> str:
+  t = "WMEM32[0] = " + " ".join(str(bits(x)) for x in w.flat) + "\n"
+  t += "".join(f"AMEM32[{k}] = " + " ".join(str(bits(x)) for x in a[k]) + "\n" for k in range(4))
+  t += f"MXU_OS_FLOAT WMEM[0], AMEM[0], k=4, group={group}\nWAIT_MXU\n"
+  t += "".join(f"LOAD_MXU_MATRIX_ROW v1, row={r}\nSTORE VMEM[{r}], v1\n" for r in range(4))
+  return t + "HALT\n" + "".join(f"OUTPUT_VMEM VMEM[{r}]\n" for r in range(4)) + "END\n"
+
+@pytest.mark.parametrize("pipelined", [0, 1])
+@pytest.mark.parametrize("group", [1, 4])
+def test_a_float32_mxu_sums_in_order_as_numpy_float32(pipelined, group):
+  rng = np.random.default_rng(group + 2 * pipelined)
+  w, a = rng.standard_normal((4, 4)).astype(np.float32), rng.standard_normal((4, 4)).astype(np.float32)
+  cfg = tinytpu.Config()
+  cfg.mxu_dtype, cfg.mxu_pipelined = 2, pipelined
+  got = np.array(tinytpu.run_tasm(float_program(w, a, group), config=cfg).vmem_results, dtype=np.int32)[:, :4].view(np.float32)
+  products = [(a[k][:, None] * w[k][None, :]).astype(np.float32) for k in range(4)]  # out[r][c] over k: A_k[r] W[k][c]
+  want = np.zeros((4, 4), np.float32)
+  for start in range(0, 4, group):  # each run summed from its first product, then added to the accumulator
+    run = products[start]
+    for p in products[start + 1:start + group]: run = (run + p).astype(np.float32)
+    want = (want + run).astype(np.float32)
+  assert got.tobytes() == want.tobytes()
+
+def test_a_core_without_a_float_mxu_refuses_its_records_and_dispatches():
+  program = float_program(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), 4)
+  with pytest.raises(ValueError, match=r"32-bit MXU operand record on a core without a float MXU \(mxu_dtype 0\)"):
+    tinytpu.run_tasm(program)
+  with pytest.raises(ValueError, match="DISPATCH_MXU_OS_FLOAT needs a float MXU"):
+    tinytpu.run_tasm(program.replace("WMEM32", "WMEM").replace("AMEM32", "AMEM").replace(str(bits(1.0)), "1"))
