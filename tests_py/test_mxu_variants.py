@@ -37,3 +37,19 @@ def test_a_core_without_a_float_mxu_refuses_its_records_and_dispatches():
     tinytpu.run_tasm(program)
   with pytest.raises(ValueError, match="DISPATCH_MXU_OS_FLOAT needs a float MXU"):
     tinytpu.run_tasm(program.replace("WMEM32", "WMEM").replace("AMEM32", "AMEM").replace(str(bits(1.0)), "1"))
+
+FLOAT_MXU_CORES = {f"TINYTPU:{80 + i}": name for i, name in enumerate(("f32", "bf16", "all-pipe-f32", "all-pipe-bf16", "pipe"))}
+
+@pytest.mark.parametrize("shape", [(128, 128, 128), (37, 29, 53)])
+def test_a_float32_matmul_on_every_mxu_variant_gives_the_reference_cores_bits(shape):
+  """A configuration changes cycles, never results: the same bytes as the reference core's (issue: every float-MXU
+  variant), zeros of both signs included, on a matmul whose K tinygrad unrolls by 4 and one it does not."""
+  from tinygrad import Device, Tensor
+  reference = "TINYTPU:79"
+  for dev, name in {reference: "reference", **FLOAT_MXU_CORES}.items(): Device[dev].config = tinytpu._core.config_from_spec(name)
+  m, k, n = shape
+  rng = np.random.default_rng(m)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  a[0, :], b[:, 1] = -0.0, 0.0
+  out = {dev: (Tensor(a, device=dev) @ Tensor(b, device=dev)).numpy().tobytes() for dev in [reference, *FLOAT_MXU_CORES]}
+  assert all(out[dev] == out[reference] for dev in FLOAT_MXU_CORES), [FLOAT_MXU_CORES[d] for d in FLOAT_MXU_CORES if out[d] != out[reference]]
