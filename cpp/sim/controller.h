@@ -143,9 +143,8 @@ struct Controller {
   // The drain rule calls the PSUM bank's write port on some of its paths; bsc treats that as a static
   // conflict with every SXU PSUM write and makes the drain more urgent (G0010), so the SXU's PSUM
   // writes lose every drain cycle, whatever the drain does.
-  bool draining() const {
-    return state == CState::kDrain || (pipelined && !drains.empty() && drains.front() == clock + 1);
-  }
+  // A pipelined MXU's output-stationary drains latch the results and touch no PSUM: they take no port.
+  bool draining() const { return state == CState::kDrain; }
   // A dispatch running that writes a PSUM row when it drains.
   bool depositing() const {
     return active() && (psum_mode == PsumMode::kWrite || psum_mode == PsumMode::kAccumulate);
