@@ -246,7 +246,7 @@ Instr random_mxu_instr(std::mt19937& rng, const TensorCoreConfig& cfg) {
   static const SxuOpcode kOps[] = {SxuOpcode::kDispatchMxuOsFloat,
                                    SxuOpcode::kDispatchMxuOsFloatAccumulate,
                                    SxuOpcode::kDispatchMxuSeed,
-                                   SxuOpcode::kLoadMxuBankRow,
+                                   SxuOpcode::kLoadMxuBank,
                                    SxuOpcode::kDispatchMxu,
                                    SxuOpcode::kDispatchMxuAccumulate,
                                    SxuOpcode::kDispatchMxuOs,

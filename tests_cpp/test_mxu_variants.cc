@@ -238,31 +238,27 @@ TEST_CASE("a core without a float MXU refuses its records and dispatches by name
 }
 
 namespace {
-std::vector<Tile> bank_rows(const std::string& data, const std::string& dispatches,
-                            const TensorCoreConfig& cfg) {
-  std::string p = data + dispatches;
-  for (int row = 0; row < R; ++row)
-    p += "LOAD_MXU_BANK_ROW v1, row=" + std::to_string(row) + "\nSTORE VMEM[" + std::to_string(row) +
-         "], v1\n";
-  p += "HALT\n";
-  for (int row = 0; row < R; ++row) p += "OUTPUT_VMEM VMEM[" + std::to_string(row) + "]\n";
-  return test::run(p + "END\n", cfg).vmem_results;
+// The bank read whole after `dispatches`, as rows: row r of the tile LOAD_MXU_BANK writes.
+std::vector<Tile> bank_rows(const std::string& data, const std::string& dispatches, const TensorCoreConfig& cfg) {
+  const Tile bank =
+      test::run(data + dispatches + "LOAD_MXU_BANK v1\nSTORE VMEM[0], v1\nHALT\nOUTPUT_VMEM VMEM[0]\nEND\n", cfg)
+          .vmem_results.at(0);
+  std::vector<Tile> rows(size_t(R), Tile{});
+  for (int r = 0; r < R; ++r) std::copy_n(bank.begin() + r * R, R, rows[size_t(r)].begin());
+  return rows;  // in matrix_after's shape: PE row r in row 0 of the r-th tile
 }
 }  // namespace
 
-// docs/model.md "The output bank": a clearing output-stationary dispatch (or a seed) on a pipelined MXU moves
-// the accumulators into the bank as it clears them; the bank is read once the dispatches before it have
-// drained.
-TEST_CASE(
-    "a pipelined MXU's output bank: the block before a clearing dispatch, readable while the next one runs") {
+// docs/model.md "The output bank": a clearing output-stationary dispatch (or a seed) on a pipelined MXU moves the
+// accumulators into the bank as it clears them; the bank is read once the dispatches before it have drained.
+TEST_CASE("a pipelined MXU's output bank: the block before a clearing dispatch, readable while the next one runs") {
   const std::string data = int8_data();
   const std::string block_a = os(R) + os(R, true), block_b = os(2);
   CHECK(bank_rows(data, block_a + block_b, pipelined()) == matrix_after(data, block_a, {}));
   CHECK(matrix_after(data, block_a + block_b, pipelined()) == matrix_after(data, block_b, {}));
-  // The first bank read fires as block A's last dispatch is Done (EXEC + K' + 2R + 1), as WAIT_MXU would
-  // behind A
+  // The bank read fires as block A's last dispatch is Done (EXEC + K' + 2R + 1), as WAIT_MXU would behind A
   const std::string a_last = data + os(R) + os(R, true);
-  CHECK(test::sxu_cycles(a_last + os(2) + "LOAD_MXU_BANK_ROW v1, row=0", pipelined()) ==
+  CHECK(test::sxu_cycles(a_last + os(2) + "LOAD_MXU_BANK v1", pipelined()) ==
         test::sxu_cycles(a_last + "WAIT_MXU", pipelined()));
 }
 

@@ -354,7 +354,7 @@ const OpCase kOneOfEach[] = {
     {"", "MXU_OS_FLOAT WMEM[0], AMEM[0], k=4, group=2"},
     {"", "MXU_OS_FLOAT_ACCUMULATE WMEM[0], AMEM[0], k=3, group=0"},
     {"", "MXU_SEED WMEM[1]"},
-    {"", "LOAD_MXU_BANK_ROW v1, row=1"},
+    {"", "LOAD_MXU_BANK v1"},
 };
 Instr instr_of(const OpCase& c) { return assemble(std::string(c.instr) + "\nEND\n").records.at(0).instr; }
 // The reference, or for a float MXU's dispatch a core with one, for a pipelined MXU's bank read a core with
@@ -363,7 +363,7 @@ TensorCoreConfig core_for(const Instr& in) {
   TensorCoreConfig cfg;
   const std::optional<MxuStart> start = kSxuOps[in.op].mxu_start;
   if (start && float_dispatch(*start)) cfg.mxu_dtype = 2;
-  if (SxuOpcode(in.op) == SxuOpcode::kLoadMxuBankRow) cfg.mxu_pipelined = true;
+  if (SxuOpcode(in.op) == SxuOpcode::kLoadMxuBank) cfg.mxu_pipelined = true;
   return cfg;
 }
 }  // namespace

@@ -80,7 +80,7 @@ def test_opcodes_list_the_opcode_table():
   assert by_name["WAIT_MXU"]["waits_for_mxu"] and by_name["WAIT_MXU"]["mxu_start"] is None
   assert by_name["DISPATCH_MXU_OS"]["cycles"] == 2 and by_name["DISPATCH_MXU_OS"]["waits_for_mxu"]
   assert by_name["DISPATCH_MXU_OS"]["mxu_start"] is not None
-  assert by_name["DISPATCH_MXU_OS_FLOAT"]["mxu_start"] is not None and by_name["LOAD_MXU_BANK_ROW"]["mxu_start"] is None
+  assert by_name["DISPATCH_MXU_OS_FLOAT"]["mxu_start"] is not None and by_name["LOAD_MXU_BANK"]["mxu_start"] is None
   table = cli("opcodes").stdout.decode().splitlines()
   assert table[0].split()[:2] == ["op", "name"] and all(c in table[0] for c in rows[0] if c not in ("opcode", "name", "tasm"))
   assert len(table) == 1 + len(rows) and table[8].split()[:2] == ["7", "HALT"]

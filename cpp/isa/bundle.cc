@@ -230,8 +230,8 @@ void validate(const Bundle& b, const TensorCoreConfig& cfg) {
         if (r.instr.op < kNumSxuOps && kSxuOps[r.instr.op].mxu_start &&
             float_dispatch(*kSxuOps[r.instr.op].mxu_start) && cfg.mxu_dtype == 0)
           fail(std::string(kSxuOps[r.instr.op].name) + " needs a float MXU (config mxu_dtype 1 or 2)");
-        if (r.instr.op == uint8_t(SxuOpcode::kLoadMxuBankRow) && !cfg.mxu_pipelined)
-          fail("LOAD_MXU_BANK_ROW needs a pipelined MXU (config mxu_pipelined)");
+        if (r.instr.op == uint8_t(SxuOpcode::kLoadMxuBank) && !cfg.mxu_pipelined)
+          fail("LOAD_MXU_BANK needs a pipelined MXU (config mxu_pipelined)");
         break;
       case RecordType::kOutputVmem:
         check_addr("VMEM");

@@ -591,15 +591,9 @@ Exec mxu_seed(Sxu& sx, DP& tc) {
 }
 // Guard: the bank's dispatches have drained (bundle validation refuses it on a core without a pipelined MXU).
 template <class DP>
-Exec load_mxu_bank_row(Sxu& sx, DP& tc) {
+Exec load_mxu_bank(Sxu& sx, DP& tc) {
   if (!tc.ctrl.bank_ready()) return Exec::kStallMxuResult;
-  const int row = sx.cur.vregSrc & (kRows - 1);
-  each(vreg(tc, sx.cur.vregDst), tc.ctrl.bank_tile(), [row](Tile& out, const Tile& m) {
-    Row r;
-    std::copy_n(m.begin() + row * kRows, kRows, r.begin());
-    out = row_tile(r);
-  });
-  return Exec::kNext;
+  return write_vreg(sx, tc, tc.ctrl.bank_tile());
 }
 template <class DP>
 Exec mxu_os_float_accumulate(Sxu& sx, DP& tc) {
