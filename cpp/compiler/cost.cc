@@ -38,16 +38,19 @@ int64_t estimated_sxu_cycles(const std::vector<Instr>& program, const TensorCore
   int64_t t = 0;                       // the cycle of the next instruction's FETCH, or the one it overlaps
   int64_t mxu_done = 0, collect = -1;  // collect: the last VPU_BG's write-back cycle
   int64_t mxu_takes = 0;               // the first cycle a pipelined MXU takes an output-stationary dispatch
+  int64_t bank_ready = 0;              // the first cycle its output bank may be read
   for (const Instr& in : program) {
     const SxuOpInfo& row = kSxuOps[in.op];
     if (SxuOpcode(in.op) == SxuOpcode::kHalt) return t + 1;  // HALT retires in its FETCH cycle
     const bool behind = cfg.mxu_pipelined && row.mxu_start && output_stationary(*row.mxu_start);
-    const int64_t exec = exec_cycle(row, t + 1, behind ? mxu_takes : mxu_done, collect);
+    int64_t exec = exec_cycle(row, t + 1, behind ? mxu_takes : mxu_done, collect);
+    if (SxuOpcode(in.op) == SxuOpcode::kLoadMxuBank) exec = std::max(exec, bank_ready);
     int64_t end = exec + instr_cycles(in) - 2;  // its last EXEC cycle
     if (row.vpu_wb_wait == VpuWbWait::kGuardedStep2) end = std::max(end, collect + 1);
     if (SxuOpcode(in.op) == SxuOpcode::kDispatchVpuBg) collect = exec + vpu_done_latency(kVpuOps[in.vpuOp]);
     if (row.waits_for_mxu) {
       const int interval = mxu_interval(in, cfg);
+      if (behind && replacing(*row.mxu_start)) bank_ready = mxu_done;  // the dispatches before it are Done
       mxu_done = interval > 0 ? std::max(mxu_done, exec + interval) : std::max(mxu_done, end + 1);
       mxu_takes = behind ? exec + os_issue_cycles(in.mxuTLen) : mxu_done;
     }

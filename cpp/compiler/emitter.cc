@@ -110,14 +110,22 @@ bool Emitter::emit_event(const Boundary& before) {
   regs_.begin_event();
   forecast_.begin_event(pos_);
   const Schedule::Event& e = schedule_.events[pos_];
-  if (e.part == Schedule::Part::kDispatch)
-    mxu_dispatch(e.id);
-  else
+  dispatched_early_ = false;
+  if (e.part == Schedule::Part::kDispatch) {
+    if (!in_launch(p_.nodes[e.id].mxu)) mxu_dispatch(e.id);  // (a read-back through the bank may have)
+  } else {
     e.is_node ? emit_node(e.id) : emit_store(e.id);
+  }
   const char* why = cutter_.full();
   if (!why) return true;
   const char* ended = cutter_.launch().cut;  // (rollback names the event's limit)
   return_to(before);
+  if (dispatched_early_) {  // again, the next block left to its own event
+    no_bank_ = true;
+    const bool fits = emit_event(before);
+    no_bank_ = false;
+    return fits;
+  }
   forecast_.for_leaf = asking_when_full_;
   if (e.part != Schedule::Part::kDispatch) return false;
   skipped_ = {p_.nodes[e.id].mxu, why};

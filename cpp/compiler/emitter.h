@@ -54,10 +54,14 @@ class Emitter {
     std::vector<int> deferred_rows;
     int shadow = 0;
     size_t dispatched = 0;  // of dispatched_: the rest are rolled back
+    int bank = -1;          // a pipelined MXU's: the block its output bank holds (MxuDot index), or -1
   };
   Shadow mxu_;
   std::vector<std::pair<int, MxuDotPlaces>> dispatched_;  // (MxuDot index, places)
   std::pair<int, const char*> skipped_{-1, nullptr};      // a block whose dispatches did not fit, and why
+  // A read-back through the bank dispatched the next block ahead of its event (dispatched_early_); when that
+  // leaves the event no room, it is emitted again without (no_bank_).
+  bool dispatched_early_ = false, no_bank_ = false;
 
   // The launch between two events, to which emission can return, and how many values a cut there spills.
   struct Boundary {
@@ -130,6 +134,8 @@ class Emitter {
   void broadcast(const TileNode& n, int d, int a);
   const MxuDotPlaces& mxu_dispatch(int node);
   void os_read_back(int node, int d);
+  bool bank_read_back(int node, int d);
+  bool in_launch(int mxu_index) const;
   int os_shadow(const Instr& dispatch) const;
   std::vector<std::vector<int>> os_row_groups(const MxuDot& m) const;
 

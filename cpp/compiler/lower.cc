@@ -134,10 +134,16 @@ void Emitter::mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot) {
   for (const Instr& in : mxu_dot_readback(m, at)) emit(in);
 }
 
-// An OS block's operands in WMEM and AMEM, and its first pass's dispatches issued (Emitter::issue).
+bool Emitter::in_launch(int mxu_index) const {
+  return std::any_of(dispatched_.begin(), dispatched_.end(), [&](const auto& d) { return d.first == mxu_index; });
+}
+
+// An OS block's operands in WMEM and AMEM, and its first pass's dispatches issued (Emitter::issue). On a
+// pipelined MXU its first dispatch moves the accumulators, the block dispatched before, into the output bank.
 const MxuDotPlaces& Emitter::mxu_dispatch(int node) {
   const int index = p_.nodes[node].mxu;
   const MxuDot& m = p_.mxu[index];
+  if (cfg_.mxu_pipelined) mxu_.bank = dispatched_.empty() ? -1 : dispatched_.back().first;
   MxuDotPlaces at;
   for (const auto& t : m.weights) at.weights.push_back(weight_fill(t, m.chains));
   for (const auto& ds : m.dispatches) at.acts.push_back(act_fill(m.acts[ds.act], ds.k, m.chains));
@@ -171,6 +177,7 @@ std::vector<std::vector<int>> Emitter::os_row_groups(const MxuDot& m) const {
 // too, into the shadow of the next block's dispatches. A block whose dispatches were cut off into an earlier
 // launch is dispatched again.
 void Emitter::os_read_back(int node, int d) {
+  if (bank_read_back(node, d)) return;
   const int index = p_.nodes[node].mxu;
   const MxuDot& m = p_.mxu[index];
   const MxuDotPlaces* at = nullptr;
@@ -219,6 +226,25 @@ void Emitter::os_read_back(int node, int d) {
   // the deferred instructions are placed whatever comes next, at the latest when the launch ends: room for
   // them now, or the read-back goes to the next launch
   room_for_instrs(0);
+}
+
+// On a pipelined MXU a plain block of one pass (every row live) dispatched last in the launch is read whole from
+// the output bank, under the next block's dispatches: when that block's dispatch event comes next, it is
+// dispatched here, ahead of its event, and its first dispatch moves this block's results into the bank.
+bool Emitter::bank_read_back(int node, int d) {
+  const int index = p_.nodes[node].mxu;
+  const MxuDot& m = p_.mxu[index];
+  const size_t next = size_t(pos_) + 1;
+  if (!cfg_.mxu_pipelined || no_bank_ || m.across || os_passes(m).size() != 1 ||
+      std::find(m.live_rows.begin(), m.live_rows.end(), false) != m.live_rows.end() ||
+      dispatched_.empty() || dispatched_.back().first != index || next >= schedule_.events.size())
+    return false;
+  const Schedule::Event& e = schedule_.events[next];
+  if (e.part != Schedule::Part::kDispatch || in_launch(p_.nodes[e.id].mxu)) return false;
+  mxu_dispatch(e.id);
+  dispatched_early_ = true;
+  emit(instr::load_mxu_bank(d));
+  return true;
 }
 
 // out = x < y as uint32: flip the sign bits (`sign` holds 0x80000000) into tx, ty, compare signed.
