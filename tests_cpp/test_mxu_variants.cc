@@ -239,9 +239,11 @@ TEST_CASE("a core without a float MXU refuses its records and dispatches by name
 
 namespace {
 // The bank read whole after `dispatches`, as rows: row r of the tile LOAD_MXU_BANK writes.
-std::vector<Tile> bank_rows(const std::string& data, const std::string& dispatches, const TensorCoreConfig& cfg) {
+std::vector<Tile> bank_rows(const std::string& data, const std::string& dispatches,
+                            const TensorCoreConfig& cfg) {
   const Tile bank =
-      test::run(data + dispatches + "LOAD_MXU_BANK v1\nSTORE VMEM[0], v1\nHALT\nOUTPUT_VMEM VMEM[0]\nEND\n", cfg)
+      test::run(data + dispatches + "LOAD_MXU_BANK v1\nSTORE VMEM[0], v1\nHALT\nOUTPUT_VMEM VMEM[0]\nEND\n",
+                cfg)
           .vmem_results.at(0);
   std::vector<Tile> rows(size_t(R), Tile{});
   for (int r = 0; r < R; ++r) std::copy_n(bank.begin() + r * R, R, rows[size_t(r)].begin());
@@ -249,9 +251,11 @@ std::vector<Tile> bank_rows(const std::string& data, const std::string& dispatch
 }
 }  // namespace
 
-// docs/model.md "The output bank": a clearing output-stationary dispatch (or a seed) on a pipelined MXU moves the
-// accumulators into the bank as it clears them; the bank is read once the dispatches before it have drained.
-TEST_CASE("a pipelined MXU's output bank: the block before a clearing dispatch, readable while the next one runs") {
+// docs/model.md "The output bank": a clearing output-stationary dispatch (or a seed) on a pipelined MXU moves
+// the accumulators into the bank as it clears them; the bank is read once the dispatches before it have
+// drained.
+TEST_CASE(
+    "a pipelined MXU's output bank: the block before a clearing dispatch, readable while the next one runs") {
   const std::string data = int8_data();
   const std::string block_a = os(R) + os(R, true), block_b = os(2);
   CHECK(bank_rows(data, block_a + block_b, pipelined()) == matrix_after(data, block_a, {}));

@@ -135,7 +135,8 @@ void Emitter::mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot) {
 }
 
 bool Emitter::in_launch(int mxu_index) const {
-  return std::any_of(dispatched_.begin(), dispatched_.end(), [&](const auto& d) { return d.first == mxu_index; });
+  return std::any_of(dispatched_.begin(), dispatched_.end(),
+                     [&](const auto& d) { return d.first == mxu_index; });
 }
 
 // An OS block's operands in WMEM and AMEM, and its first pass's dispatches issued (Emitter::issue). On a
@@ -228,16 +229,16 @@ void Emitter::os_read_back(int node, int d) {
   room_for_instrs(0);
 }
 
-// On a pipelined MXU a plain block of one pass (every row live) dispatched last in the launch is read whole from
-// the output bank, under the next block's dispatches: when that block's dispatch event comes next, it is
+// On a pipelined MXU a plain block of one pass (every row live) dispatched last in the launch is read whole
+// from the output bank, under the next block's dispatches: when that block's dispatch event comes next, it is
 // dispatched here, ahead of its event, and its first dispatch moves this block's results into the bank.
 bool Emitter::bank_read_back(int node, int d) {
   const int index = p_.nodes[node].mxu;
   const MxuDot& m = p_.mxu[index];
   const size_t next = size_t(pos_) + 1;
   if (!cfg_.mxu_pipelined || no_bank_ || m.across || os_passes(m).size() != 1 ||
-      std::find(m.live_rows.begin(), m.live_rows.end(), false) != m.live_rows.end() ||
-      dispatched_.empty() || dispatched_.back().first != index || next >= schedule_.events.size())
+      std::find(m.live_rows.begin(), m.live_rows.end(), false) != m.live_rows.end() || dispatched_.empty() ||
+      dispatched_.back().first != index || next >= schedule_.events.size())
     return false;
   const Schedule::Event& e = schedule_.events[next];
   if (e.part != Schedule::Part::kDispatch || in_launch(p_.nodes[e.id].mxu)) return false;
