@@ -46,6 +46,21 @@ inline bool is_data(const Record& r) {
 }
 // An ActivationSRAM entry: a row of values, not a tile.
 inline bool is_act_row(RecordType t) { return t == RecordType::kActTile || t == RecordType::kActWords; }
+// A data record's TASM keyword (VMEM, WMEM, AMEM, WMEM32, AMEM32).
+inline const char* data_keyword(RecordType t) {
+  switch (t) {
+    case RecordType::kWeightTile:
+      return "WMEM";
+    case RecordType::kActTile:
+      return "AMEM";
+    case RecordType::kWeightWords:
+      return "WMEM32";
+    case RecordType::kActWords:
+      return "AMEM32";
+    default:
+      return "VMEM";
+  }
+}
 // Whether two bundles hold the same program and output list: their records other than data, in order.
 bool same_program(const Bundle& a, const Bundle& b);
 

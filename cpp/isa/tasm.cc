@@ -548,24 +548,12 @@ std::string disassemble(const Bundle& b) {
   for (const Record& r : b.records) {
     switch (r.type) {
       case RecordType::kVmemTile:
-        out << "VMEM[" << r.addr << "] =";
-        values(r, kTileElems);
-        break;
       case RecordType::kWeightTile:
-        out << "WMEM[" << r.addr << "] =";
-        values(r, kTileElems);
-        break;
       case RecordType::kActTile:
-        out << "AMEM[" << r.addr << "] =";
-        values(r, kRows);
-        break;
       case RecordType::kWeightWords:
-        out << "WMEM32[" << r.addr << "] =";
-        values(r, kTileElems);
-        break;
       case RecordType::kActWords:
-        out << "AMEM32[" << r.addr << "] =";
-        values(r, kRows);
+        out << data_keyword(r.type) << "[" << r.addr << "] =";
+        values(r, is_act_row(r.type) ? kRows : kTileElems);
         break;
       case RecordType::kInstr:
         out << format_instr(r.instr);

@@ -124,8 +124,11 @@ void Controller::read_os_operands(const WeightSram& wsram, const ActivationSram&
   os_act_words[slot] = asram.words[addr];
 }
 
-void Controller::stream_float(SystolicArray& array) const {
-  if (seed)
+// The read operands' products into the array at once: the int8 PEs', the float PEs', or a seed's words.
+void Controller::stream_products(SystolicArray& array) const {
+  if (!fp)
+    array.stream_os(os_weight, os_act, os_klen);
+  else if (seed)
     array.seed(os_weight_words);
   else
     array.stream_os_float(os_weight_words, os_act_words, os_klen, group, fp == 1);
@@ -140,10 +143,7 @@ void Controller::tick_pipelined(SystolicArray& array, const WeightSram& wsram, c
   if (issuing) {
     read_os_operands(wsram, asram, reads);
     if (++reads == os_issue_cycles(os_klen)) {
-      if (fp)
-        stream_float(array);
-      else
-        array.stream_os(os_weight, os_act, os_klen);
+      stream_products(array);
       const uint32_t due = clock + 2 * kRows + (fp ? fp_latency : 0);
       drains.push(drains.empty() ? due : std::max(due, drains.back() + 1));  // drains stay in order
       issuing = false;
@@ -165,9 +165,9 @@ void Controller::tick_pipelined(SystolicArray& array, const WeightSram& wsram, c
 // One cycle of an output-stationary stream: the staircase's next feed, then the drain.
 void Controller::stream_os_cycle(SystolicArray& array) {
   const uint32_t total = os_klen + 2 * (kRows - 1), t = os_feed++;
-  if (fp) {  // the float PEs' products land at the drain (stream_float); their pipeline adds its stages
+  if (fp) {  // the float PEs' products land at the drain (stream_products); their pipeline adds its stages
     if (t >= total + fp_latency) {
-      stream_float(array);
+      stream_products(array);
       state = CState::kDrain;
     }
     return;
@@ -255,10 +255,7 @@ void Controller::run_whole(SystolicArray& array, const WeightSram& wsram, Activa
     // The FSM's loads: the weight tile, then K activation rows into slots whose index is 2 bits (a K past
     // the slots overwrites the first; K 0 still loads one)
     for (int k = 0; k < os_issue_cycles(os_klen); ++k) read_os_operands(wsram, asram, k);
-    if (fp)
-      stream_float(array);
-    else
-      array.stream_os(os_weight, os_act, os_klen);
+    stream_products(array);
     issuing = false;
   } else {
     array.load_weights(wsram.mem[w_base]);

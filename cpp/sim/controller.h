@@ -27,15 +27,17 @@ enum class Dataflow : uint8_t { kWS, kWSAccumulate, kOS };
 // second fires in the first cycle the Controller shows Done). A dispatch followed by WAIT_MXU takes 2
 // more (hardware.md §2.3 "Derived costs"); test_mxu checks both against the FSM. Cost models read these.
 constexpr int ws_dispatch_interval(int t_len) { return t_len + kRows + 4; }
+constexpr int os_issue_cycles(int k) {
+  return k > 1 ? k : 1;
+}  // K': the activation rows read (K 0 reads one)
 constexpr int os_dispatch_interval(int k) {
-  return (k > 1 ? k : 1) + k + kRows + kRows + 3;
-}  // K' + k + rows + cols + 3
+  return os_issue_cycles(k) + k + kRows + kRows + 3;
+}  // K' + k + 2R + 3
 // A pipelined MXU (config mxu_pipelined, docs/model.md "A pipelined MXU"): an output-stationary dispatch
 // reads its operands in K' cycles (the weight tile beside the first activation row), and the next one's EXEC
 // may come in the last of them; it is Done rows + cols + 1 cycles after its last read (and a float dispatch
 // mxu_fp_latency more). So EXEC to the EXEC of a dispatch right behind it: max(K', the SXU's own interval);
 // a lone dispatch to its Done: K' + rows + cols + 1.
-constexpr int os_issue_cycles(int k) { return k > 1 ? k : 1; }
 constexpr int os_pipelined_latency(int k) { return os_issue_cycles(k) + kRows + kRows + 1; }
 // On a core's MXU: an output-stationary dispatch's cycles from its EXEC to its Done (a float one's with the
 // float PEs' latency), and to the earliest EXEC of another right behind it (on the reference, its Done).
@@ -172,7 +174,7 @@ struct Controller {
   void begin(const MxuDispatch& d, SystolicArray& array, const Tile& operand);
   void tick_pipelined(SystolicArray& array, const WeightSram& wsram, const ActivationSram& asram);
   void read_os_operands(const WeightSram& wsram, const ActivationSram& asram, int k);
-  void stream_float(SystolicArray& array) const;
+  void stream_products(SystolicArray& array) const;
   void stream_os_cycle(SystolicArray& array);
   void drain(SystolicArray& array, ActivationSram& asram, Tile& psum_bucket);
 };

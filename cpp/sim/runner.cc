@@ -62,15 +62,11 @@ std::string record_name(const Record& r, int& pc) {
   const std::string at = "[" + std::to_string(r.addr) + "]";
   switch (r.type) {
     case RecordType::kWeightTile:
-      return "WMEM" + at;
     case RecordType::kActTile:
-      return "AMEM" + at;
     case RecordType::kWeightWords:
-      return "WMEM32" + at;
     case RecordType::kActWords:
-      return "AMEM32" + at;
     case RecordType::kVmemTile:
-      return "VMEM" + at;
+      return data_keyword(r.type) + at;
     case RecordType::kInstr:
       return "program[" + std::to_string(pc++) + "] " + format_instr(r.instr);
     case RecordType::kOutputMxu:
