@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <random>
 
 #include "base/errors.h"
@@ -328,65 +329,50 @@ Bundle random_mxu_program(std::mt19937& rng, int length, const TensorCoreConfig&
 
 }  // namespace
 
+namespace {
+// How a random program fared: its launches checked in order against ticking, or left ticked (its run met a
+// running dispatch's writes), or a reference hang (a result awaited with no dispatch to give it).
+enum class Fared { kChecked, kOverlapped, kHung };
+Fared check_random_program(const Bundle& b, const TensorCoreConfig& cfg, std::mt19937& rng) {
+  REQUIRE(computes_in_order(b));
+  const int w = int(rng() % 32), a = int(rng() % 32), v = int(rng() % 32);
+  const Edit edit = [&](const Memories& entry) {
+    entry.wsram(w)[5] ^= 0x5a;
+    entry.asram(a)[2] ^= 0x33;
+    entry.vmem(v)[7] ^= 12345;
+  };
+  INFO(disassemble(b));
+  RunResult ticked;
+  try {
+    ticked = ticked_run(b, cfg, {});
+  } catch (const SimError&) {
+    return Fared::kHung;
+  }
+  if (ticked.mxu_overlapped) return Fared::kOverlapped;
+  check_in_order(b, cfg, edit);
+  return Fared::kChecked;
+}
+}  // namespace
+
 TEST_CASE("an MXU program gives, its launches run in order, what ticking each gives: results and counters") {
   std::mt19937 rng(50);
-  int programs = 0, overlapped = 0, hung = 0;
+  std::map<Fared, int> fared;
   for (int n = 0; n < 300; ++n) {
     const Bundle b = random_mxu_program(rng, 3 + n % 16);
-    REQUIRE(computes_in_order(b));
-    const int w = int(rng() % 32), a = int(rng() % 32), v = int(rng() % 32);
-    const Edit edit = [&](const Memories& entry) {
-      entry.wsram(w)[5] ^= 0x5a;
-      entry.asram(a)[2] ^= 0x33;
-      entry.vmem(v)[7] ^= 12345;
-    };
-    INFO(disassemble(b));
-    for (const TensorCoreConfig& cfg : cores()) {
-      RunResult ticked;
-      try {
-        ticked = ticked_run(b, cfg, {});
-      } catch (const SimError&) {  // a reference hang (a result awaited with no dispatch to give it)
-        ++hung;
-        continue;
-      }
-      if (ticked.mxu_overlapped) {
-        ++overlapped;
-        continue;
-      }
-      check_in_order(b, cfg, edit);
-      ++programs;
-    }
+    for (const TensorCoreConfig& cfg : cores()) ++fared[check_random_program(b, cfg, rng)];
   }
-  CHECK(programs >= 300);
-  CHECK(overlapped >= 10);  // the random PSUM accesses and ActivationSRAM outputs meet running dispatches
-  INFO(hung);
+  CHECK(fared[Fared::kChecked] >= 300);
+  CHECK(fared[Fared::kOverlapped] >=
+        10);  // the random PSUM accesses and ActivationSRAM outputs meet running dispatches
+  INFO(fared[Fared::kHung]);
 }
 
 TEST_CASE("a float MXU's program gives, its launches run in order, what ticking each gives") {
   std::mt19937 rng(51);
   int programs = 0;
-  for (int n = 0; n < 150; ++n) {
-    for (const TensorCoreConfig& cfg : float_cores()) {
-      const Bundle b = random_mxu_program(rng, 3 + n % 16, cfg);
-      REQUIRE(computes_in_order(b));
-      const int w = int(rng() % 32), a = int(rng() % 32), v = int(rng() % 32);
-      const Edit edit = [&](const Memories& entry) {
-        entry.wsram(w)[5] ^= 0x5a;
-        entry.asram(a)[2] ^= 0x33;
-        entry.vmem(v)[7] ^= 12345;
-      };
-      INFO(disassemble(b));
-      RunResult ticked;
-      try {
-        ticked = ticked_run(b, cfg, {});
-      } catch (const SimError&) {  // a reference hang
-        continue;
-      }
-      if (ticked.mxu_overlapped) continue;
-      check_in_order(b, cfg, edit);
-      ++programs;
-    }
-  }
+  for (int n = 0; n < 150; ++n)
+    for (const TensorCoreConfig& cfg : float_cores())
+      programs += check_random_program(random_mxu_program(rng, 3 + n % 16, cfg), cfg, rng) == Fared::kChecked;
   CHECK(programs >= 150);
 }
 
