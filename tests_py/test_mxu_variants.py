@@ -69,3 +69,22 @@ def test_an_int8_matmul_on_a_pipelined_mxu_reads_its_blocks_from_the_bank():
     np.testing.assert_array_equal(out, np.maximum(a.astype(np.int64) @ b.astype(np.int64), 0))
     cycles[devs[dev]] = tinytpu.counters(dev)["cycles"]
   assert cycles["all-pipe"] < cycles["all"], cycles
+
+@pytest.mark.parametrize("shape", [(64, 64, 64), (32, 160, 64)])
+def test_an_int8_matmul_on_a_pipelined_16x16_mxu_across_launches(shape):
+  """K longer than ActivationSRAM holds: each launch adds its K-slice to the partial sums the launch before
+  output, and a block cut off from one launch is dispatched again in the next and read from the bank there
+  (the compiler once refused this as needing more AMEM rows than an empty launch has)."""
+  from tinygrad import Device, Tensor, dtypes
+  devs = {"TINYTPU:88": "16x16-all", "TINYTPU:89": "16x16-all-pipe"}
+  for dev, name in devs.items(): Device[dev].config = tinytpu.configs.from_spec(name)
+  m, k, n = shape
+  rng = np.random.default_rng(k)
+  a, b = rng.integers(-128, 128, (m, k), dtype=np.int8), rng.integers(-128, 128, (k, n), dtype=np.int8)
+  cycles = {}
+  for dev in devs:
+    tinytpu.reset_counters(dev)
+    out = (Tensor(a, device=dev).cast(dtypes.int32) @ Tensor(b, device=dev).cast(dtypes.int32)).numpy()
+    np.testing.assert_array_equal(out, a.astype(np.int64) @ b.astype(np.int64))
+    cycles[devs[dev]] = tinytpu.counters(dev)["cycles"]
+  assert cycles["16x16-all-pipe"] < cycles["16x16-all"], cycles

@@ -122,6 +122,7 @@ bool Emitter::emit_event(const Boundary& before) {
   return_to(before);
   if (dispatched_early_) {  // again, the next block left to its own event
     no_bank_ = true;
+    cutter_.begin_event();  // (the limit it found is undone with it)
     const bool fits = emit_event(before);
     no_bank_ = false;
     return fits;
@@ -223,14 +224,29 @@ void Emitter::place(const Instr& in) {
 void Emitter::interleave(const Instr& in) {
   if (mxu_.pending.empty()) return place(in);
   const int cycles = instr_cycles(in, cfg_);
-  if (mxu_.shadow < cycles) {
-    const Instr next = mxu_.pending.front();
-    mxu_.pending.erase(mxu_.pending.begin());
-    place(next);
-    mxu_.shadow = os_shadow(next);
-  }
+  if (mxu_.shadow < cycles) place_pending();
   place(in);
   mxu_.shadow -= cycles;
+}
+
+// An instruction that stalls until `wait` cycles from now (an output-bank read for its block to drain): the
+// waiting dispatches the MXU takes before then go first, so the array does not idle behind the stall.
+void Emitter::interleave_waiting(const Instr& in, int wait) {
+  flush_deferred();
+  while (!mxu_.pending.empty() && mxu_.shadow < wait) {
+    wait -= std::max(0, mxu_.shadow) + instr_cycles(mxu_.pending.front(), cfg_);
+    place_pending();
+  }
+  place(in);
+  mxu_.shadow -= std::max(wait, instr_cycles(in, cfg_));
+}
+
+// The next dispatch waiting in the MXU's shadow, placed: the shadow is now its own.
+void Emitter::place_pending() {
+  const Instr next = mxu_.pending.front();
+  mxu_.pending.erase(mxu_.pending.begin());
+  place(next);
+  mxu_.shadow = os_shadow(next);
 }
 
 // The cycles after an OS dispatch's own that other instructions may fill before the next can start: until its
@@ -238,6 +254,12 @@ void Emitter::interleave(const Instr& in) {
 int Emitter::os_shadow(const Instr& dispatch) const {
   const bool fp = float_dispatch(*kSxuOps[dispatch.op].mxu_start);
   return os_next_dispatch_cycles(dispatch.mxuTLen, fp, cfg_) - instr_cycles(dispatch, cfg_);
+}
+
+// The cycles from the earliest EXEC of a dispatch right behind an OS dispatch to the OS dispatch's Done.
+int Emitter::os_drain(const Instr& dispatch) const {
+  const bool fp = float_dispatch(*kSxuOps[dispatch.op].mxu_start);
+  return os_done_cycles(dispatch.mxuTLen, fp, cfg_) - os_next_dispatch_cycles(dispatch.mxuTLen, fp, cfg_);
 }
 
 // An OS block's dispatches: the first at once (the MXU is done: the read-back before waited for it), the

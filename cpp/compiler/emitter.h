@@ -100,6 +100,8 @@ class Emitter {
   void emit(Instr in);
   void place(const Instr& in);
   void interleave(const Instr& in);
+  void interleave_waiting(const Instr& in, int wait);
+  void place_pending();
   int queued() const { return int(mxu_.pending.size() + mxu_.deferred.size()); }
   void issue(std::vector<Instr> dispatches);
   void flush_deferred();
@@ -137,6 +139,7 @@ class Emitter {
   bool bank_read_back(int node, int d);
   bool in_launch(int mxu_index) const;
   int os_shadow(const Instr& dispatch) const;
+  int os_drain(const Instr& dispatch) const;
   std::vector<std::vector<int>> os_row_groups(const MxuDot& m) const;
 
   // The float32 arithmetic the VPU has no instruction for (float_sequences.cc).

@@ -229,22 +229,26 @@ void Emitter::os_read_back(int node, int d) {
   room_for_instrs(0);
 }
 
-// On a pipelined MXU a plain block of one pass (every row live) dispatched last in the launch is read whole
-// from the output bank, under the next block's dispatches: when that block's dispatch event comes next, it is
-// dispatched here, ahead of its event, and its first dispatch moves this block's results into the bank.
+// On a pipelined MXU a plain block of one pass (every row live) dispatched last in the launch (or, cut off
+// from the launch before, dispatched again here) is read whole from the output bank, under the next block's
+// dispatches: when that block's dispatch event comes next, it is dispatched here, ahead of its event, and its
+// first dispatch moves this block's results into the bank.
 bool Emitter::bank_read_back(int node, int d) {
   const int index = p_.nodes[node].mxu;
   const MxuDot& m = p_.mxu[index];
   const size_t next = size_t(pos_) + 1;
   if (!cfg_.mxu_pipelined || no_bank_ || m.across || os_passes(m).size() != 1 ||
-      std::find(m.live_rows.begin(), m.live_rows.end(), false) != m.live_rows.end() || dispatched_.empty() ||
-      dispatched_.back().first != index || next >= schedule_.events.size())
+      std::find(m.live_rows.begin(), m.live_rows.end(), false) != m.live_rows.end() ||
+      next >= schedule_.events.size() || skipped_.first == index)
     return false;
   const Schedule::Event& e = schedule_.events[next];
   if (e.part != Schedule::Part::kDispatch || in_launch(p_.nodes[e.id].mxu)) return false;
+  if (!in_launch(index)) mxu_dispatch(node);
+  if (dispatched_.back().first != index) return false;
+  const int drain = os_drain(dispatch(m, dispatched_.back().second, m.dispatches.size() - 1));
   mxu_dispatch(e.id);
   dispatched_early_ = true;
-  emit(instr::load_mxu_bank(d));
+  interleave_waiting(instr::load_mxu_bank(d), drain);
   return true;
 }
 
