@@ -83,6 +83,7 @@ void Emitter::cut() {
   end_shadow();
   regs_.live(pos_, schedule_.last_use, held_);
   for (int n : held_) {
+    if (slots_.holding(Content(n)) >= 0) continue;  // spilled earlier in the launch (evict_value)
     const int s = slots_.first_not_out();
     slots_.set(s, VmemSlots::kOut);
     cutter_.spill(n, regs_.of(n), s);
@@ -121,10 +122,10 @@ bool Emitter::emit_event(const Boundary& before) {
   const char* ended = cutter_.launch().cut;  // (rollback names the event's limit)
   return_to(before);
   if (dispatched_early_) {  // again, the next block left to its own event
-    no_bank_ = true;
+    not_early_ = true;
     cutter_.begin_event();  // (the limit it found is undone with it)
     const bool fits = emit_event(before);
-    no_bank_ = false;
+    not_early_ = false;
     return fits;
   }
   forecast_.for_leaf = asking_when_full_;
@@ -182,7 +183,26 @@ int Emitter::alloc_vreg() {
   if (!room_for_one_more_vreg()) return 0;  // no_room's stand-in
   if (int r = regs_.take_free(forecast_, consts_); r >= 0) return r;
   if (int r = regs_.evict_leaf(slots_, schedule_, pos_, blocking_); r >= 0) return r;
+  if (int r = evict_value(); r >= 0) return r;
   return no_room(kNoVregs);
+}
+
+// With no vreg free and no leaf to give up, on a pipelined MXU's core the computed value read again latest is
+// spilled now as a cut would spill it (STORE into an output slot, drained to scratch), and its vreg changes
+// hands: a read later in the launch LOADs it from the slot. A cut there would drain the MXU's pipeline (a
+// launch of output-stationary blocks holds a value per block until the K-slice ends). Only on these cores for
+// now: elsewhere a full launch keeps ending at the vregs, and the figures measured so.
+int Emitter::evict_value() {
+  if (!cfg_.mxu_pipelined) return -1;
+  flush_deferred();  // (the read-backs' deferred instructions may write the value's vreg)
+  const int victim = regs_.latest_read_value(schedule_, pos_);
+  const int s = victim < 0 ? -1 : slots_.take_output(false);
+  if (s < 0) return -1;
+  const int r = regs_.of(victim);
+  cutter_.spill(victim, r, s);  // (room_for_one_more_vreg kept room for the STORE, slot and output)
+  slots_.content[s] = Content(victim);
+  set_vreg(victim, -1);
+  return r;
 }
 
 // A released vreg still holding `content` (a constant, or the palette), taken back busy; -1 without.
@@ -402,7 +422,11 @@ int Emitter::fill_leaf(int node) {
 
 // The vreg holding an operand: a leaf filled, or a value spilled by an earlier launch filled back.
 int Emitter::operand(int node) {
-  if (regs_.of(node) < 0) {
+  if (int s = slots_.holding(Content(node)); regs_.of(node) < 0 && !is_leaf(node) && s >= 0) {
+    const int r = alloc_vreg();  // spilled earlier in this launch (evict_value)
+    emit(instr::load(r, s));
+    set_vreg(node, r);
+  } else if (regs_.of(node) < 0) {
     if (!is_leaf(node) && !cutter_.spilled(node)) throw Unsupported("internal: operand not computed");
     set_vreg(node, is_leaf(node) ? fill_leaf(node) : load_fill(node));
   }

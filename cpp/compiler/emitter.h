@@ -54,14 +54,13 @@ class Emitter {
     std::vector<int> deferred_rows;
     int shadow = 0;
     size_t dispatched = 0;  // of dispatched_: the rest are rolled back
-    int bank = -1;          // a pipelined MXU's: the block its output bank holds (MxuDot index), or -1
   };
   Shadow mxu_;
   std::vector<std::pair<int, MxuDotPlaces>> dispatched_;  // (MxuDot index, places)
   std::pair<int, const char*> skipped_{-1, nullptr};      // a block whose dispatches did not fit, and why
   // A read-back through the bank dispatched the next block ahead of its event (dispatched_early_); when that
-  // leaves the event no room, it is emitted again without (no_bank_).
-  bool dispatched_early_ = false, no_bank_ = false;
+  // leaves the event no room, it is emitted again without (not_early_).
+  bool dispatched_early_ = false, not_early_ = false;
 
   // The launch between two events, to which emission can return, and how many values a cut there spills.
   struct Boundary {
@@ -95,6 +94,7 @@ class Emitter {
   bool room_for_instrs(int n);
   int alloc_vreg();
   int take_back(Content content);
+  int evict_value();
   void release(int r) { regs_.release(r); }
   void set_vreg(int node, int r) { regs_.bind(node, r); }
   void emit(Instr in);

@@ -10,11 +10,13 @@ void LaunchCutter::rollback(const Mark& m) {
   cur_.fills.resize(m.fills);
   cur_.drains.resize(m.drains);
   cur_.mxu_fills.resize(m.mxu_fills);
+  for (; spills_.size() > m.spills; spills_.pop_back()) spilled_[spills_.back()] = false;
 }
 
 void LaunchCutter::spill(int node, int vreg, int slot) {
   cur_.program.push_back(instr::store(slot, vreg));
   cur_.drains.push_back({slot, -1, node});
+  if (!spilled_[node]) spills_.push_back(node);
   spilled_[node] = true;
 }
 

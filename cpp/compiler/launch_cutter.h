@@ -53,11 +53,12 @@ class LaunchCutter {
 
   // Where an event began, and the event undone to it (its limit names the cut).
   struct Mark {
-    size_t program, fills, drains, mxu_fills;
+    size_t program, fills, drains, mxu_fills, spills;
   };
   Mark begin_event() {
     full_ = nullptr;
-    return {cur_.program.size(), cur_.fills.size(), cur_.drains.size(), cur_.mxu_fills.size()};
+    return {cur_.program.size(), cur_.fills.size(), cur_.drains.size(), cur_.mxu_fills.size(),
+            spills_.size()};
   }
   void rollback(const Mark& m);
 
@@ -71,6 +72,7 @@ class LaunchCutter {
 
  private:
   std::vector<bool> spilled_;
+  std::vector<int> spills_;  // the nodes spill() marked spilled, in order (a rollback unmarks its event's)
   std::vector<Launch> launches_;
   Launch cur_;
   const char* full_ = nullptr;

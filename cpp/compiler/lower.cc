@@ -144,7 +144,6 @@ bool Emitter::in_launch(int mxu_index) const {
 const MxuDotPlaces& Emitter::mxu_dispatch(int node) {
   const int index = p_.nodes[node].mxu;
   const MxuDot& m = p_.mxu[index];
-  if (cfg_.mxu_pipelined) mxu_.bank = dispatched_.empty() ? -1 : dispatched_.back().first;
   MxuDotPlaces at;
   for (const auto& t : m.weights) at.weights.push_back(weight_fill(t, m.chains));
   for (const auto& ds : m.dispatches) at.acts.push_back(act_fill(m.acts[ds.act], ds.k, m.chains));
@@ -230,24 +229,32 @@ void Emitter::os_read_back(int node, int d) {
 }
 
 // On a pipelined MXU a plain block of one pass (every row live) dispatched last in the launch (or, cut off
-// from the launch before, dispatched again here) is read whole from the output bank, under the next block's
-// dispatches: when that block's dispatch event comes next, it is dispatched here, ahead of its event, and its
-// first dispatch moves this block's results into the bank.
+// from the launch before, dispatched again here) is read whole from the output bank. A start that replaces
+// the accumulators moves them into the bank: the next block's first dispatch, issued here ahead of its event
+// when that event comes next, so that the block is read while the next one streams; else a dispatch of one
+// term of the block's own operands, whose products nothing reads (an array cycle, against the R matrix reads
+// and their stacking in PSUM after the drain).
 bool Emitter::bank_read_back(int node, int d) {
   const int index = p_.nodes[node].mxu;
   const MxuDot& m = p_.mxu[index];
-  const size_t next = size_t(pos_) + 1;
-  if (!cfg_.mxu_pipelined || no_bank_ || m.across || os_passes(m).size() != 1 ||
+  if (!cfg_.mxu_pipelined || m.across || os_passes(m).size() != 1 ||
       std::find(m.live_rows.begin(), m.live_rows.end(), false) != m.live_rows.end() ||
-      next >= schedule_.events.size() || skipped_.first == index)
+      skipped_.first == index)
     return false;
-  const Schedule::Event& e = schedule_.events[next];
-  if (e.part != Schedule::Part::kDispatch || in_launch(p_.nodes[e.id].mxu)) return false;
+  const size_t next = size_t(pos_) + 1;
+  const bool next_block = !not_early_ && next < schedule_.events.size() &&
+                          schedule_.events[next].part == Schedule::Part::kDispatch &&
+                          !in_launch(p_.nodes[schedule_.events[next].id].mxu);
   if (!in_launch(index)) mxu_dispatch(node);
   if (dispatched_.back().first != index) return false;
-  const int drain = os_drain(dispatch(m, dispatched_.back().second, m.dispatches.size() - 1));
-  mxu_dispatch(e.id);
-  dispatched_early_ = true;
+  const MxuDotPlaces& at = dispatched_.back().second;
+  const int drain = os_drain(dispatch(m, at, m.dispatches.size() - 1));
+  if (next_block) {
+    mxu_dispatch(schedule_.events[next].id);  // (`at` is no longer valid)
+    dispatched_early_ = true;
+  } else {
+    issue({instr::mxu_os(at.weights[0], at.acts[0], /*k*/ 1)});
+  }
   interleave_waiting(instr::load_mxu_bank(d), drain);
   return true;
 }

@@ -84,6 +84,20 @@ int VregAllocator::evict_leaf(const VmemSlots& slots, const Schedule& schedule, 
   return r;
 }
 
+int VregAllocator::latest_read_value(const Schedule& schedule, int pos) const {
+  int victim = -1, victim_read = -1;
+  for (int n : bound_) {
+    const int r = vreg_[n];
+    if (r < 0 || event_regs_[r] || is_leaf(p_, n) || schedule.last_use[size_t(n)] <= pos) continue;
+    if (std::any_of(undo_.begin() + std::ptrdiff_t(event_undo_), undo_.end(),
+                    [&](const auto& u) { return u.first == n; }))
+      continue;
+    const int read = schedule.next_read(n, pos);
+    if (victim < 0 || read > victim_read) std::tie(victim, victim_read) = std::pair{n, read};
+  }
+  return victim;
+}
+
 // A leaf whose vreg may be given up: a gather its slot still holds, a broadcast leaf whose source is in a
 // vreg or refillable.
 bool VregAllocator::refillable(const VmemSlots& slots, int node) const {

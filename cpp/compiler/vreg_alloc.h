@@ -83,7 +83,10 @@ class VregAllocator {
   VregAllocator(const TileProgram& p, int vregs) : p_(p), vregs_(vregs), vreg_(p.nodes.size(), -1) {}
   void begin_launch();
   // An event starts: its operands are marked as it reads them.
-  void begin_event() { event_regs_.reset(); }
+  void begin_event() {
+    event_regs_.reset();
+    event_undo_ = undo_.size();
+  }
   // The registers between two events of the launch, to which rollback() returns (the bindings since are
   // undone).
   struct Mark {
@@ -107,6 +110,9 @@ class VregAllocator {
   // The vreg of a leaf the current event (at `pos`) does not read, unbound (it stays busy: it changes hands);
   // -1 without: the leaf read again latest (`by_next_read`), else the one whose last read is furthest.
   int evict_leaf(const VmemSlots& slots, const Schedule& schedule, int pos, bool by_next_read);
+  // The computed value in a vreg that an event after `pos` reads latest, neither read nor bound by the
+  // current event; -1 without.
+  int latest_read_value(const Schedule& schedule, int pos) const;
   void release(int r) {
     file.busy.reset(r);
     file.leaves.reset(r);
@@ -135,7 +141,8 @@ class VregAllocator {
   // it is.
   std::vector<int> bound_;
   std::vector<std::pair<int, int>> undo_;
-  Set event_regs_;  // operands of the current event: never evicted
+  Set event_regs_;         // operands of the current event: never evicted
+  size_t event_undo_ = 0;  // undo_ when the current event began: the bindings after are its own
 };
 
 }  // namespace tinytpu::compiler
