@@ -88,3 +88,37 @@ def test_an_int8_matmul_on_a_pipelined_16x16_mxu_across_launches(shape):
     np.testing.assert_array_equal(out, a.astype(np.int64) @ b.astype(np.int64))
     cycles[devs[dev]] = tinytpu.counters(dev)["cycles"]
   assert cycles["16x16-all-pipe"] < cycles["16x16-all"], cycles
+
+def test_a_pipelined_16x16_launch_holds_a_block_per_weight_pair_and_reads_each_from_the_bank(capsys):
+  """docs/quant.md "On a pipelined 16x16 MXU": WeightSRAM's 32 tiles are 16 blocks of two dispatches a launch; each
+  block is read whole from the output bank (the last behind a dispatch of one term), none a row at a time."""
+  from tinygrad import Device, Tensor, dtypes
+  from tinygrad.helpers import Context
+  Device["TINYTPU:90"].config = tinytpu.configs.from_spec("16x16-all-pipe")
+  rng = np.random.default_rng(1)
+  a, b = rng.integers(-128, 128, (64, 64), dtype=np.int8), rng.integers(-128, 128, (64, 256), dtype=np.int8)
+  capsys.readouterr()
+  with Context(DEBUG=4):
+    out = (Tensor(a, device="TINYTPU:90").cast(dtypes.int32) @ Tensor(b, device="TINYTPU:90").cast(dtypes.int32)).numpy()
+  np.testing.assert_array_equal(out, a.astype(np.int64) @ b.astype(np.int64))
+  launches = [t.splitlines()[1:] for t in capsys.readouterr().out.split("# ")[1:] if " launch " in t.splitlines()[0]]
+  assert len(launches) == 8  # 4 row blocks of 16 output tiles, K = 64 in two K-slices of 32
+  for program in launches:
+    dispatches = [i for i in program if i.startswith("MXU_OS")]
+    assert len(dispatches) == 33 and dispatches[-1].endswith("k=1"), dispatches
+    assert sum(i.startswith("LOAD_MXU_BANK") for i in program) == 16
+    assert not any(i.startswith("LOAD_MXU_MATRIX_ROW") for i in program)
+
+def test_a_value_spilled_early_in_a_launch_is_not_read_as_an_earlier_launchs():
+  """On a pipelined core a computed value may be spilled into an output slot before the launch ends: it is in
+  scratch only once the launch has run, so a gather whose indices it is waits for a later launch rather than
+  reading stale scratch (found by the random programs: seed 7133 on `pipe`)."""
+  from tinygrad import Device, Tensor, dtypes
+  Device["TINYTPU:91"].config = tinytpu.configs.from_spec("pipe")
+  rng = np.random.default_rng(7133)
+  a0 = rng.integers(-32436, 31598, (16, 3, 1)).astype(np.int16)
+  a1, a2, a3 = rng.integers(-63, 90, (1, 5)), rng.integers(0, 15, (5, 1, 2)), rng.integers(-9, 5, (5, 1, 2))
+  def run(dev):
+    t = [Tensor(x.astype(np.int32) if x.dtype != np.int16 else x, device=dev) for x in (a0, a1, a2, a3)]
+    return (t[0].cast(dtypes.int8).cast(dtypes.int32) @ t[1]).gather(0, t[2]).cat(t[3], dim=1).numpy()
+  np.testing.assert_array_equal(run("TINYTPU:91"), run("CPU"))

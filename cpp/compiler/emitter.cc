@@ -196,7 +196,7 @@ int Emitter::evict_value() {
   if (!cfg_.mxu_pipelined) return -1;
   flush_deferred();  // (the read-backs' deferred instructions may write the value's vreg)
   const int victim = regs_.latest_read_value(schedule_, pos_);
-  const int s = victim < 0 ? -1 : slots_.take_output(false);
+  const int s = victim < 0 ? -1 : slots_.take_output(true);  // (a consumed slot may be a fill not yet LOADed)
   if (s < 0) return -1;
   const int r = regs_.of(victim);
   cutter_.spill(victim, r, s);  // (room_for_one_more_vreg kept room for the STORE, slot and output)

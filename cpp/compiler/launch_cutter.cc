@@ -10,18 +10,19 @@ void LaunchCutter::rollback(const Mark& m) {
   cur_.fills.resize(m.fills);
   cur_.drains.resize(m.drains);
   cur_.mxu_fills.resize(m.mxu_fills);
-  for (; spills_.size() > m.spills; spills_.pop_back()) spilled_[spills_.back()] = false;
+  spills_.resize(m.spills);
 }
 
 void LaunchCutter::spill(int node, int vreg, int slot) {
   cur_.program.push_back(instr::store(slot, vreg));
   cur_.drains.push_back({slot, -1, node});
-  if (!spilled_[node]) spills_.push_back(node);
-  spilled_[node] = true;
+  spills_.push_back(node);
 }
 
 bool LaunchCutter::finish() {
   if (cur_.program.empty() && cur_.drains.empty()) return false;
+  for (int n : spills_) spilled_[n] = true;
+  spills_.clear();
   cur_.program.push_back(instr::halt());
   launches_.push_back(std::move(cur_));
   cur_ = Launch{};

@@ -72,7 +72,7 @@ class LaunchCutter {
 
  private:
   std::vector<bool> spilled_;
-  std::vector<int> spills_;  // the nodes spill() marked spilled, in order (a rollback unmarks its event's)
+  std::vector<int> spills_;  // the nodes spilled in the current launch: in scratch once it ends (finish())
   std::vector<Launch> launches_;
   Launch cur_;
   const char* full_ = nullptr;
