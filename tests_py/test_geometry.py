@@ -32,6 +32,11 @@ WORKLOADS = {  # name: (function, inputs)
   "where_max": (lambda a, b: (a > b).where(a, b * 3).max(), lambda r: (r.integers(-99, 99, (150,), dtype=np.int32),) * 2),
   "softmax": (lambda a: a.softmax(), lambda r: (r.uniform(-5, 5, (200,)).astype(np.float32),)),
   "conv2d": (lambda x, w: x.conv2d(w, padding=1), lambda r: (i8(r, (1, 2, 10, 10)), i8(r, (3, 2, 3, 3)))),
+  # int8-range chains whose MXU blocks need more vregs to read back than an empty launch has: the VPU takes them
+  # (the random programs' seed 5265: once "MXU_DOT needs more vregs than an empty launch" on every 16x16 core)
+  "conv2d_1x3_min": (lambda x, w, b: x.cast("int32").reshape(1, 1, 31, 11).conv2d(w, b, padding=1).reshape((9, 121)).min(axis=1),
+                     lambda r: (r.integers(0, 9, (11, 1, 31)).astype(np.uint8), r.integers(-6, 9, (3, 1, 1, 3), dtype=np.int32),
+                                r.integers(-5, 9, (3,), dtype=np.int32))),
   "gather": (lambda a, i: a[i], lambda r: (r.integers(-9, 9, (50,), dtype=np.int32), r.integers(0, 50, (37,), dtype=np.int32))),
   "transpose_contiguous": (lambda a: a.T.contiguous() * 2, lambda r: (r.integers(-9, 9, (19, 23), dtype=np.int32),)),
 }

@@ -703,19 +703,26 @@ class Batches {
 
   // Where the kernel's int8 dot products run, decided on its first batch that has any: the MXU, unless the
   // launches of that batch with the chains left on the VPU take fewer cycles by the estimate (a dot product
-  // of few terms, say, which the MXU takes in many short dispatches). The batch is packed and lowered both
-  // ways; `launches` and `consts` are left as the chosen way's, and prog_ packed.
+  // of few terms, say, which the MXU takes in many short dispatches), or its MXU blocks need more than an
+  // empty launch has (a block across many chains whose read-back needs more vregs than the core's). The batch
+  // is packed and lowered both ways; `launches` and `consts` are left as the chosen way's, and prog_ packed.
   void choose_engine(TileProgram unfused, std::vector<Launch>& launches, std::vector<Tile>& consts) {
     std::vector<Tile> vpu_consts;
     Emissions vpu_emissions = emissions_;
     pack_lanes(unfused);
     std::vector<Launch> on_vpu = lower(unfused, cfg_, vpu_consts, k_.fast_math, choices_, &vpu_emissions);
     pack_lanes(prog_);
-    launches = lower(prog_, cfg_, consts, k_.fast_math, choices_, &emissions_);
-    const int64_t mxu_cycles = estimated_cycles(launches, cfg_), vpu_cycles = estimated_cycles(on_vpu, cfg_);
-    mxu_ = vpu_cycles < mxu_cycles ? Engine::kVpu : Engine::kMxu;
-    why_.engine = fmt::format("~{} cycles on the MXU against ~{} on the VPU (the first batch, estimated)",
-                              mxu_cycles, vpu_cycles);
+    const int64_t vpu_cycles = estimated_cycles(on_vpu, cfg_);
+    try {
+      launches = lower(prog_, cfg_, consts, k_.fast_math, choices_, &emissions_);
+      const int64_t mxu_cycles = estimated_cycles(launches, cfg_);
+      mxu_ = vpu_cycles < mxu_cycles ? Engine::kVpu : Engine::kMxu;
+      why_.engine = fmt::format("~{} cycles on the MXU against ~{} on the VPU (the first batch, estimated)",
+                                mxu_cycles, vpu_cycles);
+    } catch (const Unsupported& e) {
+      mxu_ = Engine::kVpu;
+      why_.engine = fmt::format("its MXU blocks do not fit a launch ({})", e.what());
+    }
     if (mxu_ == Engine::kVpu) {
       launches = std::move(on_vpu);
       consts = std::move(vpu_consts);
