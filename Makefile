@@ -1,11 +1,14 @@
 # `make demo` and `make test` work on a fresh machine: each installs what is missing first.
 PYTHON ?= python3
 JOBS ?= 2
-DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang clang-format libclang-rt-14-dev chromium
+DEB_PACKAGES := libeigen3-dev libspdlog-dev catch2 clang clang-format libclang-rt-14-dev chromium ccache
 PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothesis cmake ninja matplotlib pillow \
   mkdocs==1.6.1 mkdocstrings==1.0.8 mkdocstrings-python==2.0.11 scikit-learn==1.9.1 optuna==5.0.0 \
   dask==2026.8.0 distributed==2026.8.0 tqdm==4.70.1 ruff==0.17.6 lizard==1.24.3
 WHEEL_BUILD := build/wheel
+# The four builds of `make test` (the extension with its tests, ASan, TSan, the fuzzers) compile the same sources
+# under other flags: ccache keeps each one's objects between runs (CMake reads the launcher from the environment).
+export CMAKE_CXX_COMPILER_LAUNCHER ?= $(shell command -v ccache)
 
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
 TINYGRAD_SDIST := $(UPSTREAM_CACHE)/tinygrad-0.14.0.tar.gz
