@@ -7,8 +7,11 @@ PY_PACKAGES := tinygrad==0.14.0 pybind11 scikit-build-core numpy pytest hypothes
   dask==2026.8.0 distributed==2026.8.0 tqdm==4.70.1 ruff==0.17.6 lizard==1.24.3
 WHEEL_BUILD := build/wheel
 # The four builds of `make test` (the extension with its tests, ASan, TSan, the fuzzers) compile the same sources
-# under other flags: ccache keeps each one's objects between runs (CMake reads the launcher from the environment).
+# under other flags: ccache keeps each one's objects between runs (CMake reads the launcher from the environment),
+# for any checkout of the repository (paths under it are hashed relative to it).
 export CMAKE_CXX_COMPILER_LAUNCHER ?= $(shell command -v ccache)
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
 
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
 TINYGRAD_SDIST := $(UPSTREAM_CACHE)/tinygrad-0.14.0.tar.gz

@@ -282,6 +282,15 @@ int Emitter::os_drain(const Instr& dispatch) const {
   return os_done_cycles(dispatch.mxuTLen, fp, cfg_) - os_next_dispatch_cycles(dispatch.mxuTLen, fp, cfg_);
 }
 
+// The cycles an OS block's first pass keeps the array busy on a pipelined MXU: its dispatches back to back.
+int Emitter::os_stream_cycles(const MxuDot& m) const {
+  const OsPass first = os_passes(m)[0];
+  int cycles = 0;
+  for (size_t i = first.first; i < first.end; ++i)
+    cycles += os_next_dispatch_cycles(m.dispatches[i].k, false, cfg_);
+  return cycles;
+}
+
 // An OS block's dispatches: the first at once (the MXU is done: the read-back before waited for it), the
 // others in its shadow.
 void Emitter::issue(std::vector<Instr> dispatches) {

@@ -137,9 +137,12 @@ class Emitter {
   const MxuDotPlaces& mxu_dispatch(int node);
   void os_read_back(int node, int d);
   bool bank_read_back(int node, int d);
+  bool bank_readable(const MxuDot& m) const;
+  int dispatch_after(int block) const;
   bool in_launch(int mxu_index) const;
   int os_shadow(const Instr& dispatch) const;
   int os_drain(const Instr& dispatch) const;
+  int os_stream_cycles(const MxuDot& m) const;
   std::vector<std::vector<int>> os_row_groups(const MxuDot& m) const;
 
   // The float32 arithmetic the VPU has no instruction for (float_sequences.cc).

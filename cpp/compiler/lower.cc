@@ -228,34 +228,72 @@ void Emitter::os_read_back(int node, int d) {
   room_for_instrs(0);
 }
 
-// On a pipelined MXU a plain block of one pass (every row live) dispatched last in the launch (or, cut off
-// from the launch before, dispatched again here) is read whole from the output bank. A start that replaces
-// the accumulators moves them into the bank: the next block's first dispatch, issued here ahead of its event
-// when that event comes next, so that the block is read while the next one streams; else a dispatch of one
-// term of the block's own operands, whose products nothing reads (an array cycle, against the R matrix reads
-// and their stacking in PSUM after the drain).
+// A block the output bank can read back: on a pipelined MXU, one pass with every row live.
+bool Emitter::bank_readable(const MxuDot& m) const {
+  return cfg_.mxu_pipelined && !m.across && os_passes(m).size() == 1 &&
+         std::find(m.live_rows.begin(), m.live_rows.end(), false) == m.live_rows.end();
+}
+
+// The event dispatching the block after `block` when it comes right after that block's read-back and no other
+// MXU work comes between the current event and it; -1 without. (The schedule places a block's dispatch event
+// right after the read-back of the block before: Pipeline.)
+int Emitter::dispatch_after(int block) const {
+  constexpr size_t kLookAhead = 32;  // events: a read-back further on is not worth the scan
+  const size_t end = std::min(schedule_.events.size(), size_t(pos_) + kLookAhead);
+  for (size_t e = size_t(pos_) + 1; e + 1 < end; ++e) {
+    const Schedule::Event& ev = schedule_.events[e];
+    const bool of_block = ev.is_node && p_.nodes[ev.id].op == Op::MXU_DOT && p_.nodes[ev.id].mxu == block;
+    if (of_block && ev.part == Schedule::Part::kReadBack) {
+      const Schedule::Event& next = schedule_.events[e + 1];
+      return next.part == Schedule::Part::kDispatch && !in_launch(p_.nodes[next.id].mxu) ? int(e + 1) : -1;
+    }
+    if (!of_block && ev.is_node && p_.nodes[ev.id].op == Op::MXU_DOT) return -1;
+    if (!ev.is_node)
+      for (int n : store_reads(p_.stores[size_t(ev.id)]))
+        if (facts_.to_vmem[n]) return -1;
+  }
+  return -1;
+}
+
+// On a pipelined MXU a plain block of one pass (every row live) is read whole from the output bank. A start
+// that replaces the accumulators moves them into the bank:
+// - when the block is the last dispatched in the launch (or, cut off from the launch before, dispatched again
+//   here), the next block's first dispatch, issued here ahead of its event when that event comes next; else a
+//   dispatch of one term of the block's own operands, whose products nothing reads (an array cycle, against
+//   the R matrix reads and their stacking in PSUM after the drain);
+// - when a plain block dispatched after it is the last, that one's first dispatch already did.
+// After the read the block after that one is dispatched too, ahead of its event, so that it starts as soon as
+// the read lets it (it moves the next block into the bank) rather than after this block's consumers.
 bool Emitter::bank_read_back(int node, int d) {
   const int index = p_.nodes[node].mxu;
   const MxuDot& m = p_.mxu[index];
-  if (!cfg_.mxu_pipelined || m.across || os_passes(m).size() != 1 ||
-      std::find(m.live_rows.begin(), m.live_rows.end(), false) != m.live_rows.end() ||
-      skipped_.first == index)
-    return false;
+  if (!bank_readable(m) || skipped_.first == index) return false;
   const size_t next = size_t(pos_) + 1;
   const bool next_block = !not_early_ && next < schedule_.events.size() &&
                           schedule_.events[next].part == Schedule::Part::kDispatch &&
                           !in_launch(p_.nodes[schedule_.events[next].id].mxu);
   if (!in_launch(index)) mxu_dispatch(node);
-  if (dispatched_.back().first != index) return false;
-  const MxuDotPlaces& at = dispatched_.back().second;
+  const size_t n = dispatched_.size();
+  const bool last = dispatched_.back().first == index;
+  if (!last &&
+      !(n >= 2 && dispatched_[n - 2].first == index && bank_readable(p_.mxu[dispatched_.back().first])))
+    return false;
+  const MxuDotPlaces& at = dispatched_[last ? n - 1 : n - 2].second;
   const int drain = os_drain(dispatch(m, at, m.dispatches.size() - 1));
-  if (next_block) {
+  if (last && next_block) {
     mxu_dispatch(schedule_.events[next].id);  // (`at` is no longer valid)
     dispatched_early_ = true;
-  } else {
+  } else if (last) {
     issue({instr::mxu_os(at.weights[0], at.acts[0], /*k*/ 1)});
   }
   interleave_waiting(instr::load_mxu_bank(d), drain);
+  const int after = dispatched_.back().first;
+  // only when the next block streams no longer than this one drains: else the read is done before it ends
+  const bool read_late = after != index && os_stream_cycles(p_.mxu[after]) <= drain;
+  if (const int e = not_early_ || !read_late ? -1 : dispatch_after(after); e >= 0) {
+    mxu_dispatch(schedule_.events[size_t(e)].id);
+    dispatched_early_ = true;
+  }
   return true;
 }
 
