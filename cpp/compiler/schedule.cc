@@ -41,12 +41,17 @@ void add_node(const TileProgram& p, int node, std::vector<Event>& events) {
 }
 
 // The post-order of what store s reads and is not yet `done` (marked done as it goes): its events (a node
-// made by another's event after that node).
+// made by another's event after that node). A node reached again while it waits for its operands reads
+// itself: Unsupported (an internal fault, where the walk would otherwise grow without end).
 template <class Event>
 void post_order(const TileProgram& p, const NodeFacts& f, size_t s, std::vector<char>& done, Event event) {
+  enum : char { kNew, kDone, kWaiting };
   std::vector<std::pair<int, int>> stack;  // node, operands looked at
   for (int root : store_reads(p.stores[s])) {
-    if (!done[root]) stack.push_back({root, 0});
+    if (done[root] == kNew) {
+      done[root] = kWaiting;
+      stack.push_back({root, 0});
+    }
     while (!stack.empty()) {
       auto& [n, k] = stack.back();
       const TileNode& t = p.nodes[n];
@@ -54,13 +59,17 @@ void post_order(const TileProgram& p, const NodeFacts& f, size_t s, std::vector<
       while (k < 4 && next < 0) {
         const int o = k == 0 ? t.a : k == 1 ? t.b : k == 2 ? t.c : f.made_by[n];
         ++k;
-        if (o >= 0 && !done[o]) next = o;
+        if (o >= 0 && done[o] != kDone) next = o;
       }
       if (next >= 0) {
+        if (done[next] == kWaiting)
+          throw Unsupported("internal: node " + std::to_string(next) + " reads itself (through " +
+                            op_name(p.nodes[next].op) + "'s operands or an MXU block's outputs)");
+        done[next] = kWaiting;
         stack.push_back({next, 0});
         continue;
       }
-      done[n] = true;
+      done[n] = kDone;
       if (is_event(p, f, n)) event(n);
       stack.pop_back();
     }
