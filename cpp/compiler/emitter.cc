@@ -287,7 +287,7 @@ int Emitter::os_stream_cycles(const MxuDot& m) const {
   const OsPass first = os_passes(m)[0];
   int cycles = 0;
   for (size_t i = first.first; i < first.end; ++i)
-    cycles += os_next_dispatch_cycles(m.dispatches[i].k, false, cfg_);
+    cycles += os_next_dispatch_cycles(m.dispatches[i].k, false, cfg_);  // (pipelined: K', float or not)
   return cycles;
 }
 

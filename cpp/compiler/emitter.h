@@ -139,7 +139,9 @@ class Emitter {
   bool bank_read_back(int node, int d);
   bool bank_readable(const MxuDot& m) const;
   int dispatch_after(int block) const;
+  const MxuDotPlaces* places_of(int mxu_index) const;
   bool in_launch(int mxu_index) const;
+  bool dispatches_new_block(size_t e) const;
   int os_shadow(const Instr& dispatch) const;
   int os_drain(const Instr& dispatch) const;
   int os_stream_cycles(const MxuDot& m) const;

@@ -134,9 +134,18 @@ void Emitter::mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot) {
   for (const Instr& in : mxu_dot_readback(m, at)) emit(in);
 }
 
-bool Emitter::in_launch(int mxu_index) const {
-  return std::any_of(dispatched_.begin(), dispatched_.end(),
-                     [&](const auto& d) { return d.first == mxu_index; });
+// The places of a block dispatched in the launch, or null.
+const MxuDotPlaces* Emitter::places_of(int mxu_index) const {
+  for (const auto& [dot, places] : dispatched_)
+    if (dot == mxu_index) return &places;
+  return nullptr;
+}
+bool Emitter::in_launch(int mxu_index) const { return places_of(mxu_index) != nullptr; }
+
+// Whether event `e` dispatches a block not yet in the launch (one a read-back may dispatch ahead of it).
+bool Emitter::dispatches_new_block(size_t e) const {
+  return e < schedule_.events.size() && schedule_.events[e].part == Schedule::Part::kDispatch &&
+         !in_launch(p_.nodes[schedule_.events[e].id].mxu);
 }
 
 // An OS block's operands in WMEM and AMEM, and its first pass's dispatches issued (Emitter::issue). On a
@@ -180,9 +189,7 @@ void Emitter::os_read_back(int node, int d) {
   if (bank_read_back(node, d)) return;
   const int index = p_.nodes[node].mxu;
   const MxuDot& m = p_.mxu[index];
-  const MxuDotPlaces* at = nullptr;
-  for (const auto& [dot, places] : dispatched_)
-    if (dot == index) at = &places;
+  const MxuDotPlaces* at = places_of(index);
   if (!at && skipped_.first == index) {  // they do not fit this launch: the read-back cuts it
     no_room(skipped_.second);
     return;
@@ -243,10 +250,8 @@ int Emitter::dispatch_after(int block) const {
   for (size_t e = size_t(pos_) + 1; e + 1 < end; ++e) {
     const Schedule::Event& ev = schedule_.events[e];
     const bool of_block = ev.is_node && p_.nodes[ev.id].op == Op::MXU_DOT && p_.nodes[ev.id].mxu == block;
-    if (of_block && ev.part == Schedule::Part::kReadBack) {
-      const Schedule::Event& next = schedule_.events[e + 1];
-      return next.part == Schedule::Part::kDispatch && !in_launch(p_.nodes[next.id].mxu) ? int(e + 1) : -1;
-    }
+    if (of_block && ev.part == Schedule::Part::kReadBack)
+      return dispatches_new_block(e + 1) ? int(e + 1) : -1;
     if (!of_block && ev.is_node && p_.nodes[ev.id].op == Op::MXU_DOT) return -1;
     if (!ev.is_node)
       for (int n : store_reads(p_.stores[size_t(ev.id)]))
@@ -269,9 +274,7 @@ bool Emitter::bank_read_back(int node, int d) {
   const MxuDot& m = p_.mxu[index];
   if (!bank_readable(m) || skipped_.first == index) return false;
   const size_t next = size_t(pos_) + 1;
-  const bool next_block = !not_early_ && next < schedule_.events.size() &&
-                          schedule_.events[next].part == Schedule::Part::kDispatch &&
-                          !in_launch(p_.nodes[schedule_.events[next].id].mxu);
+  const bool next_block = !not_early_ && dispatches_new_block(next);
   if (!in_launch(index)) mxu_dispatch(node);
   const size_t n = dispatched_.size();
   const bool last = dispatched_.back().first == index;
