@@ -66,3 +66,15 @@ TEST_CASE("activity: a program with a loop or a skip is not counted from its tex
     CHECK_FALSE(straight_line_activity(assemble(program), TensorCoreConfig{}));
   }
 }
+
+TEST_CASE("activity: a float MXU's seed reads its vreg, no SRAM, and multiplies nothing") {
+  TensorCoreConfig f32;
+  f32.mxu_dtype = 2;
+  const std::optional<Activity> a = straight_line_activity(
+      assemble(test::vmem_decl(0, Tile{}) + "LOAD v0, VMEM[0]\nMXU_SEED v0\nHALT\nEND\n"), f32);
+  REQUIRE(a);
+  CHECK(a->vreg_reads == 1);
+  CHECK(a->wsram_reads == 0);
+  CHECK(a->asram_reads == 0);
+  CHECK(a->mxu_float_macs + a->mxu_macs == 0);
+}

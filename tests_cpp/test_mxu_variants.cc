@@ -266,20 +266,37 @@ TEST_CASE(
         test::sxu_cycles(a_last + "WAIT_MXU", pipelined()));
 }
 
-TEST_CASE("a float MXU's seed: the accumulators set to a WeightSRAM tile's words, then summed on") {
-  std::vector<uint32_t> w(R * R, bits(1.0f)), seed(R * R);
-  std::vector<std::vector<uint32_t>> act(size_t(R), std::vector<uint32_t>(size_t(R), bits(0.5f)));
+namespace {
+// The tests' seed words: distinct floats, element r*R+c for PE row r, column c.
+std::vector<uint32_t> seed_words() {
+  std::vector<uint32_t> seed(R * R);
   for (int i = 0; i < R * R; ++i) seed[size_t(i)] = bits(float(i) + 0.25f);
-  std::string data = words_data(w, act) + "WMEM32[1] =";
-  for (uint32_t x : seed) data += " " + std::to_string(int32_t(x));
-  data += "\n";
-  for (const TensorCoreConfig& cfg : {pipelined(2), pipelined(2, 2), [] {
-                                        TensorCoreConfig c;
-                                        c.mxu_dtype = 2;
-                                        return c;
-                                      }()}) {
-    const std::vector<Tile> seeded = matrix_after(data, "MXU_SEED WMEM[1]\n", cfg);
-    const std::vector<Tile> summed = matrix_after(data, "MXU_SEED WMEM[1]\n" + os_float(2, 2, true), cfg);
+  return seed;
+}
+// Operands whose every product is 0.5 (weights 1, activations 0.5), and the seed words in VMEM[R].
+std::string seed_data(const std::vector<uint32_t>& seed) {
+  std::vector<uint32_t> w(R * R, bits(1.0f));
+  std::vector<std::vector<uint32_t>> act(size_t(R), std::vector<uint32_t>(size_t(R), bits(0.5f)));
+  Tile t;
+  std::copy(seed.begin(), seed.end(), t.begin());
+  return words_data(w, act) + test::vmem_decl(R, t);
+}
+const std::string kLoadSeed = "LOAD v2, VMEM[" + std::to_string(R) + "]\n";
+TensorCoreConfig float32() {
+  TensorCoreConfig c;
+  c.mxu_dtype = 2;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("a float MXU's seed: the accumulators set to a vreg's words, then summed on") {
+  const std::vector<uint32_t> seed = seed_words();
+  const std::string data = seed_data(seed);
+  for (const TensorCoreConfig& cfg : {pipelined(2), pipelined(2, 2), float32()}) {
+    INFO("pipelined " << cfg.mxu_pipelined << " latency " << cfg.mxu_fp_latency);
+    const std::vector<Tile> seeded = matrix_after(data, kLoadSeed + "MXU_SEED v2\n", cfg);
+    const std::vector<Tile> summed =
+        matrix_after(data, kLoadSeed + "MXU_SEED v2\n" + os_float(2, 2, true), cfg);
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < R; ++c) {
         const uint32_t s = seed[size_t(r * R + c)];
@@ -287,7 +304,76 @@ TEST_CASE("a float MXU's seed: the accumulators set to a WeightSRAM tile's words
         CHECK(uint32_t(summed[size_t(r)][size_t(c)]) == fp32::add(s, fp32::add(bits(0.5f), bits(0.5f))));
       }
     // timed as an output-stationary dispatch of k = 0, its float latency included
-    CHECK(test::sxu_cycles(data + "MXU_SEED WMEM[1]\nWAIT_MXU", cfg) ==
-          uint64_t(os_done_cycles(0, true, cfg) + 2 + 1));
+    CHECK(test::sxu_cycles(data + kLoadSeed + "MXU_SEED v2\nWAIT_MXU", cfg) -
+              test::sxu_cycles(data + kLoadSeed, cfg) ==
+          uint64_t(os_done_cycles(0, true, cfg) + 2));
+    // a vreg reader: behind a background VPU op that writes its vreg it waits for the write-back, and takes
+    // it
+    const std::vector<Tile> after_bg =
+        matrix_after(data, kLoadSeed + "VPU_BG v2 = FSUM_REDUCE_TILE(v2)\nMXU_SEED v2\n", cfg);
+    CHECK(after_bg == matrix_after(data, kLoadSeed + "VPU v2 = FSUM_REDUCE_TILE(v2)\nMXU_SEED v2\n", cfg));
+    CHECK(after_bg != seeded);
   }
+}
+
+// docs/model.md "A float MXU": LOAD_MXU_BANK's tile is the seed's operand, so a block read out of the bank
+// and seeded back is the block again, and a float sum goes on from it as if never interrupted.
+TEST_CASE("a pipelined float MXU: a block read out of the bank and seeded back is restored") {
+  const std::string data = seed_data(seed_words());
+  const TensorCoreConfig cfg = pipelined(2, 1);
+  const std::string block = os_float(R, R) + os_float(3, 1, true);
+  const std::string restored = block + os_float(2, 2) + "LOAD_MXU_BANK v3\nMXU_SEED v3\n";
+  CHECK(matrix_after(data, restored, cfg) == matrix_after(data, block, cfg));
+  const std::string more = os_float(R, 2, true);
+  CHECK(matrix_after(data, restored + more, cfg) == matrix_after(data, block + more, cfg));
+}
+
+// On a pipelined MXU a seed issued behind a dispatch still reading its operands is queued, and enters when
+// that one's reads are done: its words are the vreg's as its EXEC read it, not as later instructions leave
+// it.
+TEST_CASE("a pipelined float MXU: a seed queued behind a running dispatch takes its vreg as at its EXEC") {
+  const std::vector<uint32_t> seed = seed_words();
+  const std::string data = seed_data(seed);
+  for (bool overlap : {false, true})
+    for (int latency : {0, 2}) {
+      INFO("overlap " << overlap << " latency " << latency);
+      const TensorCoreConfig cfg = pipelined(2, latency, overlap);
+      const std::string queued = kLoadSeed + os_float(R, R) + "MXU_SEED v2\nVFILL v2, imm=-7\n";
+      const std::vector<Tile> got = matrix_after(data, queued, cfg);
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < R; ++c) CHECK(uint32_t(got[size_t(r)][size_t(c)]) == seed[size_t(r * R + c)]);
+      // The seed's EXEC is the K-step dispatch's last read, R after its EXEC (as a dispatch behind it), and
+      // it is Done as a lone k = 0 dispatch issued then: one cycle after the dispatch alone would be
+      const uint64_t alone = test::sxu_cycles(data + kLoadSeed + os_float(R, R) + "WAIT_MXU", cfg);
+      CHECK(test::sxu_cycles(data + queued + "WAIT_MXU", cfg) ==
+            alone + uint64_t(R + os_done_cycles(0, true, cfg) - os_done_cycles(R, true, cfg)));
+    }
+  // The Controller itself: the queued seed's operand is copied at its start, so a later change to the tile
+  // the SXU passed (its vreg) does not reach it
+  TensorCoreConfig cfg = pipelined(2);
+  Controller ctrl;
+  ctrl.pipelined = true;
+  SystolicArray array;
+  WeightSram wsram(cfg);
+  ActivationSram asram(cfg);
+  PsumBank psum(cfg);
+  MxuDispatch os_d;
+  os_d.kind = MxuStart::kOSFloat;
+  os_d.len = uint8_t(R);
+  os_d.group = uint8_t(R);
+  os_d.fp = 2;
+  MxuDispatch seed_d = os_d;
+  seed_d.kind = MxuStart::kSeed;
+  seed_d.len = 0;
+  Tile words;
+  std::copy(seed.begin(), seed.end(), words.begin());
+  const Tile expected = words;
+  ctrl.start(os_d, array, Tile{});
+  while (!ctrl.can_start(MxuStart::kSeed)) ctrl.tick(array, wsram, asram, psum);
+  REQUIRE(ctrl.active());  // behind the running dispatch: queued
+  ctrl.start(seed_d, array, words);
+  REQUIRE(ctrl.queued_valid);
+  words.fill(0);
+  while (ctrl.active()) ctrl.tick(array, wsram, asram, psum);
+  CHECK(array.matrix() == expected);
 }

@@ -353,7 +353,7 @@ const OpCase kOneOfEach[] = {
     {"", "HALT"},
     {"", "MXU_OS_FLOAT WMEM[0], AMEM[0], k=4, group=2"},
     {"", "MXU_OS_FLOAT_ACCUMULATE WMEM[0], AMEM[0], k=3, group=0"},
-    {"", "MXU_SEED WMEM[1]"},
+    {"", "MXU_SEED v0"},
     {"", "LOAD_MXU_BANK v1"},
 };
 Instr instr_of(const OpCase& c) { return assemble(std::string(c.instr) + "\nEND\n").records.at(0).instr; }

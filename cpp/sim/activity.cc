@@ -50,6 +50,10 @@ void mxu_dispatch(Activity& a, int len, bool fp) {
 // HALT, READ_CYCLE, predicates) is its fetch alone.
 void count(Activity& a, const Instr& in, int depth) {
   if (const std::optional<MxuStart> start = in.op < kNumSxuOps ? kSxuOps[in.op].mxu_start : std::nullopt) {
+    if (*start == MxuStart::kSeed) {  // a vreg's words into the accumulators: no SRAM read, no product
+      ++a.vreg_reads;
+      return;
+    }
     mxu_dispatch(a, in.mxuTLen % depth,
                  float_dispatch(*start));  // the Controller's length operand keeps log2(depth) bits
     if (*start == MxuStart::kRequant) ++a.asram_writes;  // its int8 row into ActivationSRAM

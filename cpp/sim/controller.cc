@@ -43,12 +43,14 @@ Controller::Controller() {
   fill_uninit(stat_buf);
   fill_uninit(src2);
   fill_uninit(bank);
+  fill_uninit(queued_operand);
 }
 
 void Controller::start(const MxuDispatch& d, SystolicArray& array, const Tile& operand) {
   if (pipelined &&
       active()) {  // behind a running dispatch (can_start(kind)): it enters after this cycle's tick
     queued = d;
+    queued_operand = operand;  // a seed's words as at its EXEC: the vreg may be written before it begins
     queued_valid = true;
     return;
   }
@@ -99,6 +101,9 @@ void Controller::begin(const MxuDispatch& d, SystolicArray& array, const Tile& o
       requant_base = d.requant_base;
       requant_offset = 0;
       break;
+    case MxuStart::kSeed:
+      os_weight_words = operand;
+      break;
     default:
       break;
   }
@@ -114,8 +119,10 @@ void Controller::begin(const MxuDispatch& d, SystolicArray& array, const Tile& o
 }
 
 // Read k of an output-stationary dispatch's operands: the first also latches the weight tile, each one
-// activation row into the slot whose index is 2 bits (a K past the slots overwrites the first).
+// activation row into the slot whose index is 2 bits (a K past the slots overwrites the first). A seed's one
+// read takes nothing from the SRAMs: its words came from its vreg at its start.
 void Controller::read_os_operands(const WeightSram& wsram, const ActivationSram& asram, int k) {
+  if (seed) return;
   const int addr = asram.wrap(a_base + k), slot = k & (kRows - 1);
   if (k == 0) os_weight = wsram.mem[w_base];
   os_act[slot] = asram.mem[addr];
@@ -157,7 +164,7 @@ void Controller::tick_pipelined(SystolicArray& array, const WeightSram& wsram, c
   }
   if (queued_valid && !issuing) {
     queued_valid = false;
-    begin(queued, array, Tile{});  // an output-stationary dispatch reads no operand vreg
+    begin(queued, array, queued_operand);
   }
   state = issuing ? CState::kLoadActsOS : !drains.empty() ? CState::kStreamOS : CState::kDone;
 }
@@ -204,7 +211,7 @@ void Controller::tick(SystolicArray& array, WeightSram& wsram, ActivationSram& a
       break;
     case CState::kLoadWeightsRespOS:
       os_weight = wsram.resp;
-      if (fp) os_weight_words = wsram.words[w_base];
+      if (fp && !seed) os_weight_words = wsram.words[w_base];
       asram.resp = asram.mem[a_base];
       os_act_load_idx = 1;
       state = CState::kLoadActsOS;

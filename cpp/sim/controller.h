@@ -87,7 +87,8 @@ struct Controller {
   Dataflow df = Dataflow::kWS;
   uint8_t w_base = 0, a_base = 0, t_len = 0, act_idx = 0;
   uint32_t stream_cycle = 0;
-  // Output-stationary staging; a float dispatch's operands are the 32-bit words.
+  // Output-stationary staging; a float dispatch's operands are the 32-bit words, a seed's the words of its
+  // vreg (os_weight_words, set at its start).
   I8Tile os_weight;
   std::array<I8Row, kRows> os_act;
   Tile os_weight_words;
@@ -96,10 +97,11 @@ struct Controller {
   uint8_t os_act_load_idx = 0, os_klen = 0;
   uint8_t group = 0, fp = 0, fp_latency = 0;  // the running dispatch's (MxuDispatch)
   // A pipelined MXU (config mxu_pipelined): the dispatch reading its operands (`issuing`, `reads` of them
-  // done), the one the SXU started behind it in this cycle (`queued`), the drains to come and the ticks so
-  // far.
+  // done), the one the SXU started behind it in this cycle (`queued`, with its operand vreg as its EXEC read
+  // it: a seed's words), the drains to come and the ticks so far.
   bool pipelined = false, issuing = false, queued_valid = false;
   MxuDispatch queued;
+  Tile queued_operand;
   uint8_t reads = 0;
   uint32_t clock = 0;
   DrainQueue drains;
@@ -152,7 +154,7 @@ struct Controller {
     return active() && (psum_mode == PsumMode::kWrite || psum_mode == PsumMode::kAccumulate);
   }
   // Caller checks can_start(). `operand`: the vreg the instruction's vregSrc names, whose row 0 is an
-  // epilogue's bias or a generic epilogue's src2.
+  // epilogue's bias or a generic epilogue's src2, and which is a seed's words.
   void start(const MxuDispatch& d, SystolicArray& array, const Tile& operand);
   // One cycle of the running FSM; runs only in cycles that started with the controller active.
   void tick(SystolicArray& array, WeightSram& wsram, ActivationSram& asram, PsumBank& psum);

@@ -358,7 +358,7 @@ MxuDispatch mxu_operands(Sxu& sx, DP& tc) {
 }
 
 // Asynchronous start: the SXU moves on; the start method's guard stalls it while the MXU is busy. The
-// epilogues read their bias or src2 from the vreg vregSrc names.
+// epilogues read their bias or src2 from the vreg vregSrc names, a seed its words.
 template <class DP>
 Exec start_mxu(Sxu& sx, DP& tc, const MxuDispatch& d) {
   if (!tc.ctrl.can_start(d.kind)) return Exec::kStallMxuBusy;
@@ -585,8 +585,11 @@ template <class DP>
 Exec mxu_os_float(Sxu& sx, DP& tc) {
   return mxu_float(sx, tc);
 }
+// Its words are the vreg vregSrc names, read in this EXEC (start_mxu's operand): behind a pending VPU
+// write-back it waits, as the other vreg readers do.
 template <class DP>
 Exec mxu_seed(Sxu& sx, DP& tc) {
+  if (wb_pending(sx)) return Exec::kStallVpuWriteback;
   return mxu_float(sx, tc);
 }
 // Guard: the bank's dispatches have drained (bundle validation refuses it on a core without a pipelined MXU).
