@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "base/errors.h"
@@ -17,6 +18,7 @@
 #include "compiler/log.h"
 #include "compiler/lower.h"
 #include "compiler/mxu_dot.h"
+#include "compiler/mxu_fills.h"
 #include "compiler/replay.h"
 
 namespace tinytpu::compiler {
@@ -128,7 +130,7 @@ class PlanBuilder {
     spilled_[size_t(node)] = -1;  // (read no more)
   }
   std::vector<std::pair<int64_t, int64_t>>* bounds_ = nullptr;  // the batch's, per buffer
-  std::map<std::pair<bool, MxuTile>, int> operands_;            // (weight, lanes) -> Plan::mxu_operands
+  std::map<std::tuple<bool, bool, MxuTile>, int> operands_;  // (weight, words, lanes) -> Plan::mxu_operands
   struct OffsetsHash {
     size_t operator()(const LaneOffsets& o) const {
       uint64_t h = kFnvOffset;
@@ -178,8 +180,9 @@ class PlanBuilder {
   }
   // The plan's operand for an MXU fill, one per distinct tile or row, with every chain that reads it.
   int operand(const MxuFill& f) {
-    auto [it, fresh] = operands_.emplace(std::pair{f.weight, f.data}, int(plan_.mxu_operands.size()));
-    if (fresh) plan_.mxu_operands.push_back({f.data, f.weight, mxu_source(f.data), {}});
+    auto [it, fresh] =
+        operands_.emplace(std::tuple{f.weight, f.words, f.data}, int(plan_.mxu_operands.size()));
+    if (fresh) plan_.mxu_operands.push_back({f.data, f.weight, mxu_source(f.data), {}, f.words});
     std::vector<int>& chains = plan_.mxu_operands[it->second].chains;
     for (int c : f.chains)
       if (std::find(chains.begin(), chains.end(), c) == chains.end()) chains.push_back(c);
@@ -311,8 +314,7 @@ class PlanBuilder {
     const Instr none{};
     for (const SlotFill& fill : l.fills)
       f(RecordType::kVmemTile, fill.slot, fill.node < 0 ? &consts[-fill.node - 1] : nullptr, none);
-    for (const MxuFill& fill : l.mxu_fills)
-      f(fill.weight ? RecordType::kWeightTile : RecordType::kActTile, fill.addr, nullptr, none);
+    for (const MxuFill& fill : l.mxu_fills) f(record_type(fill), fill.addr, nullptr, none);
     for (const Instr& in : l.program) f(RecordType::kInstr, 0, nullptr, in);
     for (const SlotDrain& d : l.drains) f(RecordType::kOutputVmem, d.slot, nullptr, none);
   }
@@ -447,7 +449,8 @@ struct Decisions {
     mxu_estimate += estimated_cycles(launches, TensorCoreConfig{});  // the floor's: the testbench's count
   }
 
-  std::string engine;  // choose_engine's estimates, when it chose
+  std::string engine;         // choose_engine's estimates, when it chose
+  const char* dots = "int8";  // the kind of dot products it chose for: int8, or float32 on a float MXU
   void fused(const TileProgram& prog, int first_chain, int next_chain, bool on_vpu) {
     std::set<int> on_mxu;
     for (const MxuDot& m : prog.mxu) {
@@ -509,13 +512,13 @@ struct FirstChunk {
 };
 
 // A float reduction's chunk layout, by compiling its first chunk both ways in the two orders of the program
-// as it is: the one whose estimated cycles over all its chunks are fewer (a first chunk traced in parts, by
-// its first part's). (Not by register blocking's emissions: lane packing may add a float sum in another
-// order in one layout, so the layout is chosen as before, which keeps every float result as it was.) The
-// chosen layout's first chunk is then lowered in every emission, and when compile() will compile it as a
-// batch of its own, that packing and lowering are kept: tracing is deterministic, so compile() traces the
-// same program again (cheaply) and, when the MXU pass fused nothing in it, takes these instead of packing and
-// lowering it a second time.
+// as it is (its float chains on a float MXU's, which takes blocks): the one whose estimated cycles over all
+// its chunks are fewer (a first chunk traced in parts, by its first part's). (Not by register blocking's
+// emissions: lane packing may add a float sum in another order in one layout, so the layout is chosen as
+// before, which keeps every float result as it was.) The chosen layout's first chunk is then lowered in every
+// emission, and when compile() will compile it as a batch of its own, that packing and lowering are kept:
+// tracing is deterministic, so compile() traces the same program again (cheaply) and, when the MXU pass fused
+// nothing in it, takes these instead of packing and lowering it a second time.
 FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
                          const std::vector<int64_t>& sizes, const Choices& choices,
                          const TraceLimits& limits) {
@@ -523,11 +526,13 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
   std::array<FirstChunk, 2> tried{FirstChunk{ChunkLayout::kLinear}, FirstChunk{ChunkLayout::kBlocked}};
   for (FirstChunk& f : tried) {
     Tracer t(k, vals, sizes, limits, f.layout);
-    if (!t.layout_open()) return {};  // the same answer for either layout
+    if (!t.layout_open() && !(cfg.mxu_dtype == 2 && t.float_blockable()))
+      return {};  // the same answer for either layout
     TileProgram prog;
     const bool whole = t.trace_chunk(0, prog);
     f.compiled = whole && !prog.stores.empty() && batch_ends(prog, 0, t);
     fold_clamps(prog);
+    if (cfg.mxu_dtype == 2) fuse_mxu_dots(prog, cfg, 0, choices);  // a float MXU takes float chains
     pack_lanes(prog);
     Emissions as_it_is;
     as_it_is.decided = true;  // the two orders alone
@@ -648,7 +653,7 @@ class Batches {
   Emissions emissions_;  // the way the kernel's batches are lowered (lower.h)
   Decisions why_;
   enum class Engine { kUndecided, kMxu, kVpu };
-  Engine mxu_ = Engine::kUndecided;  // where the int8 dot products run (choose_engine)
+  Engine mxu_ = Engine::kUndecided;  // where the dot products run (choose_engine)
   TileProgram prog_;
   int chains_ = 0;  // dot-product chains numbered so far: a number names one chain of the kernel
   ReplayCache replays_;
@@ -701,17 +706,20 @@ class Batches {
     return g;
   }
 
-  // Where the kernel's int8 dot products run, decided on its first batch that has any: the MXU, unless the
-  // launches of that batch with the chains left on the VPU take fewer cycles by the estimate (a dot product
-  // of few terms, say, which the MXU takes in many short dispatches), or its MXU blocks need more than an
-  // empty launch has (a block across many chains whose read-back needs more vregs than the core's). The batch
-  // is packed and lowered both ways; `launches` and `consts` are left as the chosen way's, and prog_ packed.
+  // Where the kernel's dot products run (int8, or float32 on a float MXU), decided on its first batch that
+  // has any: the MXU, unless the launches of that batch with the chains left on the VPU take fewer cycles by
+  // the estimate (a dot product of few terms, say, which the MXU takes in many short dispatches), or its MXU
+  // blocks need more than an empty launch has (a block across many chains whose read-back needs more vregs
+  // than the core's). The batch is packed and lowered both ways; `launches` and `consts` are left as the
+  // chosen way's, and prog_ packed.
   void choose_engine(TileProgram unfused, std::vector<Launch>& launches, std::vector<Tile>& consts) {
     std::vector<Tile> vpu_consts;
     Emissions vpu_emissions = emissions_;
     pack_lanes(unfused);
     std::vector<Launch> on_vpu = lower(unfused, cfg_, vpu_consts, k_.fast_math, choices_, &vpu_emissions);
     pack_lanes(prog_);
+    if (std::any_of(prog_.mxu.begin(), prog_.mxu.end(), [](const MxuDot& m) { return m.float32; }))
+      why_.dots = "float32";
     const int64_t vpu_cycles = estimated_cycles(on_vpu, cfg_);
     try {
       launches = lower(prog_, cfg_, consts, k_.fast_math, choices_, &emissions_);
@@ -826,7 +834,7 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
         plan_.runs.size() - plan_.independent_groups[0], plan_.runs.size(), plan_.independent_groups.size());
   if (!why_.cuts.empty()) decision_log().info("  launches ended by a full limit: {}", why_.cut_summary());
   if (!why_.engine.empty())
-    decision_log().info("  int8 dot products on the {}: {}", mxu_ == Engine::kVpu ? "VPU" : "MXU",
+    decision_log().info("  {} dot products on the {}: {}", why_.dots, mxu_ == Engine::kVpu ? "VPU" : "MXU",
                         why_.engine);
   if (emissions_.other)
     decision_log().info(
@@ -834,11 +842,11 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
         describe(*emissions_.other), emissions_.estimates.second, emissions_.estimates.first);
   if (chains_ > 0)
     decision_log().info(
-        "  MXU: {} of {} int8 dot-product chains, in {} output-stationary, {} output-stationary across "
+        "  MXU: {} of {} {} dot-product chains, in {} output-stationary, {} output-stationary across "
         "chains and {} weight-stationary blocks; this data: {} kept on the VPU (out of int8 range), {} "
         "operands loaded once (equal values)",
-        why_.mxu_chains, chains_, why_.os_blocks, why_.across_blocks, why_.ws_blocks, choices_.veto.size(),
-        choices_.same_values.size());
+        why_.mxu_chains, chains_, why_.dots, why_.os_blocks, why_.across_blocks, why_.ws_blocks,
+        choices_.veto.size(), choices_.same_values.size());
   if (why_.mxu_estimate > 0)
     decision_log().info(
         "  MXU floor: ~{} cycles for its blocks (each dispatch's MXU interval, its program's and operands' "

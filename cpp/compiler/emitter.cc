@@ -387,17 +387,17 @@ int Emitter::palette_vreg() {
   return r;
 }
 
-int Emitter::weight_fill(const MxuTile& data, const std::vector<int>& chains) {
+int Emitter::weight_fill(const MxuTile& data, const MxuDot& m) {
   const int addr =
       MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}.weight(
-          data, chains);
+          data, m.chains, m.float32);
   return addr >= 0 ? addr : no_room("WMEM tiles");
 }
 
-int Emitter::act_fill(const MxuTile& block, int k, const std::vector<int>& chains) {
+int Emitter::act_fill(const MxuTile& block, int k, const MxuDot& m) {
   const int addr =
       MxuMemory{cutter_.launch().mxu_fills, choices_, cutter_.lim.mxu_entries, !cutter_.full()}.activations(
-          block, k, chains);
+          block, k, m.chains, m.float32);
   return addr >= 0 ? addr : no_room("AMEM rows");
 }
 

@@ -112,8 +112,8 @@ class Emitter {
   int load_fill(int node, DType const_dtype = DType::kI32);
   int constant(int32_t value, DType dtype = DType::kI32);
   int palette_vreg();
-  int weight_fill(const MxuTile& data, const std::vector<int>& chains);
-  int act_fill(const MxuTile& block, int k, const std::vector<int>& chains);
+  int weight_fill(const MxuTile& data, const MxuDot& m);  // (m: whose fill, read by its chains)
+  int act_fill(const MxuTile& block, int k, const MxuDot& m);
   int fill_leaf(int node);
   int operand(int node);
   void drop_dead(int node);
@@ -135,6 +135,7 @@ class Emitter {
   void mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot = -1);
   void broadcast(const TileNode& n, int d, int a);
   const MxuDotPlaces& mxu_dispatch(int node);
+  bool computed(int node) const;
   void os_read_back(int node, int d);
   bool bank_read_back(int node, int d);
   bool bank_readable(const MxuDot& m) const;

@@ -32,6 +32,7 @@ struct MxuFill {
   int addr;
   MxuTile data;
   std::vector<int> chains;
+  bool words = false;  // a float block's: 32-bit words (WMEM32, AMEM32 records), never out of range
 };
 
 // One bundle, within the configuration's program memory, VMEM tiles, vregs and outputs (validate() checks).

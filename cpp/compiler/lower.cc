@@ -126,9 +126,9 @@ bool Emitter::from_float_to_i32(int node) const {
 void Emitter::mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot) {
   if (m.os) return os_read_back(schedule_.events[pos_].id, d);
   MxuDotPlaces at{{}, {}, d, epilogue_src, out_slot};
-  for (const auto& t : m.weights) at.weights.push_back(weight_fill(t, m.chains));
+  for (const auto& t : m.weights) at.weights.push_back(weight_fill(t, m));
   std::vector<int> rows;  // the AMEM row of each activation row
-  for (const auto& t : m.acts) rows.push_back(act_fill(t, 1, m.chains));
+  for (const auto& t : m.acts) rows.push_back(act_fill(t, 1, m));
   for (const auto& ds : m.dispatches) at.acts.push_back(rows[ds.act]);
   for (const Instr& in : mxu_dot_dispatches(m, at)) emit(in);
   for (const Instr& in : mxu_dot_readback(m, at)) emit(in);
@@ -142,23 +142,34 @@ const MxuDotPlaces* Emitter::places_of(int mxu_index) const {
 }
 bool Emitter::in_launch(int mxu_index) const { return places_of(mxu_index) != nullptr; }
 
-// Whether event `e` dispatches a block not yet in the launch (one a read-back may dispatch ahead of it).
+// Whether event `e` dispatches a block not yet in the launch whose seed, if it has one, is computed (one a
+// read-back may dispatch ahead of it).
 bool Emitter::dispatches_new_block(size_t e) const {
-  return e < schedule_.events.size() && schedule_.events[e].part == Schedule::Part::kDispatch &&
-         !in_launch(p_.nodes[schedule_.events[e].id].mxu);
+  if (e >= schedule_.events.size() || schedule_.events[e].part != Schedule::Part::kDispatch) return false;
+  const TileNode& n = p_.nodes[schedule_.events[e].id];
+  return !in_launch(n.mxu) && (!p_.mxu[n.mxu].seeded || computed(n.a));
+}
+// Whether a node's value is in a vreg or in scratch (spilled by this launch or an earlier one).
+bool Emitter::computed(int node) const {
+  return regs_.of(node) >= 0 || slots_.holding(Content(node)) >= 0 || cutter_.spilled(node);
 }
 
-// An OS block's operands in WMEM and AMEM, and its first pass's dispatches issued (Emitter::issue). On a
-// pipelined MXU its first dispatch moves the accumulators, the block dispatched before, into the output bank.
+// An OS block's operands in WMEM and AMEM, and its first pass's dispatches issued (Emitter::issue), after a
+// seeded block's MXU_SEED. On a pipelined MXU its first dispatch (or seed) moves the accumulators, the block
+// dispatched before, into the output bank.
 const MxuDotPlaces& Emitter::mxu_dispatch(int node) {
   const int index = p_.nodes[node].mxu;
   const MxuDot& m = p_.mxu[index];
   MxuDotPlaces at;
-  for (const auto& t : m.weights) at.weights.push_back(weight_fill(t, m.chains));
-  for (const auto& ds : m.dispatches) at.acts.push_back(act_fill(m.acts[ds.act], ds.k, m.chains));
+  for (const auto& t : m.weights) at.weights.push_back(weight_fill(t, m));
+  for (const auto& ds : m.dispatches) at.acts.push_back(act_fill(m.acts[ds.act], ds.k, m));
   const OsPass first = os_passes(m)[0];
-  room_for_instrs(int(first.end - first.first));
+  room_for_instrs(int(first.end - first.first) + m.seeded);
   std::vector<Instr> dispatches;
+  if (m.seeded) {
+    at.seed = operand(p_.nodes[node].a);
+    dispatches.push_back(instr::mxu_seed(at.seed));
+  }
   for (size_t i = first.first; i < first.end; ++i) dispatches.push_back(dispatch(m, at, i));
   issue(std::move(dispatches));
   dispatched_.push_back({index, std::move(at)});

@@ -38,6 +38,7 @@ class Fuser {
       : p_(p),
         max_slices_(max_slices(cfg)),
         os_fits_(cfg.depth > kSliceTerms),
+        float_mxu_(cfg.mxu_dtype == 2),
         next_chain_(first_chain),
         choices_(choices),
         uses_(node_uses(p)) {}
@@ -50,7 +51,7 @@ class Fuser {
       rewrite_across(chains, group);
     }
     for (size_t c = 0; c < chains.size(); ++c)
-      if (!grouped[c]) rewrite(chains[c]);
+      if (!grouped[c]) chains[c].group > 0 ? rewrite_float(chains[c]) : rewrite(chains[c]);
     return next_chain_;
   }
 
@@ -66,6 +67,8 @@ class Fuser {
     Values v;
     int number;
     std::optional<std::vector<bool>> os;  // os_orientation()
+    int group = 0;          // a float32 chain's products per group (float_chain()); 0: an integer chain
+    bool from_zero = true;  // a float32 chain's sum starts from a stored +0.0 (else from its first product)
   };
   // The chains, from the last root back (numbered in that order), without the vetoed ones.
   std::vector<Chain> candidates() {
@@ -73,7 +76,16 @@ class Fuser {
     std::vector<bool> absorbed(p_.nodes.size(), false);
     const std::vector<bool> flat = flattens();
     for (int root = int(p_.nodes.size()) - 1; root >= 0; --root) {
-      if (absorbed[root] || !flat[root]) continue;  // a sum that does not flatten may hold one that does
+      if (absorbed[root]) continue;
+      if (float_mxu_ && is_float_add(root)) {
+        if (std::optional<Chain> c = float_chain(root)) {
+          for (int a : c->adds) absorbed[a] = true;
+          c->number = next_chain_++;
+          out.push_back(std::move(*c));
+        }
+        continue;
+      }
+      if (!flat[root]) continue;  // a sum that does not flatten may hold one that does
       Chain c{root, {}, {}, {}, -1};
       collect(root, c.adds, c.terms);
       for (int a : c.adds) absorbed[a] = true;  // its inner sums have the same lanes and fewer terms
@@ -93,6 +105,7 @@ class Fuser {
   // MXU_OS's kLen reaches the Controller as UInt#(TLog#(depth)): a slice of `depth` terms reads as 0, so a
   // core whose depth is only the array's rows takes weight-stationary dispatches.
   const bool os_fits_;
+  const bool float_mxu_;  // the float PEs take float32 chains (config mxu_dtype 2)
   int next_chain_;
   const Choices& choices_;
   const NodeUses uses_;
@@ -164,6 +177,60 @@ class Fuser {
         terms.push_back(t);
       }
     }
+  }
+
+  bool is_float_add(int i) const { return node(i).op == Op::ADD && node(i).dtype == DType::kF32; }
+  // A product of two leaves that only its sum reads.
+  bool is_float_term(int i) const {
+    const TileNode& n = node(i);
+    return n.op == Op::MUL && n.dtype == DType::kF32 && uses_.count[i] == 1 && is_leaf(n.a) && is_leaf(n.b);
+  }
+  // A float32 sum the float PEs compute bit for bit: tinygrad's reduce `((0 + g1) + g2) + ... + gn` from a
+  // stored +0.0, where a PE's accumulator starts, each g a left fold `((t1 + t2) + t3) ...` of G products (G
+  // the same for all: the unrolled loop's); or a sum tinygrad unrolled whole, `((t1 + t2) + t3) ...` with no
+  // initial value, which is G = 1 from -0.0 (x + -0.0 is x for every x, so a sum of -0.0 products stays
+  // -0.0: the accumulators are seeded with it). Each product's first factor must be the row factor (the PE
+  // multiplies activation by weight, and NaN operands propagate by their order: base/fp32.h). Nothing is
+  // reassociated.
+  std::optional<Chain> float_chain(int root) const {
+    Chain c{root, {}, {}, {}, -1};
+    std::vector<std::vector<int>> groups;  // their products, the last group first
+    for (int i = root; !is_zero(i); i = node(i).a) {
+      if (is_float_term(i) && i != root &&
+          groups[0].size() == 1) {  // the first product, where the sum starts
+        groups.push_back({i});
+        c.from_zero = false;
+        break;
+      }
+      if (!is_float_add(i) || (i != root && uses_.count[i] != 1)) return std::nullopt;
+      c.adds.push_back(i);
+      std::vector<int> products;  // the group's, the last first
+      int f = node(i).b;
+      for (; is_float_add(f) && uses_.count[f] == 1; f = node(f).a) {
+        c.adds.push_back(f);
+        products.push_back(node(f).b);
+      }
+      products.push_back(f);
+      if (!groups.empty() && products.size() != groups[0].size()) return std::nullopt;
+      groups.push_back(std::move(products));
+    }
+    int last = -1;
+    for (auto g = groups.rbegin(); g != groups.rend(); ++g)
+      for (auto t = g->rbegin(); t != g->rend(); ++t) {
+        if (!is_float_term(*t) || *t < last) return std::nullopt;  // (blocks go where their terms were)
+        last = *t;
+        c.terms.push_back({*t, node(*t).a, node(*t).b, {}, false});
+      }
+    if (c.terms.size() < 2) return std::nullopt;
+    const auto& live = uses_.live[root];
+    for (const Term& t : c.terms) {
+      c.v.x.push_back(lanes(t.x, false));
+      c.v.y.push_back(lanes(t.y, false));
+    }
+    c.os = os_orientation(c.v, live);
+    if (!c.os || std::find(c.os->begin(), c.os->end(), false) != c.os->end()) return std::nullopt;
+    c.group = int(groups[0].size());
+    return c;
   }
 
   // A factor's lanes as the loader fills them; a constant is negated here, an element when loaded.
@@ -305,15 +372,25 @@ class Fuser {
     }
     return x_is_row;
   }
+  struct Slice {
+    size_t first, end;  // its terms
+    int group = 0;      // MxuDot::Dispatch::group
+  };
   MxuDot os_dot(size_t first, size_t last, const Values& v, const std::array<bool, kLanes>& live,
+                const std::vector<bool>& x_is_row) const {
+    std::vector<Slice> slices;
+    for (size_t s = first; s < last; s += kSliceTerms) slices.push_back({s, std::min(last, s + kSliceTerms)});
+    return os_dot(slices, v, live, x_is_row);
+  }
+  // One dispatch per slice, the first clearing the accumulators.
+  MxuDot os_dot(const std::vector<Slice>& slices, const Values& v, const std::array<bool, kLanes>& live,
                 const std::vector<bool>& x_is_row) const {
     MxuDot dot;
     dot.os = true;
     for (int g = 0; g < kGroups; ++g) dot.live_rows[g] = live_group(live, g);
     std::map<MxuTile, int> weight_ids, act_ids;
-    for (size_t s = first; s < last; s += kSliceTerms) {
+    for (const auto& [s, end, group] : slices) {
       MxuTile w{}, a{};
-      size_t end = std::min(last, s + kSliceTerms);
       for (size_t k = s; k < end; ++k) {
         int kk = int(k - s);
         const MxuTile& row = x_is_row[k] ? v.x[k] : v.y[k];
@@ -326,9 +403,47 @@ class Fuser {
       }
       dot.dispatches.push_back({intern(weight_ids, dot.weights, choices_.canonical(w), w),
                                 intern(act_ids, dot.acts, choices_.canonical_rows(a, int(end - s)), a), 0,
-                                s != first, int(end - s)});
+                                s != slices[0].first, int(end - s), group});
     }
     return dot;
+  }
+
+  // A float chain's dispatches: slices that end where its groups do, so that a run of the float PEs is a
+  // group (up to R/G groups a dispatch; a group longer than R in dispatches of R whose run goes on, G = 0,
+  // ended by one of the rest).
+  static std::vector<Slice> float_slices(size_t terms, int group) {
+    std::vector<Slice> out;
+    const size_t g = size_t(group);
+    if (g <= size_t(kSliceTerms)) {
+      const size_t per = size_t(kSliceTerms) / g * g;
+      for (size_t s = 0; s < terms; s += per) out.push_back({s, std::min(terms, s + per), group});
+      return out;
+    }
+    for (size_t first = 0; first < terms; first += g)
+      for (size_t s = first; s < first + g; s += kSliceTerms) {
+        const size_t end = std::min(first + g, s + kSliceTerms);
+        out.push_back({s, end, end == first + g ? int(end - s) : 0});
+      }
+    return out;
+  }
+  // Blocks of up to max_slices_ slices (a launch's WMEM and AMEM hold one), each after the first seeded with
+  // the sums of the block before.
+  void rewrite_float(const Chain& c) {
+    const std::vector<Slice> slices = float_slices(c.terms.size(), c.group);
+    std::vector<size_t> firsts;
+    std::vector<int> dots;
+    for (size_t s = 0; s < slices.size(); s += size_t(max_slices_)) {
+      const std::vector<Slice> block(slices.begin() + long(s),
+                                     slices.begin() + long(std::min(slices.size(), s + size_t(max_slices_))));
+      MxuDot dot = os_dot(block, c.v, uses_.live[c.root], *c.os);
+      dot.float32 = true;
+      dot.seeded = s > 0 || !c.from_zero;
+      dot.chains = {c.number};
+      p_.mxu.push_back(std::move(dot));
+      firsts.push_back(slices[s].first);
+      dots.push_back(int(p_.mxu.size()) - 1);
+    }
+    place(c, firsts, dots, 0);
   }
 
   // A block's estimated cycles (compiler/cost.h): its data records (WMEM tiles, AMEM rows) and instructions,
@@ -394,10 +509,18 @@ class Fuser {
       // A block sits where its first term's product was: in a kernel traced K-outermost, the blocks of
       // one K-range of chains that share activation rows are then neighbours in program order, and one
       // launch can load those rows once for all of them.
-      int at = dots.size() == 1 ? root : c.terms[firsts[b]].mul;
+      const bool last = b + 1 == dots.size();
+      int at = dots.size() == 1 || (c.group > 0 && last) ? root : c.terms[firsts[b]].mul;
+      if (c.group > 0 && b > 0) n.a = blocks.back();  // a float block goes on from the one before
+      if (c.group > 0 && b == 0 && !c.from_zero) {    // a sum with no initial value, from -0.0
+        n.a = c.terms[0].mul;
+        p_.nodes[n.a] = negative_zeros();
+        if (at == n.a) at = c.terms[1].mul;
+      }
       p_.nodes[at] = n;
       blocks.push_back(at);
     }
+    if (c.group > 0) return;
     if (blocks.size() == 1) fold_epilogue(root);
     // Partial sums of the blocks, left to right, ending at the root, each after its operands.
     slots.erase(
@@ -412,6 +535,12 @@ class Fuser {
       p_.nodes[at] = TileNode{Op::ADD, node(root).dtype, node(root).dtype, acc, blocks[b]};
       acc = at;
     }
+  }
+
+  TileNode negative_zeros() {
+    TileNode z{Op::LOAD, DType::kF32};
+    for (LeafLane& l : p_.lanes(z)) l.bits = 0x80000000u;
+    return z;
   }
 
   // OS across chains (MxuDot::across), for chains that cannot go output-stationary alone. Chains go together
@@ -609,6 +738,9 @@ std::vector<Instr> mxu_dot_dispatches(const MxuDot& m, const MxuDotPlaces& at) {
 Instr dispatch(const MxuDot& m, const MxuDotPlaces& at, size_t i) {
   const MxuDot::Dispatch& ds = m.dispatches[i];
   const int w = at.weights[ds.weight], a = at.acts[i];
+  if (m.float32)  // a seeded block's first dispatch keeps the seed
+    return ds.accumulate || (m.seeded && i == 0) ? instr::mxu_os_float_accumulate(w, a, ds.k, ds.group)
+                                                 : instr::mxu_os_float(w, a, ds.k, ds.group);
   if (m.os) return ds.accumulate ? instr::mxu_os_accumulate(w, a, ds.k) : instr::mxu_os(w, a, ds.k);
   return instr::mxu(w, a, /*tiles*/ 1, ds.accumulate ? PsumMode::kAccumulate : PsumMode::kWrite,
                     /*bucket*/ 0, ds.row);
@@ -684,6 +816,7 @@ std::vector<Instr> mxu_dot_program(const MxuDot& m, const MxuDotPlaces& at) {
     return out;
   }
   out.clear();
+  if (m.seeded) out.push_back(instr::mxu_seed(at.seed));
   std::vector<int> rows(kRows, -1);
   for (int r = 0; r < kRows; ++r)
     if (m.live_rows[r]) rows[r] = r;

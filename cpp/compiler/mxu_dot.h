@@ -29,6 +29,11 @@ struct Choices {
 // out of range at launch time is vetoed (`choices`) and stays on the VPU, which is exact for any data.
 // Returns the next chain number.
 //
+// On a float32 MXU (config mxu_dtype 2) float32 sums in tinygrad's shape (Fuser::float_chain: from +0.0 or
+// unrolled whole, groups of G products) go output-stationary on the float PEs, in their order: dispatches
+// whose runs are the groups, K-blocks of one launch's operands each seeded with the block before's sums
+// (MXU_SEED from the block's vreg), never summed by ADD nodes: the VPU's bits, whatever the data.
+//
 // Schedules (lowering emits them; see MxuDot): weight-stationary dispatches into PSUM rows, or
 // output-stationary MXU_OS over a 4x4 lane block, whichever a cycle estimate finds cheaper per block; and
 // chains whose lane groups share their weight tiles (a convolution's channels) output-stationary across
@@ -48,6 +53,7 @@ struct MxuDotPlaces {
   int dst = 0;               // the result's vreg
   int epilogue_src = 0;      // a single dispatch's epilogue operand (MxuDot::epilogue_op)
   int out_slot = -1;         // a single dispatch without an epilogue op: the VMEM slot it writes, not dst
+  int seed = 0;              // a seeded float block's seed's vreg (MxuDot::seeded)
 };
 // An MXU_DOT's instructions, which lowering emits and fuse_mxu_dots weighs.
 // Weight-stationary: its dispatches, then the read-back of the result.

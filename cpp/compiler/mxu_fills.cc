@@ -5,23 +5,28 @@
 
 namespace tinytpu::compiler {
 
-int MxuMemory::weight(const MxuTile& data, const std::vector<int>& chains) {
+RecordType record_type(const MxuFill& f) {
+  if (f.words) return f.weight ? RecordType::kWeightWords : RecordType::kActWords;
+  return f.weight ? RecordType::kWeightTile : RecordType::kActTile;
+}
+
+int MxuMemory::weight(const MxuTile& data, const std::vector<int>& chains, bool words) {
   const MxuTile values = choices.canonical(data);
   int used = 0;
   for (MxuFill& f : fills)
     if (f.weight) {
-      if (choices.canonical(f.data) == values) {
+      if (f.words == words && choices.canonical(f.data) == values) {
         read_by(f, chains);
         return f.addr;
       }
       ++used;
     }
   if (used == entries) return -1;
-  fills.push_back({true, used, data, chains});
+  fills.push_back({true, used, data, chains, words});
   return used;
 }
 
-int MxuMemory::activations(const MxuTile& block, int k, const std::vector<int>& chains) {
+int MxuMemory::activations(const MxuTile& block, int k, const std::vector<int>& chains, bool words) {
   std::vector<MxuTile> rows(k);
   for (int r = 0; r < k; ++r)
     for (int i = 0; i < kRows; ++i) rows[r][i] = block[r * kRows + i];
@@ -31,14 +36,15 @@ int MxuMemory::activations(const MxuTile& block, int k, const std::vector<int>& 
   for (const auto& [addr, fill] : act) {
     bool match = true;
     for (int r = 0; r < k && match; ++r)
-      match = act.count(addr + r) && choices.canonical(act[addr + r]->data) == choices.canonical(rows[r]);
+      match = act.count(addr + r) && act[addr + r]->words == words &&
+              choices.canonical(act[addr + r]->data) == choices.canonical(rows[r]);
     if (!match) continue;
     for (int r = 0; r < k; ++r) read_by(*act[addr + r], chains);
     return addr;
   }
   int base = int(act.size());
   if (base + k > entries) return -1;
-  for (int r = 0; r < k; ++r) fills.push_back({false, base + r, rows[r], chains});
+  for (int r = 0; r < k; ++r) fills.push_back({false, base + r, rows[r], chains, words});
   return base;
 }
 

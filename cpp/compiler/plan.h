@@ -112,7 +112,7 @@ struct PlanLaunch {
     int record;
     int operand;  // Plan::mxu_operands
   };
-  std::vector<MxuFill> mxu_fills;  // WMEM tiles and AMEM rows, int8 at run time
+  std::vector<MxuFill> mxu_fills;  // WMEM tiles and AMEM rows, int8 (or a float block's words) at run time
   std::vector<Scatter> scatters;   // in program order
   std::vector<Keep> keeps;
 };
@@ -123,6 +123,7 @@ struct MxuOperand {
   bool weight;
   int source;  // Plan::sources
   std::vector<int> chains;
+  bool words = false;  // MxuFill::words: filled as 32-bit words, never vetoed
 };
 
 // Launches [first, first + count) of Plan::launches, run with every static element index of buffer b

@@ -279,7 +279,8 @@ void interleaved_order(const TileProgram& p, const NodeFacts& f, int group_size,
 }
 
 // What each event reads: its operands' nodes (a store's value, gate and indices), and a dynamic leaf's gather
-// indices and a broadcast leaf's source where the leaf is read. An OS block's dispatches read nothing.
+// indices and a broadcast leaf's source where the leaf is read. An OS block's dispatches read nothing but a
+// seeded float block's seed, which its read-back reads too (a read-back in a later launch dispatches again).
 template <class Read>
 void reads_of(const TileProgram& p, const Event& e, Read read) {
   auto node = [&](int n) {
@@ -288,7 +289,7 @@ void reads_of(const TileProgram& p, const Event& e, Read read) {
   };
   if (!e.is_node) {
     for (int n : store_reads(p.stores[size_t(e.id)])) node(n);
-  } else if (e.part != Part::kDispatch) {
+  } else if (e.part != Part::kDispatch || p.mxu[p.nodes[size_t(e.id)].mxu].seeded) {
     for (int o : {p.nodes[size_t(e.id)].a, p.nodes[size_t(e.id)].b, p.nodes[size_t(e.id)].c})
       if (o >= 0) node(o);
   }

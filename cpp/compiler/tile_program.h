@@ -86,7 +86,8 @@ struct TileNode {
   // The load sits under a data-dependent gate: lanes whose index is out of range read 0, which the gate's
   // select then discards. Without a gate an out-of-range index is an error.
   bool gated = false;
-  int mxu = -1;         // MXU_DOT: index into TileProgram::mxu (operand a: its epilogue's other input)
+  int mxu = -1;         // MXU_DOT: index into TileProgram::mxu (operand a: its epilogue's other input, or a
+                        // seeded float block's seed)
   int pinned = -1;      // a leaf whose lanes are pinned tile #pinned (the uniform prefix's values)
   Op reduce = Op::ADD;  // LANE_REDUCE: ADD, MUL or MAX
   LaneAxis axis = LaneAxis::kTile;  // LANE_REDUCE, LANE_BROADCAST
@@ -129,7 +130,8 @@ struct MxuDot {
   struct Dispatch {
     int weight, act, row;  // row: the PSUM row (WS), the group of lanes (OS across chains)
     bool accumulate;
-    int k = 1;  // OS: terms in this slice (activation rows)
+    int k = 1;      // OS: terms in this slice (activation rows)
+    int group = 0;  // float32: the float PEs' runs of products (DISPATCH_MXU_OS_FLOAT's group)
   };
   std::vector<MxuTile> weights;  // 4x4, row-major W[k][c]
   std::vector<MxuTile> acts;     // WS: activation row a[k] in lanes 0..3
@@ -138,6 +140,11 @@ struct MxuDot {
   bool os = false;
   bool across = false;
   std::array<bool, kRows> live_rows{};  // OS: matrix rows with live lanes
+  // float32 (a float MXU): output-stationary on the float PEs, its terms in tinygrad's order. `seeded`: a
+  // K-block after the first, which goes on from the sums of the block before (the MXU_DOT node's operand a,
+  // set into the accumulators by MXU_SEED) as one launch would have.
+  bool float32 = false;
+  bool seeded = false;
   // A single row-0 dispatch may fold the following lane-wise int32 op into DISPATCH_MXU_VPU_EPILOGUE
   // (46): result row 0 = op(column sums, operand a's row 0).
   std::optional<VpuOpcode> epilogue_op;

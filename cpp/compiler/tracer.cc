@@ -166,13 +166,15 @@ void Tracer::choose_chunking(ChunkLayout layout) {
     return n.op == Op::PARAM && n.global && is_lane_int(n.dtype);
   });
   c.chunks = (c.points + kLanes - 1) / kLanes;
-  if (reduces && np >= 2 && c.bounds[np - 1] >= kRows && c.bounds[np - 2] >= kRows) {
+  if (np >= 2 && c.bounds[np - 1] >= kRows && c.bounds[np - 2] >= kRows) {
     int64_t blocks = c.block_cols() * c.block_rows();
     for (size_t r = 0; r + 2 < np; ++r) blocks *= std::max<int64_t>(c.bounds[r], 0);
     bool blockable = 4 * blocks <= 5 * c.chunks;  // ragged edges may cost at most a quarter more chunks
-    c.blocked = blockable && (layout == ChunkLayout::kBlocked || (layout == ChunkLayout::kAuto && int_data));
+    c.blocked = blockable &&
+                (layout == ChunkLayout::kBlocked || (layout == ChunkLayout::kAuto && int_data && reduces));
     if (c.blocked) c.chunks = blocks;
-    layout_open_ = blockable && !int_data;  // the layout of a float reduction is the caller's to choose
+    layout_open_ = blockable && !int_data && reduces;  // the layout of a float reduction is the caller's
+    float_blockable_ = blockable && !int_data;
   }
 }
 

@@ -82,6 +82,9 @@ class Tracer {
   int64_t num_chunks() const { return chunking_.chunks; }
   // A float reduction that could take its chunks either way: compile() tries both on its first chunk.
   bool layout_open() const { return layout_open_; }
+  // Float data whose two innermost parallel ranges block well, reduction or not (a sum tinygrad unrolled
+  // whole has no reduce loop): the layout a float MXU's caller may choose.
+  bool float_blockable() const { return float_blockable_; }
   bool blocked() const { return chunking_.blocked; }
   int64_t blocks_per_row() const {  // blocked: the chunks of one row of 4x4 blocks, consecutive
     return chunking_.blocked ? chunking_.block_cols() : 1;
@@ -203,6 +206,7 @@ class Tracer {
   // trying both.
   Chunking chunking_;
   bool layout_open_ = false;  // a float reduction that could take either layout
+  bool float_blockable_ = false;
   int64_t uniform_value(int node, const std::vector<int64_t>& known) const;
   // The uniform prefix: nodes before the first lane-parallel RANGE compute the same lanes in every
   // chunk (a whole-tensor reduce before a broadcast, say). The first chunk traces it and pins the tiles

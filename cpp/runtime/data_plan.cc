@@ -237,7 +237,7 @@ std::pair<std::set<int>, std::vector<std::pair<int, int>>> DataPlan::choices() c
   for (int i = 0; i < n; ++i) {
     const MxuOperand& op = p_.mxu_operands[size_t(i)];
     const Tile& tile = tiles[size_t(i)] = gather(op.source);
-    if (std::any_of(tile.begin(), tile.end(), [](int32_t x) { return x < -128 || x > 127; }))
+    if (!op.words && std::any_of(tile.begin(), tile.end(), [](int32_t x) { return x < -128 || x > 127; }))
       veto.insert(op.chains.begin(), op.chains.end());
     uint64_t h = op.weight;
     for (int32_t x : tile) h = (h ^ uint32_t(x)) * 0x100000001b3ull;  // FNV-1a over the lanes

@@ -97,7 +97,14 @@ class DataPlan {
     for (const PlanLaunch::MxuFill& f : l.mxu_fills) {
       const Record& r = records[f.record];
       const int source = p_.mxu_operands[f.operand].source;
-      if (r.type == RecordType::kWeightTile) {
+      if (r.type == RecordType::kWeightWords) {
+        weights.write_words(r.addr, gather(source));
+      } else if (r.type == RecordType::kActWords) {
+        const Tile t = gather(source);
+        Row row;
+        std::copy_n(t.begin(), kRows, row.begin());
+        acts.write_words(r.addr, row);
+      } else if (r.type == RecordType::kWeightTile) {
         gather_i8(source, weights.mem[r.addr].data(), kTileElems);
         weights.widen(r.addr);
       } else {
