@@ -39,20 +39,48 @@ def test_a_core_without_a_float_mxu_refuses_its_records_and_dispatches():
     tinytpu.run_tasm(program.replace("WMEM32", "WMEM").replace("AMEM32", "AMEM").replace(str(bits(1.0)), "1"))
 
 FLOAT_MXU_CORES = {f"TINYTPU:{80 + i}": name for i, name in enumerate(("f32", "bf16", "all-pipe-f32", "all-pipe-bf16", "pipe"))}
+FLOAT32_MXU_CORES = {"TINYTPU:80": "f32", "TINYTPU:82": "all-pipe-f32", "TINYTPU:85": "8x8-f32", "TINYTPU:78": "16x16-all-pipe-f32"}
 
-@pytest.mark.parametrize("shape", [(128, 128, 128), (37, 29, 53)])
+@pytest.mark.parametrize("shape", [(128, 128, 128), (37, 29, 53), (64, 32, 64), (32, 200, 48)])
 def test_a_float32_matmul_on_every_mxu_variant_gives_the_reference_cores_bits(shape):
   """A configuration changes cycles, never results: the same bytes as the reference core's (issue: every float-MXU
-  variant), zeros of both signs included, on a matmul whose K tinygrad unrolls by 4 and one it does not."""
+  variant), zeros of both signs included, on matmuls whose K tinygrad unrolls by 4 (sums from +0.0, in K-blocks each
+  seeded with the one before's), wholly (no initial value: from -0.0) and not at all. A float32 MXU does the work."""
   from tinygrad import Device, Tensor
   reference = "TINYTPU:79"
-  for dev, name in {reference: "reference", **FLOAT_MXU_CORES}.items(): Device[dev].config = tinytpu._core.config_from_spec(name)
+  cores = {**FLOAT_MXU_CORES, **FLOAT32_MXU_CORES}
+  for dev, name in {reference: "reference", **cores}.items(): Device[dev].config = tinytpu.configs.from_spec(name)
   m, k, n = shape
   rng = np.random.default_rng(m)
   a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
   a[0, :], b[:, 1] = -0.0, 0.0
-  out = {dev: (Tensor(a, device=dev) @ Tensor(b, device=dev)).numpy().tobytes() for dev in [reference, *FLOAT_MXU_CORES]}
-  assert all(out[dev] == out[reference] for dev in FLOAT_MXU_CORES), [FLOAT_MXU_CORES[d] for d in FLOAT_MXU_CORES if out[d] != out[reference]]
+  out = {}
+  for dev in [reference, *cores]:
+    tinytpu.reset_counters(dev)
+    out[dev] = (Tensor(a, device=dev) @ Tensor(b, device=dev)).numpy().tobytes()
+  assert all(out[dev] == out[reference] for dev in cores), [cores[d] for d in cores if out[d] != out[reference]]
+  if shape != (37, 29, 53):  # (its 37 x 53 outputs fill no block of either layout)
+    assert all(tinytpu.counters(dev)["mxu_busy"] > 0 for dev in FLOAT32_MXU_CORES), [tinytpu.counters(d) for d in FLOAT32_MXU_CORES]
+
+def test_a_float32_mxu_propagates_nans_and_infinities_as_the_vpu():
+  """NaN and infinite operands, and products that overflow, give the reference core's bits: the PE multiplies the
+  row operand by the column operand in tinygrad's order (the first NaN operand is the one propagated) and adds in
+  its order."""
+  from tinygrad import Device, Tensor
+  reference = "TINYTPU:79"
+  for dev, name in {reference: "reference", **FLOAT32_MXU_CORES}.items(): Device[dev].config = tinytpu.configs.from_spec(name)
+  rng = np.random.default_rng(3)
+  a, b = rng.standard_normal((64, 96)).astype(np.float32), rng.standard_normal((96, 64)).astype(np.float32)
+  a[1, 2], a[5, :] = np.nan, 3e38
+  b[2, 7], b[9, 3], b[:, 11] = np.float32(-np.nan), np.inf, 3e38
+  a.view(np.uint32)[7, 9] = 0x7FC0ABCD  # a NaN payload meeting b's NaN in one product
+  b.view(np.uint32)[9, 20] = 0xFFC01234
+  out = {}
+  for dev in [reference, *FLOAT32_MXU_CORES]:
+    tinytpu.reset_counters(dev)
+    out[dev] = (Tensor(a, device=dev) @ Tensor(b, device=dev)).numpy().tobytes()
+  assert all(out[dev] == out[reference] for dev in FLOAT32_MXU_CORES), [n for d, n in FLOAT32_MXU_CORES.items() if out[d] != out[reference]]
+  assert all(tinytpu.counters(dev)["mxu_busy"] > 0 for dev in FLOAT32_MXU_CORES)
 
 def test_an_int8_matmul_on_a_pipelined_mxu_reads_its_blocks_from_the_bank():
   """On all-pipe each output block is read back whole from the output bank while the next block streams: numpy's

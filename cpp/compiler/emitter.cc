@@ -190,10 +190,10 @@ int Emitter::alloc_vreg() {
 // With no vreg free and no leaf to give up, on a pipelined MXU's core the computed value read again latest is
 // spilled now as a cut would spill it (STORE into an output slot, drained to scratch), and its vreg changes
 // hands: a read later in the launch LOADs it from the slot. A cut there would drain the MXU's pipeline (a
-// launch of output-stationary blocks holds a value per block until the K-slice ends). Only on these cores for
-// now: elsewhere a full launch keeps ending at the vregs, and the figures measured so.
+// launch of output-stationary blocks holds a value per block until the K-slice ends). Only in their batches
+// with MXU blocks for now: elsewhere a full launch keeps ending at the vregs, and the figures measured so.
 int Emitter::evict_value() {
-  if (!cfg_.mxu_pipelined) return -1;
+  if (!cfg_.mxu_pipelined || p_.mxu.empty()) return -1;
   flush_deferred();  // (the read-backs' deferred instructions may write the value's vreg)
   const int victim = regs_.latest_read_value(schedule_, pos_);
   const int s = victim < 0 ? -1 : slots_.take_output(true);  // (a consumed slot may be a fill not yet LOADed)

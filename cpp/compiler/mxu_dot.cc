@@ -25,6 +25,8 @@ int max_slices(const TensorCoreConfig& cfg) { return cfg.depth / std::max(kGroup
 
 bool fits_int8(int32_t v) { return v >= -128 && v <= 127; }
 
+constexpr int kPositiveZero = -1, kNegativeZero = -2;  // Chain::start but a node
+
 struct Term {
   int mul;               // the MUL node
   int x, y;              // its factors' leaves
@@ -67,8 +69,8 @@ class Fuser {
     Values v;
     int number;
     std::optional<std::vector<bool>> os;  // os_orientation()
-    int group = 0;          // a float32 chain's products per group (float_chain()); 0: an integer chain
-    bool from_zero = true;  // a float32 chain's sum starts from a stored +0.0 (else from its first product)
+    int group = 0;              // a float32 chain's products per group (float_chain()); 0: an integer chain
+    int start = kPositiveZero;  // a float32 chain's initial value: +0.0, -0.0 (none) or a node's
   };
   // The chains, from the last root back (numbered in that order), without the vetoed ones.
   std::vector<Chain> candidates() {
@@ -78,8 +80,10 @@ class Fuser {
     for (int root = int(p_.nodes.size()) - 1; root >= 0; --root) {
       if (absorbed[root]) continue;
       if (float_mxu_ && is_float_add(root)) {
-        if (std::optional<Chain> c = float_chain(root)) {
-          for (int a : c->adds) absorbed[a] = true;
+        std::vector<int> adds;  // a sum's inner sums are not tried again: a prefix of one that fails fails
+        std::optional<Chain> c = float_chain(root, adds);
+        for (int a : c ? c->adds : adds) absorbed[a] = true;
+        if (c) {
           c->number = next_chain_++;
           out.push_back(std::move(*c));
         }
@@ -185,24 +189,29 @@ class Fuser {
     const TileNode& n = node(i);
     return n.op == Op::MUL && n.dtype == DType::kF32 && uses_.count[i] == 1 && is_leaf(n.a) && is_leaf(n.b);
   }
-  // A float32 sum the float PEs compute bit for bit: tinygrad's reduce `((0 + g1) + g2) + ... + gn` from a
-  // stored +0.0, where a PE's accumulator starts, each g a left fold `((t1 + t2) + t3) ...` of G products (G
-  // the same for all: the unrolled loop's); or a sum tinygrad unrolled whole, `((t1 + t2) + t3) ...` with no
-  // initial value, which is G = 1 from -0.0 (x + -0.0 is x for every x, so a sum of -0.0 products stays
-  // -0.0: the accumulators are seeded with it). Each product's first factor must be the row factor (the PE
-  // multiplies activation by weight, and NaN operands propagate by their order: base/fp32.h). Nothing is
-  // reassociated.
-  std::optional<Chain> float_chain(int root) const {
+  // A float32 sum the float PEs compute bit for bit: tinygrad's reduce `((s + g1) + g2) + ... + gn`, each g a
+  // left fold `((t1 + t2) + t3) ...` of G products (G the same for all: the unrolled loop's), from s: a
+  // stored +0.0, where a PE's accumulator starts; any other value (the sum so far of a chunk traced in
+  // parts), which seeds the accumulators; or none, a sum tinygrad unrolled whole, `((t1 + t2) + t3) ...`,
+  // which is G = 1 from -0.0 (x + -0.0 is x for every x, so a sum of -0.0 products stays -0.0). Each
+  // product's first factor must be the row factor (the PE multiplies activation by weight, and NaN operands
+  // propagate by their order: base/fp32.h). Nothing is reassociated. `adds`: the sums walked, whose own
+  // chains would fail likewise.
+  std::optional<Chain> float_chain(int root, std::vector<int>& adds) const {
     Chain c{root, {}, {}, {}, -1};
     std::vector<std::vector<int>> groups;  // their products, the last group first
     for (int i = root; !is_zero(i); i = node(i).a) {
-      if (is_float_term(i) && i != root &&
-          groups[0].size() == 1) {  // the first product, where the sum starts
+      const bool inner = i != root && (!is_float_add(i) || uses_.count[i] != 1);
+      if (inner && is_float_term(i) && groups[0].size() == 1) {  // the first product: no initial value
         groups.push_back({i});
-        c.from_zero = false;
+        c.start = kNegativeZero;
         break;
       }
-      if (!is_float_add(i) || (i != root && uses_.count[i] != 1)) return std::nullopt;
+      if (inner) {  // the sum so far
+        c.start = i;
+        break;
+      }
+      adds.push_back(i);
       c.adds.push_back(i);
       std::vector<int> products;  // the group's, the last first
       int f = node(i).b;
@@ -211,23 +220,21 @@ class Fuser {
         products.push_back(node(f).b);
       }
       products.push_back(f);
-      if (!groups.empty() && products.size() != groups[0].size()) return std::nullopt;
+      if ((!groups.empty() && products.size() != groups[0].size()) ||
+          !std::all_of(products.begin(), products.end(), [&](int t) { return is_float_term(t); }))
+        return std::nullopt;
       groups.push_back(std::move(products));
     }
-    int last = -1;
     for (auto g = groups.rbegin(); g != groups.rend(); ++g)
-      for (auto t = g->rbegin(); t != g->rend(); ++t) {
-        if (!is_float_term(*t) || *t < last) return std::nullopt;  // (blocks go where their terms were)
-        last = *t;
+      for (auto t = g->rbegin(); t != g->rend(); ++t)
         c.terms.push_back({*t, node(*t).a, node(*t).b, {}, false});
-      }
     if (c.terms.size() < 2) return std::nullopt;
     const auto& live = uses_.live[root];
     for (const Term& t : c.terms) {
       c.v.x.push_back(lanes(t.x, false));
       c.v.y.push_back(lanes(t.y, false));
     }
-    c.os = os_orientation(c.v, live);
+    c.os = os_orientation(c.v, live, 1);
     if (!c.os || std::find(c.os->begin(), c.os->end(), false) != c.os->end()) return std::nullopt;
     c.group = int(groups[0].size());
     return c;
@@ -337,14 +344,15 @@ class Fuser {
   }
 
   // Output-stationary can pay when at least two rows are live: one MXU_OS dispatch does the work of a WS
-  // dispatch per live row, for a read-back of the matrix rows (cost() decides).
+  // dispatch per live row, for a read-back of the matrix rows (cost() decides). (A float chain, which has no
+  // weight-stationary way, takes one live row: `min_groups`.)
   // It needs every term to have a factor that depends only on the lane's row and one only on its
   // column. Returns, per term, whether x is the row factor.
-  std::optional<std::vector<bool>> os_orientation(const Values& v,
-                                                  const std::array<bool, kLanes>& live) const {
+  std::optional<std::vector<bool>> os_orientation(const Values& v, const std::array<bool, kLanes>& live,
+                                                  int min_groups = 2) const {
     int groups = 0;
     for (int g = 0; g < kGroups; ++g) groups += live_group(live, g);
-    if (groups < 2 || !os_fits_) return std::nullopt;
+    if (groups < min_groups || !os_fits_) return std::nullopt;
     auto by_row = [&](const MxuTile& f) {
       for (int g = 0; g < kGroups; ++g)
         if (!shared(f, live, g)) return false;
@@ -431,19 +439,17 @@ class Fuser {
   void rewrite_float(const Chain& c) {
     const std::vector<Slice> slices = float_slices(c.terms.size(), c.group);
     std::vector<size_t> firsts;
-    std::vector<int> dots;
+    std::vector<MxuDot> blocks;
     for (size_t s = 0; s < slices.size(); s += size_t(max_slices_)) {
       const std::vector<Slice> block(slices.begin() + long(s),
                                      slices.begin() + long(std::min(slices.size(), s + size_t(max_slices_))));
-      MxuDot dot = os_dot(block, c.v, uses_.live[c.root], *c.os);
+      MxuDot& dot = blocks.emplace_back(os_dot(block, c.v, uses_.live[c.root], *c.os));
       dot.float32 = true;
-      dot.seeded = s > 0 || !c.from_zero;
+      dot.seeded = s > 0 || c.start != kPositiveZero;
       dot.chains = {c.number};
-      p_.mxu.push_back(std::move(dot));
       firsts.push_back(slices[s].first);
-      dots.push_back(int(p_.mxu.size()) - 1);
     }
-    place(c, firsts, dots, 0);
+    add_blocks(std::move(blocks), firsts, {&c});
   }
 
   // A block's estimated cycles (compiler/cost.h): its data records (WMEM tiles, AMEM rows) and instructions,
@@ -478,62 +484,117 @@ class Fuser {
   void rewrite(const Chain& c) {
     const size_t block_terms = size_t(kSliceTerms * max_slices_);
     std::vector<size_t> firsts;
-    std::vector<int> dots;
+    std::vector<MxuDot> blocks;
     for (size_t first = 0; first < c.terms.size(); first += block_terms) {
-      p_.mxu.push_back(best_block(c, first, std::min(c.terms.size(), first + block_terms)));
+      blocks.push_back(best_block(c, first, std::min(c.terms.size(), first + block_terms)));
       firsts.push_back(first);
-      dots.push_back(int(p_.mxu.size()) - 1);
     }
-    place(c, firsts, dots, 0);
+    add_blocks(std::move(blocks), firsts, {&c});
   }
 
-  // The chain's blocks, one MXU_DOT node each (output `output` of p_.mxu[dots[b]], whose terms begin at
-  // firsts[b]), where its nodes were, summed by ADDs; the new nodes reuse the absorbed nodes' positions (all
-  // before the root), so program order and every reference stay valid.
-  void place(const Chain& c, const std::vector<size_t>& firsts, const std::vector<int>& dots, int output) {
-    const int root = c.root;
-    std::vector<int> slots;  // absorbed node positions, ascending; the root last
+  // Where place() puts a chain's new nodes, all at absorbed positions (before the root, or the root).
+  struct Placement {
+    std::vector<int> blocks;  // each block's
+    std::vector<int> sums;  // an integer chain's partial sums of the blocks, left to right, the last the root
+    int seed = -1;          // a float chain's initial value (-1: +0.0)
+    bool made_seed = false;  // the seed is a -0.0 leaf made there (a sum with no initial value)
+  };
+  // A block sits where its first term's product was (in a kernel traced K-outermost, the blocks of one
+  // K-range of chains that share activation rows are then neighbours in program order, and one launch can
+  // load those rows once for all of them); a lone block, and a float chain's last, at the root. Each partial
+  // sum of an integer chain needs an absorbed position after its block: without one (few products between two
+  // blocks), nullopt, and the chain stays on the VPU.
+  std::optional<Placement> placement(const Chain& c, const std::vector<size_t>& firsts) const {
+    Placement out;
+    const size_t n = firsts.size();
+    if (c.group > 0) return float_placement(c, firsts);
+    for (size_t b = 0; b < n; ++b) out.blocks.push_back(n == 1 ? c.root : c.terms[firsts[b]].mul);
+    std::vector<int> slots;  // the absorbed positions no block takes, ascending
     for (const Term& t : c.terms) {
       slots.push_back(t.mul);
       slots.insert(slots.end(), t.via.begin(), t.via.end());
     }
     for (int a : c.adds)
-      if (a != root) slots.push_back(a);
+      if (a != c.root) slots.push_back(a);
     std::sort(slots.begin(), slots.end());
-    slots.push_back(root);
-    std::vector<int> blocks;
+    slots.erase(
+        std::remove_if(
+            slots.begin(), slots.end(),
+            [&](int s) { return std::find(out.blocks.begin(), out.blocks.end(), s) != out.blocks.end(); }),
+        slots.end());
+    size_t next = 0;
+    for (size_t b = 1; b < n; ++b) {
+      if (b + 1 == n) {
+        out.sums.push_back(c.root);
+        break;
+      }
+      while (next < slots.size() && slots[next] < out.blocks[b]) ++next;
+      if (next == slots.size()) return std::nullopt;
+      out.sums.push_back(slots[next++]);
+    }
+    return out;
+  }
+
+  // A float chain's blocks each where the first in program order of its products was, the last at the root, a
+  // -0.0 seed where the first block's first was (the block at its second), each after the one it goes on
+  // from.
+  std::optional<Placement> float_placement(const Chain& c, const std::vector<size_t>& firsts) const {
+    Placement out;
+    out.seed = c.start >= 0 ? c.start : -1;
+    for (size_t b = 0; b < firsts.size(); ++b) {
+      std::vector<int> at;  // its products' positions, ascending
+      for (size_t t = firsts[b]; t < (b + 1 < firsts.size() ? firsts[b + 1] : c.terms.size()); ++t)
+        at.push_back(c.terms[t].mul);
+      std::sort(at.begin(), at.end());
+      const bool made_seed = b == 0 && c.start == kNegativeZero;
+      if (made_seed) {
+        out.seed = at[0];
+        out.made_seed = true;
+      }
+      if (size_t(made_seed) >= at.size()) return std::nullopt;
+      out.blocks.push_back(b + 1 == firsts.size() ? c.root : at[made_seed]);
+      if (out.blocks[b] <= (b > 0 ? out.blocks[b - 1] : out.seed)) return std::nullopt;
+    }
+    return out;
+  }
+
+  // The blocks added to the program and placed in each chain (outputs[r] takes output r), unless one of the
+  // chains cannot take them: then none does.
+  void add_blocks(std::vector<MxuDot> blocks, const std::vector<size_t>& firsts,
+                  const std::vector<const Chain*>& outputs) {
+    std::vector<Placement> at;
+    for (const Chain* c : outputs) {
+      std::optional<Placement> p = placement(*c, firsts);
+      if (!p) return;
+      at.push_back(std::move(*p));
+    }
+    std::vector<int> dots;
+    for (MxuDot& m : blocks) {
+      p_.mxu.push_back(std::move(m));
+      dots.push_back(int(p_.mxu.size()) - 1);
+    }
+    for (size_t r = 0; r < outputs.size(); ++r) place(*outputs[r], at[r], dots, int(r));
+  }
+
+  // The chain's blocks, one MXU_DOT node each (output `output` of p_.mxu[dots[b]]), summed by ADDs or a float
+  // chain's seeded each by the one before, where its nodes were (placement()): program order and every
+  // reference stay valid.
+  void place(const Chain& c, const Placement& at, const std::vector<int>& dots, int output) {
+    const DType dtype = node(c.root).dtype;
+    if (at.made_seed) p_.nodes[at.seed] = negative_zeros();
     for (size_t b = 0; b < dots.size(); ++b) {
-      TileNode n{Op::MXU_DOT, node(root).dtype};
+      TileNode n{Op::MXU_DOT, dtype};
       n.mxu = dots[b];
       n.lane = uint8_t(output);
-      // A block sits where its first term's product was: in a kernel traced K-outermost, the blocks of
-      // one K-range of chains that share activation rows are then neighbours in program order, and one
-      // launch can load those rows once for all of them.
-      const bool last = b + 1 == dots.size();
-      int at = dots.size() == 1 || (c.group > 0 && last) ? root : c.terms[firsts[b]].mul;
-      if (c.group > 0 && b > 0) n.a = blocks.back();  // a float block goes on from the one before
-      if (c.group > 0 && b == 0 && !c.from_zero) {    // a sum with no initial value, from -0.0
-        n.a = c.terms[0].mul;
-        p_.nodes[n.a] = negative_zeros();
-        if (at == n.a) at = c.terms[1].mul;
-      }
-      p_.nodes[at] = n;
-      blocks.push_back(at);
+      if (c.group > 0) n.a = b > 0 ? at.blocks[b - 1] : at.seed;  // -1: from +0.0
+      p_.nodes[at.blocks[b]] = n;
     }
     if (c.group > 0) return;
-    if (blocks.size() == 1) fold_epilogue(root);
-    // Partial sums of the blocks, left to right, ending at the root, each after its operands.
-    slots.erase(
-        std::remove_if(slots.begin(), slots.end(),
-                       [&](int s) { return std::find(blocks.begin(), blocks.end(), s) != blocks.end(); }),
-        slots.end());
-    int acc = blocks[0];
-    size_t next_slot = 0;
-    for (size_t b = 1; b < blocks.size(); ++b) {
-      while (b + 1 < blocks.size() && slots[next_slot] < blocks[b]) ++next_slot;
-      int at = b + 1 == blocks.size() ? root : slots[next_slot++];
-      p_.nodes[at] = TileNode{Op::ADD, node(root).dtype, node(root).dtype, acc, blocks[b]};
-      acc = at;
+    if (dots.size() == 1) fold_epilogue(c.root);
+    int acc = at.blocks[0];
+    for (size_t b = 1; b < dots.size(); ++b) {
+      p_.nodes[at.sums[b - 1]] = TileNode{Op::ADD, dtype, dtype, acc, at.blocks[b]};
+      acc = at.sums[b - 1];
     }
   }
 
@@ -682,16 +743,17 @@ class Fuser {
   // The group's K-blocks, each an MxuDot across its chains, placed in each chain as its blocks.
   void rewrite_across(const std::vector<Chain>& chains, const std::vector<int>& group) {
     std::vector<size_t> firsts;
-    std::vector<int> dots;
+    std::vector<MxuDot> blocks;
     const size_t terms = chains[group[0]].terms.size();
     for (size_t first = 0; first < terms;) {
       const size_t last = across_block_end(chains, group, first);
-      p_.mxu.push_back(across_dot(chains, group, first, last));
+      blocks.push_back(across_dot(chains, group, first, last));
       firsts.push_back(first);
-      dots.push_back(int(p_.mxu.size()) - 1);
       first = last;
     }
-    for (size_t r = 0; r < group.size(); ++r) place(chains[group[r]], firsts, dots, int(r));
+    std::vector<const Chain*> outputs;
+    for (int c : group) outputs.push_back(&chains[size_t(c)]);
+    add_blocks(std::move(blocks), firsts, outputs);
   }
 };
 
