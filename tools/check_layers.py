@@ -38,7 +38,7 @@ FOLDER_RANKS = {
                                                             "kernel_buffers"}),
                ("the tile IR", {"tile_program", "tracer", "chunking", "chunk_period", "element_memo", "divide"}),
                ("the cost estimate", {"cost"}),
-               ("passes over tiles", {"value_ranges", "clamps", "lane_pack", "mxu_dot", "replay"}),
+               ("passes over tiles", {"value_ranges", "clamps", "lane_pack", "mxu_dot", "mxu_dot_program", "replay"}),
                ("the lowering's parts", {"launch", "contents", "vmem_slots", "constant_tiles", "node_facts", "schedule",
                                          "vreg_alloc", "mxu_fills", "launch_cutter"}),
                ("plans", {"plan", "lower", "independent", "emitter", "float_sequences"}), ("compile", {"compile"})],
