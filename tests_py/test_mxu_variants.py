@@ -150,3 +150,20 @@ def test_a_value_spilled_early_in_a_launch_is_not_read_as_an_earlier_launchs():
     t = [Tensor(x.astype(np.int32) if x.dtype != np.int16 else x, device=dev) for x in (a0, a1, a2, a3)]
     return (t[0].cast(dtypes.int8).cast(dtypes.int32) @ t[1]).gather(0, t[2]).cat(t[3], dim=1).numpy()
   np.testing.assert_array_equal(run("TINYTPU:91"), run("CPU"))
+
+def test_a_bfloat16_matmul_is_the_float32_matmul_of_its_operands_within_the_documented_bound_of_python():
+  """tinygrad emulates bfloat16 on TINYTPU, which has no bfloat16 lanes: inside a kernel a CAST to bfloat16 only
+  clamps, so a matmul of bfloat16 casts whose result is cast back is the float32 matmul of the operands, on every
+  core (a bfloat16 MXU's PEs are not used: docs/model.md "A float MXU"). PYTHON rounds the operands, each product
+  and the result to bfloat16 (2^-9 relative each): the two differ by at most 4 * 2^-9 of sum |a||b| per element."""
+  from tinygrad import Device, Tensor, dtypes
+  rng = np.random.default_rng(0)
+  a, b = rng.standard_normal((64, 64)).astype(np.float32), rng.standard_normal((64, 64)).astype(np.float32)
+  def bf16_matmul(dev): return (Tensor(a, device=dev).cast(dtypes.bfloat16) @ Tensor(b, device=dev).cast(dtypes.bfloat16)).cast(dtypes.float32).numpy()
+  python = bf16_matmul("PYTHON")
+  bound = 4 * 2.0 ** -9 * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+  for dev, name in {"TINYTPU:79": "reference", "TINYTPU:81": "bf16", "TINYTPU:83": "all-pipe-bf16"}.items():
+    Device[dev].config = tinytpu.configs.from_spec(name)
+    got = bf16_matmul(dev)
+    assert got.tobytes() == (Tensor(a, device=dev) @ Tensor(b, device=dev)).numpy().tobytes(), name
+    assert np.all(np.abs(got.astype(np.float64) - python) <= bound), (name, np.max(np.abs(got - python) / bound))
