@@ -135,7 +135,7 @@ class Emitter {
   void mxu_dot(int d, const MxuDot& m, int epilogue_src, int out_slot = -1);
   void broadcast(const TileNode& n, int d, int a);
   const MxuDotPlaces& mxu_dispatch(int node);
-  bool computed(int node) const;
+  bool at_hand(int node) const;
   void os_read_back(int node, int d);
   bool bank_read_back(int node, int d);
   bool bank_readable(const MxuDot& m) const;

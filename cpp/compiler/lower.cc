@@ -147,11 +147,13 @@ bool Emitter::in_launch(int mxu_index) const { return places_of(mxu_index) != nu
 bool Emitter::dispatches_new_block(size_t e) const {
   if (e >= schedule_.events.size() || schedule_.events[e].part != Schedule::Part::kDispatch) return false;
   const TileNode& n = p_.nodes[schedule_.events[e].id];
-  return !in_launch(n.mxu) && (!p_.mxu[n.mxu].seeded || computed(n.a));
+  return !in_launch(n.mxu) && (!p_.mxu[n.mxu].seeded || at_hand(n.a));
 }
-// Whether a node's value is in a vreg or in scratch (spilled by this launch or an earlier one).
-bool Emitter::computed(int node) const {
-  return regs_.of(node) >= 0 || slots_.holding(Content(node)) >= 0 || cutter_.spilled(node);
+// Whether a node's value can be read now: a leaf the loader fills (not gathered by data), or a value in a
+// vreg or in scratch (spilled by this launch or an earlier one).
+bool Emitter::at_hand(int node) const {
+  return (is_leaf(node) && !p_.nodes[node].dynamic) || regs_.of(node) >= 0 ||
+         slots_.holding(Content(node)) >= 0 || cutter_.spilled(node);
 }
 
 // An OS block's operands in WMEM and AMEM, and its first pass's dispatches issued (Emitter::issue), after a
