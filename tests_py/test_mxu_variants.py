@@ -159,7 +159,8 @@ def test_a_bfloat16_matmul_is_the_float32_matmul_of_its_operands_within_the_docu
   from tinygrad import Device, Tensor, dtypes
   rng = np.random.default_rng(0)
   a, b = rng.standard_normal((64, 64)).astype(np.float32), rng.standard_normal((64, 64)).astype(np.float32)
-  def bf16_matmul(dev): return (Tensor(a, device=dev).cast(dtypes.bfloat16) @ Tensor(b, device=dev).cast(dtypes.bfloat16)).cast(dtypes.float32).numpy()
+  def bf16_matmul(dev):
+    return (Tensor(a, device=dev).cast(dtypes.bfloat16) @ Tensor(b, device=dev).cast(dtypes.bfloat16)).cast(dtypes.float32).numpy()
   python = bf16_matmul("PYTHON")
   bound = 4 * 2.0 ** -9 * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
   for dev, name in {"TINYTPU:79": "reference", "TINYTPU:81": "bf16", "TINYTPU:83": "all-pipe-bf16"}.items():
@@ -167,3 +168,24 @@ def test_a_bfloat16_matmul_is_the_float32_matmul_of_its_operands_within_the_docu
     got = bf16_matmul(dev)
     assert got.tobytes() == (Tensor(a, device=dev) @ Tensor(b, device=dev)).numpy().tobytes(), name
     assert np.all(np.abs(got.astype(np.float64) - python) <= bound), (name, np.max(np.abs(got - python) / bound))
+
+@pytest.mark.parametrize("shape", [(2, 8, 16, 10, 3), (2, 4, 16, 12, 5)])
+def test_a_float32_convolution_on_float_mxus_gives_the_reference_cores_bits(shape):
+  """A convolution's sums go on the float MXU in blocks of pixels by output channels (a pair of its ranges other than
+  the two innermost), in tinygrad's order: its unrolled groups of 9 or 25 taps are longer than a 4x4 array's
+  dispatch, so a group spans dispatches, and a K-block (each seeded with the one before's sums) ends only where a
+  group does (a block that ended inside one lost the group's open run: the MNIST step's 3x3 convolution)."""
+  from tinygrad import Device, Tensor
+  reference = "TINYTPU:79"
+  cores = {"TINYTPU:82": "all-pipe-f32", "TINYTPU:77": "8x8-all-pipe-f32"}
+  for dev, name in {reference: "reference", **cores}.items(): Device[dev].config = tinytpu.configs.from_spec(name)
+  b, cin, cout, side, k = shape
+  rng = np.random.default_rng(k)
+  x, w = rng.standard_normal((b, cin, side, side)).astype(np.float32), rng.standard_normal((cout, cin, k, k)).astype(np.float32)
+  x[0, 0, 1, :] = -0.0
+  out = {}
+  for dev in [reference, *cores]:
+    tinytpu.reset_counters(dev)
+    out[dev] = Tensor(x, device=dev).conv2d(Tensor(w, device=dev)).numpy().tobytes()
+  assert all(out[dev] == out[reference] for dev in cores), [n for d, n in cores.items() if out[d] != out[reference]]
+  assert all(tinytpu.counters(dev)["mxu_busy"] > 0 for dev in cores), [tinytpu.counters(d)["mxu_busy"] for d in cores]

@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/errors.h"
+#include "compiler/choose_layout.h"
 #include "compiler/clamps.h"
 #include "compiler/divide.h"
 #include "compiler/independent.h"
@@ -25,22 +27,9 @@ namespace tinytpu::compiler {
 
 namespace {
 
-constexpr size_t kBatchNodes = 96;  // tile nodes traced before a batch of chunks is compiled
-
 // FNV-1a, a word at a time: the plan builder's hashes.
 constexpr uint64_t kFnvOffset = 1469598103934665603ull;
 void fnv_mix(uint64_t& h, uint64_t v) { h = (h ^ v) * 1099511628211ull; }
-
-// Whether the batch is compiled after tracing chunk `chunk` into it: it holds kBatchNodes nodes, or the chunk
-// pinned the prefix, whose program runs before any chunk reads the pinned tiles. An integer reduction's 4x4
-// blocks (its MXU's output tiles) of one row read the same rows of the left operand: a batch holds up to
-// four of them, so that their MXU blocks of one K-range share a launch's activation rows (schedule.h).
-bool batch_ends(const TileProgram& prog, int64_t chunk, const Tracer& tracer) {
-  if (chunk == 0 && tracer.pinned_prefix()) return true;
-  if (prog.nodes.size() < kBatchNodes) return false;
-  const int64_t in_row = (chunk + 1) % tracer.blocks_per_row();
-  return !tracer.blocked() || tracer.layout_open() || in_row % kRows == 0;
-}
 
 // Turns each batch's launches into plan launches: one validated bundle per distinct program, and where
 // every filled tile comes from and every drained tile goes.
@@ -500,59 +489,6 @@ void replay(const ReplayCache::Hit& hit, const std::vector<int64_t>& sizes, Plan
   plan.runs.push_back({b.first, b.count, int(plan.shifts.size()) - 1, hit.swap_banks});
 }
 
-// The chunk layout compile() traces in, and its first chunk packed and lowered when choosing the layout did
-// it.
-struct FirstChunk {
-  ChunkLayout layout = ChunkLayout::kAuto;
-  bool compiled = false;  // chunk 0 is a batch of its own, and `packed`, `launches` and `consts` are its
-  TileProgram packed;
-  std::vector<Launch> launches;
-  std::vector<Tile> consts;
-  Emissions emissions;  // the way its lowering took, for the kernel's other batches
-};
-
-// A float reduction's chunk layout, by compiling its first chunk both ways in the two orders of the program
-// as it is (its float chains on a float MXU's, which takes blocks): the one whose estimated cycles over all
-// its chunks are fewer (a first chunk traced in parts, by its first part's). (Not by register blocking's
-// emissions: lane packing may add a float sum in another order in one layout, so the layout is chosen as
-// before, which keeps every float result as it was.) The chosen layout's first chunk is then lowered in every
-// emission, and when compile() will compile it as a batch of its own, that packing and lowering are kept:
-// tracing is deterministic, so compile() traces the same program again (cheaply) and, when the MXU pass fused
-// nothing in it, takes these instead of packing and lowering it a second time.
-FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
-                         const std::vector<int64_t>& sizes, const Choices& choices,
-                         const TraceLimits& limits) {
-  std::array<int64_t, 2> cost{};
-  std::array<FirstChunk, 2> tried{FirstChunk{ChunkLayout::kLinear}, FirstChunk{ChunkLayout::kBlocked}};
-  for (FirstChunk& f : tried) {
-    Tracer t(k, vals, sizes, limits, f.layout);
-    if (!t.layout_open() && !(cfg.mxu_dtype == 2 && t.float_blockable()))
-      return {};  // the same answer for either layout
-    TileProgram prog;
-    const bool whole = t.trace_chunk(0, prog);
-    f.compiled = whole && !prog.stores.empty() && batch_ends(prog, 0, t);
-    fold_clamps(prog);
-    if (cfg.mxu_dtype == 2) fuse_mxu_dots(prog, cfg, 0, choices);  // a float MXU takes float chains
-    pack_lanes(prog);
-    Emissions as_it_is;
-    as_it_is.decided = true;  // the two orders alone
-    const std::vector<Launch> launches = lower(prog, cfg, f.consts, k.fast_math, choices, &as_it_is);
-    // a chunk traced in parts: its cycles estimated from its first part's, by the share of it traced
-    const double share = whole ? 1.0 : std::max(t.cut_share(), 1e-6);
-    cost[&f - tried.data()] = int64_t(double(estimated_cycles(launches, cfg)) / share) * t.num_chunks();
-    f.packed = std::move(prog);
-  }
-  decision_log().debug("kernel {}: chunks of 16 consecutive points (~{} cycles) or 4x4 blocks (~{})", k.name,
-                       cost[0], cost[1]);
-  FirstChunk& chosen = tried[cost[1] < cost[0] ? 1 : 0];
-  chosen.launches = lower(chosen.packed, cfg, chosen.consts, k.fast_math, choices, &chosen.emissions);
-  return std::move(chosen);
-}
-
-}  // namespace
-
-namespace {
-
 // compile()'s batches: each traced batch of chunks is replayed from an earlier one of the same shape, or
 // fused, packed, lowered and added to the plan. Holds what carries across batches.
 class Batches {
@@ -874,7 +810,7 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
   const auto start = std::chrono::steady_clock::now();
   const Kernel k = split_divisions(ir);
   FirstChunk first = choose_layout(k, cfg, vals, sizes, choices, limits);
-  Tracer tracer(k, vals, sizes, limits, first.layout);
+  Tracer tracer(k, vals, sizes, limits, first.layout, first.block);
   Plan plan;
   plan.config = cfg;
   Batches batches(k, cfg, choices, tracer, plan, std::move(first), sizes.size(), limits.trace_every_chunk);

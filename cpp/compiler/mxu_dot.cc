@@ -41,6 +41,7 @@ class Fuser {
         max_slices_(max_slices(cfg)),
         os_fits_(cfg.depth > kSliceTerms),
         float_mxu_(cfg.mxu_dtype == 2),
+        mxu_entries_(cfg.depth),
         next_chain_(first_chain),
         choices_(choices),
         uses_(node_uses(p)) {}
@@ -109,7 +110,8 @@ class Fuser {
   // MXU_OS's kLen reaches the Controller as UInt#(TLog#(depth)): a slice of `depth` terms reads as 0, so a
   // core whose depth is only the array's rows takes weight-stationary dispatches.
   const bool os_fits_;
-  const bool float_mxu_;  // the float PEs take float32 chains (config mxu_dtype 2)
+  const bool float_mxu_;   // the float PEs take float32 chains (config mxu_dtype 2)
+  const int mxu_entries_;  // WeightSRAM tiles (and ActivationSRAM rows) a launch holds
   int next_chain_;
   const Choices& choices_;
   const NodeUses uses_;
@@ -434,16 +436,24 @@ class Fuser {
       }
     return out;
   }
-  // Blocks of up to max_slices_ slices (a launch's WMEM and AMEM hold one), each after the first seeded with
+  // Blocks of the whole groups a launch's WMEM and AMEM hold, each after the first seeded with
   // the sums of the block before.
   void rewrite_float(const Chain& c) {
     const std::vector<Slice> slices = float_slices(c.terms.size(), c.group);
     std::vector<size_t> firsts;
     std::vector<MxuDot> blocks;
-    for (size_t s = 0; s < slices.size(); s += size_t(max_slices_)) {
-      const std::vector<Slice> block(slices.begin() + long(s),
-                                     slices.begin() + long(std::min(slices.size(), s + size_t(max_slices_))));
-      MxuDot& dot = blocks.emplace_back(os_dot(block, c.v, uses_.live[c.root], *c.os));
+    for (size_t s = 0, end = 0; s < slices.size(); s = end) {
+      // the most whole groups from slice s on whose slices a launch's AMEM rows and WMEM tiles hold: a seed
+      // starts with no run open, so a block ends where a group does
+      size_t rows = 0;
+      for (size_t e = s; e < slices.size(); ++e) {
+        rows += slices[e].end - slices[e].first;
+        if (rows > size_t(kSliceTerms * max_slices_) || e - s >= size_t(mxu_entries_)) break;
+        if (slices[e].end % size_t(c.group) == 0) end = e + 1;
+      }
+      if (end <= s) return;  // a group longer than a launch holds: the chain stays on the VPU
+      MxuDot& dot = blocks.emplace_back(
+          os_dot({slices.begin() + long(s), slices.begin() + long(end)}, c.v, uses_.live[c.root], *c.os));
       dot.float32 = true;
       dot.seeded = s > 0 || c.start != kPositiveZero;
       dot.chains = {c.number};

@@ -90,7 +90,7 @@ int64_t Tracer::uniform_value(int node, const std::vector<int64_t>& known) const
 // ranges (and each loop's end and enclosing loop), the loops guarded before they start, the chunking, and the
 // prefix that may be pinned; the buffers read and written (buffers_touched) before them.
 Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes,
-               const TraceLimits& limits, ChunkLayout layout)
+               const TraceLimits& limits, ChunkLayout layout, BlockRanges block)
     : k_(k),
       sizes_(buffer_sizes),
       limits_(limits),
@@ -103,7 +103,7 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
   bind_variables(vals);
   find_parallel_ranges();
   find_guarded_loops();
-  choose_chunking(layout);
+  choose_chunking(layout, block);
   find_pinnable_prefix();
 }
 
@@ -156,25 +156,47 @@ void Tracer::find_parallel_ranges() {
 
 // Chunks of kLanes consecutive points, or kRows x kRows blocks of the two innermost parallel ranges for a
 // reduction (integer data; a float reduction's layout is the caller's, `layout`).
-void Tracer::choose_chunking(ChunkLayout layout) {
+void Tracer::choose_chunking(ChunkLayout layout, BlockRanges block) {
   const Kernel& k = k_;
   Chunking& c = chunking_;
-  size_t np = c.ranges.size();
+  const int np = int(c.ranges.size());
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
                              [](const Node& n) { return n.op == Op::RANGE && n.reduce; });
   bool int_data = std::any_of(k.nodes.begin(), k.nodes.end(), [](const Node& n) {
     return n.op == Op::PARAM && n.global && is_lane_int(n.dtype);
   });
   c.chunks = (c.points + kLanes - 1) / kLanes;
-  if (np >= 2 && c.bounds[np - 1] >= kRows && c.bounds[np - 2] >= kRows) {
-    int64_t blocks = c.block_cols() * c.block_rows();
-    for (size_t r = 0; r + 2 < np; ++r) blocks *= std::max<int64_t>(c.bounds[r], 0);
-    bool blockable = 4 * blocks <= 5 * c.chunks;  // ragged edges may cost at most a quarter more chunks
-    c.blocked = blockable &&
-                (layout == ChunkLayout::kBlocked || (layout == ChunkLayout::kAuto && int_data && reduces));
-    if (c.blocked) c.chunks = blocks;
-    layout_open_ = blockable && !int_data && reduces;  // the layout of a float reduction is the caller's
-    float_blockable_ = blockable && !int_data;
+  // the blocks of ranges r (rows) and q (columns), the others' points outside: null when the ragged edges
+  // would cost more than a quarter more chunks
+  auto blocks_of = [&](int r, int q) -> std::optional<int64_t> {
+    if (c.bounds[r] < kRows || c.bounds[q] < kRows) return std::nullopt;
+    int64_t blocks = (c.bounds[r] + kRows - 1) / kRows * ((c.bounds[q] + kRows - 1) / kRows);
+    for (int o = 0; o < np; ++o)
+      if (o != r && o != q) blocks *= std::max<int64_t>(c.bounds[o], 0);
+    return 4 * blocks <= 5 * c.chunks ? std::optional(blocks) : std::nullopt;
+  };
+  if (np < 2) return;
+  if (!int_data)
+    for (int r = np - 2; r >= 0; --r)  // the innermost pair first
+      for (int q = np - 1; q >= 0; --q)
+        if (q != r && blocks_of(r, q)) float_blocks_.push_back({r, q});
+  const int rows = block.rows >= 0 ? block.rows : np - 2, cols = block.rows >= 0 ? block.cols : np - 1;
+  const std::optional<int64_t> blocks = blocks_of(rows, cols);
+  if (!blocks) return;
+  c.blocked = layout == ChunkLayout::kBlocked || (layout == ChunkLayout::kAuto && int_data && reduces);
+  layout_open_ = !int_data && reduces;  // the layout of a float reduction is the caller's
+  if (!c.blocked) return;
+  c.chunks = *blocks;
+  // the block's ranges innermost (rows, then columns), the others in their nesting order outside
+  std::vector<int> order;
+  for (int o = 0; o < np; ++o)
+    if (o != rows && o != cols) order.push_back(o);
+  order.push_back(rows);
+  order.push_back(cols);
+  const Chunking nest = c;
+  for (int i = 0; i < np; ++i) {
+    c.ranges[size_t(i)] = nest.ranges[size_t(order[size_t(i)])];
+    c.bounds[size_t(i)] = nest.bounds[size_t(order[size_t(i)])];
   }
 }
 

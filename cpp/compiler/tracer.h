@@ -72,19 +72,25 @@ struct BatchFacts {
 // How a reducing kernel's chunks take their 16 points (see Tracer::chunking_): kAuto blocks integer
 // reductions (the MXU's output tile) and not float ones.
 enum class ChunkLayout : uint8_t { kAuto, kBlocked, kLinear };
+// The lane-parallel ranges a blocked layout's blocks span, by their place in the nest (outermost 0): its
+// rows' and its columns'; -1: the two innermost.
+struct BlockRanges {
+  int rows = -1, cols = -1;
+};
 class Tracer {
  public:
   Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vector<int64_t>& buffer_sizes,
-         const TraceLimits& limits = {}, ChunkLayout layout = ChunkLayout::kAuto);
+         const TraceLimits& limits = {}, ChunkLayout layout = ChunkLayout::kAuto, BlockRanges block = {});
   // Traces chunk `chunk` (or the rest of it) into `out`. False: it stopped at a cut; call again with
   // the same chunk once `out` is compiled and emptied.
   [[nodiscard]] bool trace_chunk(int64_t chunk, TileProgram& out);
   int64_t num_chunks() const { return chunking_.chunks; }
   // A float reduction that could take its chunks either way: compile() tries both on its first chunk.
   bool layout_open() const { return layout_open_; }
-  // Float data whose two innermost parallel ranges block well, reduction or not (a sum tinygrad unrolled
-  // whole has no reduce loop): the layout a float MXU's caller may choose.
-  bool float_blockable() const { return float_blockable_; }
+  // Float data: the pairs of parallel ranges whose blocks fill chunks well, reduction or not (a sum tinygrad
+  // unrolled whole has no reduce loop), the two innermost first: the layouts a float MXU's caller may choose
+  // (a convolution's blocks of pixels by output channels, whose rows and columns each share one factor).
+  const std::vector<BlockRanges>& float_blocks() const { return float_blocks_; }
   bool blocked() const { return chunking_.blocked; }
   int64_t blocks_per_row() const {  // blocked: the chunks of one row of 4x4 blocks, consecutive
     return chunking_.blocked ? chunking_.block_cols() : 1;
@@ -177,7 +183,7 @@ class Tracer {
   void bind_variables(const std::vector<int64_t>& vals);
   void find_parallel_ranges();
   void find_guarded_loops();
-  void choose_chunking(ChunkLayout layout);
+  void choose_chunking(ChunkLayout layout, BlockRanges block);
   void find_pinnable_prefix();
   bool adds_nothing(const GuardedAccumulation& acc);  // on entry: the loop would leave `acc` as it is
   [[nodiscard]] bool trace_end(size_t& ip);
@@ -206,7 +212,7 @@ class Tracer {
   // trying both.
   Chunking chunking_;
   bool layout_open_ = false;  // a float reduction that could take either layout
-  bool float_blockable_ = false;
+  std::vector<BlockRanges> float_blocks_;
   int64_t uniform_value(int node, const std::vector<int64_t>& known) const;
   // The uniform prefix: nodes before the first lane-parallel RANGE compute the same lanes in every
   // chunk (a whole-tensor reduce before a broadcast, say). The first chunk traces it and pins the tiles
