@@ -41,7 +41,6 @@ class Fuser {
         max_slices_(max_slices(cfg)),
         os_fits_(cfg.depth > kSliceTerms),
         float_mxu_(cfg.mxu_dtype == 2),
-        mxu_entries_(cfg.depth),
         next_chain_(first_chain),
         choices_(choices),
         uses_(node_uses(p)) {}
@@ -110,8 +109,7 @@ class Fuser {
   // MXU_OS's kLen reaches the Controller as UInt#(TLog#(depth)): a slice of `depth` terms reads as 0, so a
   // core whose depth is only the array's rows takes weight-stationary dispatches.
   const bool os_fits_;
-  const bool float_mxu_;   // the float PEs take float32 chains (config mxu_dtype 2)
-  const int mxu_entries_;  // WeightSRAM tiles (and ActivationSRAM rows) a launch holds
+  const bool float_mxu_;  // the float PEs take float32 chains (config mxu_dtype 2)
   int next_chain_;
   const Choices& choices_;
   const NodeUses uses_;
@@ -448,7 +446,7 @@ class Fuser {
       size_t rows = 0;
       for (size_t e = s; e < slices.size(); ++e) {
         rows += slices[e].end - slices[e].first;
-        if (rows > size_t(kSliceTerms * max_slices_) || e - s >= size_t(mxu_entries_)) break;
+        if (rows > slots() || e - s >= slots()) break;
         if (slices[e].end % size_t(c.group) == 0) end = e + 1;
       }
       if (end <= s) return;  // a group longer than a launch holds: the chain stays on the VPU
@@ -515,9 +513,9 @@ class Fuser {
   // sum of an integer chain needs an absorbed position after its block: without one (few products between two
   // blocks), nullopt, and the chain stays on the VPU.
   std::optional<Placement> placement(const Chain& c, const std::vector<size_t>& firsts) const {
+    if (c.group > 0) return float_placement(c, firsts);
     Placement out;
     const size_t n = firsts.size();
-    if (c.group > 0) return float_placement(c, firsts);
     for (size_t b = 0; b < n; ++b) out.blocks.push_back(n == 1 ? c.root : c.terms[firsts[b]].mul);
     std::vector<int> slots;  // the absorbed positions no block takes, ascending
     for (const Term& t : c.terms) {
