@@ -40,11 +40,16 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
     }
   }
   std::vector<int64_t> cost(tried.size());
+  // a float MXU's computed factors are kept from the first few batches on: the steady state is estimated (and
+  // chunk 0, traced so, is compiled again)
+  TraceLimits estimated = limits;
+  if (limits.keep_dot_operands == KeepDotOperands::kYes)
+    estimated.keep_dot_operands = KeepDotOperands::kAssumed;
   for (FirstChunk& f : tried) {
-    Tracer t(k, vals, sizes, limits, f.layout, f.block);
+    Tracer t(k, vals, sizes, estimated, f.layout, f.block);
     TileProgram prog;
     const bool whole = t.trace_chunk(0, prog);
-    f.compiled = whole && !prog.stores.empty() && batch_ends(prog, 0, t);
+    f.compiled = whole && !prog.stores.empty() && batch_ends(prog, 0, t) && t.memo_reads() == 0;
     fold_clamps(prog);
     if (cfg.mxu_dtype == 2) fuse_mxu_dots(prog, cfg, 0, choices);  // a float MXU takes float chains
     // another layout only for the float MXU's blocks: the VPU's float sums keep the layout they had (lane

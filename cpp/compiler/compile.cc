@@ -806,8 +806,10 @@ void Batches::log(int64_t chunks, std::chrono::steady_clock::time_point start) c
 // ends (Batches), and log what was decided.
 Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<int64_t>& vals,
              const std::vector<int64_t>& sizes, const Choices& choices,
-             const std::function<void(int64_t, int64_t)>& traced, const TraceLimits& limits) {
+             const std::function<void(int64_t, int64_t)>& traced, const TraceLimits& given) {
   const auto start = std::chrono::steady_clock::now();
+  TraceLimits limits = given;
+  if (cfg.mxu_dtype == 2) limits.keep_dot_operands = KeepDotOperands::kYes;
   const Kernel k = split_divisions(ir);
   FirstChunk first = choose_layout(k, cfg, vals, sizes, choices, limits);
   Tracer tracer(k, vals, sizes, limits, first.layout, first.block);

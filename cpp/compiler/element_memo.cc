@@ -6,8 +6,9 @@
 
 namespace tinytpu::compiler {
 
-ElementMemos::ElementMemos(const std::vector<int64_t>& sizes, std::set<int> written)
-    : sizes_(sizes), written_(std::move(written)), slot_sizes_(sizes) {
+ElementMemos::ElementMemos(const std::vector<int64_t>& sizes, std::set<int> written,
+                           KeepDotOperands dot_operands)
+    : sizes_(sizes), written_(std::move(written)), dot_operands_(dot_operands), slot_sizes_(sizes) {
   slot_sizes_.push_back(0);  // the counter slot (counter_slot): not gathered from as a buffer
 }
 
@@ -34,7 +35,7 @@ int ElementMemos::append(TileProgram& out, const TileNode& given) {
   const std::optional<Derivation> d = derive(out, t);
   if (!d)  // the operands meet other data here: those worth keeping are kept
     for (int* o : {&t.a, &t.b, &t.c})
-      if (derived(*o)) *o = memoize(out, *o);
+      if (derived(*o)) *o = memoize(out, *o, t);
   return made(t, d);
 }
 
@@ -61,16 +62,18 @@ int ElementMemos::FunctionTable::number(const Function& f) {
 }
 
 std::optional<ElementMemos::Derivation> ElementMemos::derive(const TileProgram& out, const TileNode& t) {
-  if (t.op == Op::LOAD) {  // one element of a buffer the kernel does not write, in every lane
+  if (t.op == Op::LOAD) {  // one element of a buffer the kernel does not write, in every lane (or per lane)
     if (t.dynamic || t.gated || t.pinned >= 0) return std::nullopt;
     const LeafLanes& lanes = out.lanes(t);
     const LeafLane& first = lanes[0];
-    if (first.buf < 0 || first.buf >= counter_slot(sizes_) || !(lanes[kLanes - 1] == first))
+    if (first.buf < 0 || first.buf >= counter_slot(sizes_) || written_.count(first.buf)) return std::nullopt;
+    const int64_t key = functions_.number({int64_t(Op::LOAD), int64_t(t.dtype), first.buf});
+    if (std::all_of(lanes.begin(), lanes.end(), [&](const LeafLane& l) { return l == first; }))
+      return Derivation{key, first};
+    if (dot_operands_ == KeepDotOperands::kNo ||
+        !std::all_of(lanes.begin(), lanes.end(), [&](const LeafLane& l) { return l.buf == first.buf; }))
       return std::nullopt;
-    for (const LeafLane& l : lanes)
-      if (!(l == first)) return std::nullopt;
-    if (written_.count(first.buf)) return std::nullopt;
-    return Derivation{functions_.number({int64_t(Op::LOAD), int64_t(t.dtype), first.buf}), first, 0};
+    return Derivation{key, {}, t.leaf};
   }
   FunctionTable::Function f{int64_t(t.op), int64_t(t.dtype), int64_t(t.from), 0, 0, 0};
   Derivation d;
@@ -84,8 +87,9 @@ std::optional<ElementMemos::Derivation> ElementMemos::derive(const TileProgram& 
       continue;
     }
     const Derivation& od = derivations_[derived_[o]];
-    if (d.key != 0 && !(od.element == d.element)) return std::nullopt;  // another element
+    if (d.key != 0 && !same_elements(out, d, od)) return std::nullopt;  // another element
     d.element = od.element;
+    d.leaf = od.leaf;
     d.cost = std::min(d.cost + od.cost, 1 << 20);
     d.key = 1;
     f[i++] = od.key;
@@ -96,21 +100,45 @@ std::optional<ElementMemos::Derivation> ElementMemos::derive(const TileProgram& 
   return d;
 }
 
-int ElementMemos::memoize(TileProgram& out, int node) {
-  Derivation& d = derivations_[derived_[node]];
-  const DType dtype = out.nodes[node].dtype;  // (a reference would not outlive the leaf pushed below)
-  if (d.cost < kMinCost || dtype != DType::kF32 || out.nodes[node].op == Op::LOAD) return node;
-  if (d.memo_leaf >= 0) return d.memo_leaf;
-  ++uses_;
-  Memo& m = memos_[d.key];
-  const int64_t e = d.element.index;
+bool ElementMemos::same_elements(const TileProgram& out, const Derivation& x, const Derivation& y) {
+  if (x.leaf < 0 || y.leaf < 0) return x.leaf == y.leaf && x.element == y.element;
+  return x.leaf == y.leaf || out.leaves[size_t(x.leaf)] == out.leaves[size_t(y.leaf)];
+}
+
+ElementMemos::Memo& ElementMemos::memo(int64_t key, int buf) {
+  Memo& m = memos_[key];
   if (m.buf < 0) {
-    m.buf = d.element.buf;
+    m.buf = buf;
     const size_t elements = size_t(sizes_[m.buf]);
     m.seen.assign(elements, false);
     m.stored.assign(elements, false);
     m.ready.assign(elements, false);
   }
+  return m;
+}
+
+bool ElementMemos::add_slot(Memo& m) {
+  if (m.slot >= 0) return true;
+  const int64_t kept =
+      std::accumulate(slot_sizes_.begin() + memo_slot(sizes_, 0), slot_sizes_.end(), int64_t(0));
+  if (kept + int64_t(m.seen.size()) > kMaxElements) return false;
+  m.slot = int(slot_sizes_.size());
+  slot_sizes_.push_back(int64_t(m.seen.size()));
+  return true;
+}
+
+int ElementMemos::memoize(TileProgram& out, int node, const TileNode& reader) {
+  Derivation& d = derivations_[derived_[node]];
+  const DType dtype = out.nodes[node].dtype;  // (a reference would not outlive the leaf pushed below)
+  if (dtype != DType::kF32 || out.nodes[node].op == Op::LOAD) return node;
+  if (d.leaf >= 0)  // a float product's factor on a float MXU's core, else no element's value
+    return reader.op == Op::MUL && reader.dtype == DType::kF32 && d.cost > 0 ? memoize_lanes(out, node)
+                                                                             : node;
+  if (d.cost < kMinCost) return node;
+  if (d.memo_leaf >= 0) return d.memo_leaf;
+  ++uses_;
+  Memo& m = memo(d.key, d.element.buf);
+  const int64_t e = d.element.index;
   if (m.ready[e]) {  // one gather in place of the operations
     TileNode leaf{Op::LOAD, dtype};
     out.lanes(leaf).fill(LeafLane(m.slot, e));
@@ -122,14 +150,7 @@ int ElementMemos::memoize(TileProgram& out, int node) {
   d.cost = 0;  // decided for this node: computed here, and stored below when seen before
   const bool again = m.seen[e] && !m.stored[e];
   m.seen[e] = true;
-  if (!again) return node;
-  if (m.slot < 0) {
-    const int64_t kept =
-        std::accumulate(slot_sizes_.begin() + memo_slot(sizes_, 0), slot_sizes_.end(), int64_t(0));
-    if (kept + int64_t(m.seen.size()) > kMaxElements) return node;
-    m.slot = int(slot_sizes_.size());
-    slot_sizes_.push_back(int64_t(m.seen.size()));
-  }
+  if (!again || !add_slot(m)) return node;
   TileStore keep{m.slot, {}, {}, node};
   keep.index.fill(e);
   keep.active[0] = true;  // the element is in every lane: one stores it
@@ -137,6 +158,42 @@ int ElementMemos::memoize(TileProgram& out, int node) {
   if (m.pending.empty()) pending_memos_.push_back(&m);
   m.pending.push_back(e);
   out.stores.push_back(keep);
+  return node;
+}
+
+// Read from the memo buffer when every lane's element was kept by an earlier batch (or kept is assumed); else
+// computed here, and the elements not kept yet stored, each by one lane.
+int ElementMemos::memoize_lanes(TileProgram& out, int node) {
+  Derivation& d = derivations_[derived_[node]];
+  if (d.memo_leaf >= 0) return d.memo_leaf;
+  ++uses_;
+  const LeafLanes elements = out.leaves[size_t(d.leaf)];  // (a copy: making a leaf below may move them)
+  Memo& m = memo(d.key, elements[0].buf);
+  const bool assumed = dot_operands_ == KeepDotOperands::kAssumed && add_slot(m);
+  if (assumed || (m.slot >= 0 && std::all_of(elements.begin(), elements.end(), [&](const LeafLane& l) {
+                    return bool(m.ready[size_t(l.index)]);
+                  }))) {
+    TileNode leaf{Op::LOAD, DType::kF32};
+    LeafLanes& lanes = out.lanes(leaf);
+    for (int l = 0; l < kLanes; ++l) lanes[l] = LeafLane(m.slot, elements[l].index);
+    out.nodes.push_back(leaf);
+    derived_.push_back(-1);
+    ++reads_;
+    return d.memo_leaf = int(out.nodes.size()) - 1;
+  }
+  if (d.cost == 0 || !add_slot(m)) return node;
+  d.cost = 0;  // decided for this node: computed here
+  TileStore keep{m.slot, {}, {}, node};
+  for (int l = 0; l < kLanes; ++l) {
+    const int64_t e = elements[l].index;
+    keep.index[l] = e;
+    if (m.stored[e]) continue;
+    keep.active[l] = m.stored[e] = true;
+    if (m.pending.empty()) pending_memos_.push_back(&m);
+    m.pending.push_back(e);
+  }
+  if (std::find(keep.active.begin(), keep.active.end(), true) != keep.active.end())
+    out.stores.push_back(keep);
   return node;
 }
 

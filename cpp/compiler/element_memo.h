@@ -6,6 +6,10 @@
 // element) once the element is seen a second time, and read from there by every later batch: its operations
 // become one gather. Loads see the buffers as they were when the kernel started (the runtime's snapshots),
 // and the VPU's lane ops are the same in any lane, so the value read is the value computed, bit for bit.
+// On a float MXU's core (`dot_operands`) a factor of a float32 product computed lane by lane from one element
+// of a buffer per lane, whatever the element (a ReLU of the layer before's output, say), is kept too, from
+// its first sight and whatever it costs: read from its memo buffer it is a loaded element, which the MXU can
+// take (mxu_dot.h), where computed it is not.
 // The tracer appends every tile node through ElementMemos::append, which tells the element's functions.
 #include <array>
 #include <cstdint>
@@ -18,12 +22,16 @@
 
 namespace tinytpu::compiler {
 
+// Whether a float MXU's products' computed factors are kept (kYes), or taken as kept already (kAssumed: a
+// trace only estimated, never run).
+enum class KeepDotOperands { kNo, kYes, kAssumed };
+
 class ElementMemos {
  public:
   static constexpr int kMinCost = 8;  // operations of a value worth keeping per element
   // `sizes`: elements per buffer slot; `written`: the slots the kernel stores to, which are no sources (their
   // elements change as it runs).
-  ElementMemos(const std::vector<int64_t>& sizes, std::set<int> written);
+  ElementMemos(const std::vector<int64_t>& sizes, std::set<int> written, KeepDotOperands dot_operands);
   // Appends `t` to `out`: its index there. Operands of `t` that are an element's function meeting other data
   // in `t` are read from their memo buffer instead when an earlier batch stored them there, and stored there
   // by this batch when their element is seen the second time.
@@ -40,9 +48,10 @@ class ElementMemos {
 
  private:
   static constexpr int64_t kMaxElements = int64_t(1) << 24;  // over all memo buffers of a kernel
-  struct Derivation {    // a tile node of the current batch as the function of one element
+  struct Derivation {    // a tile node of the current batch as the function of one element (per lane)
     int64_t key = 0;     // the function, numbered by functions_
     LeafLane element;    // the element, in every lane
+    int leaf = -1;       // or (dot_operands) the TileProgram leaf whose lanes are each lane's element
     int cost = 0;        // operations, counted along every path (saturating); 0 once memoize() decided
     int memo_leaf = -1;  // the leaf reading its kept value
   };
@@ -66,6 +75,7 @@ class ElementMemos {
   };
   const std::vector<int64_t> sizes_;
   const std::set<int> written_;
+  const KeepDotOperands dot_operands_;
   FunctionTable functions_;
   std::vector<int> derived_;             // per node of the batch: its Derivation in derivations_ (-1: none)
   std::vector<Derivation> derivations_;  // of the current batch's nodes (few: most nodes vary by lane)
@@ -76,7 +86,12 @@ class ElementMemos {
   int64_t uses_ = 0;  // of the batch being traced
   // An operation's, if it is an element's function
   std::optional<Derivation> derive(const TileProgram& out, const TileNode& t);
-  int memoize(TileProgram& out, int node);  // `node`, or a leaf reading it from its memo buffer
+  static bool same_elements(const TileProgram& out, const Derivation& x, const Derivation& y);
+  // `node`, or a leaf reading it from its memo buffer; `reader` the node it meets other data in
+  int memoize(TileProgram& out, int node, const TileNode& reader);
+  int memoize_lanes(TileProgram& out, int node);  // a Derivation::leaf's
+  Memo& memo(int64_t key, int buf);
+  bool add_slot(Memo& m);  // the memo buffer's slot, if the kernel's memo buffers have room for it
 };
 
 }  // namespace tinytpu::compiler

@@ -192,11 +192,12 @@ class Fuser {
   // A float32 sum the float PEs compute bit for bit: tinygrad's reduce `((s + g1) + g2) + ... + gn`, each g a
   // left fold `((t1 + t2) + t3) ...` of G products (G the same for all: the unrolled loop's), from s: a
   // stored +0.0, where a PE's accumulator starts; any other value (the sum so far of a chunk traced in
-  // parts), which seeds the accumulators; or none, a sum tinygrad unrolled whole, `((t1 + t2) + t3) ...`,
-  // which is G = 1 from -0.0 (x + -0.0 is x for every x, so a sum of -0.0 products stays -0.0). Each
-  // product's first factor must be the row factor (the PE multiplies activation by weight, and NaN operands
-  // propagate by their order: base/fp32.h). Nothing is reassociated. `adds`: the sums walked, whose own
-  // chains would fail likewise.
+  // parts, or the VPU's sum up to a group the PEs cannot take: a computed factor, a group of another size,
+  // whose own sum below it may be a chain again), which seeds the accumulators; or none, a sum tinygrad
+  // unrolled whole, `((t1 + t2) + t3) ...`, which is G = 1 from -0.0 (x + -0.0 is x for every x, so a sum of
+  // -0.0 products stays -0.0). Each product's first factor must be the row factor (the PE multiplies
+  // activation by weight, and NaN operands propagate by their order: base/fp32.h). Nothing is reassociated.
+  // `adds`: the sums walked, whose own chains would fail likewise.
   std::optional<Chain> float_chain(int root, std::vector<int>& adds) const {
     Chain c{root, {}, {}, {}, -1};
     std::vector<std::vector<int>> groups;  // their products, the last group first
@@ -211,18 +212,26 @@ class Fuser {
         c.start = i;
         break;
       }
-      adds.push_back(i);
-      c.adds.push_back(i);
-      std::vector<int> products;  // the group's, the last first
+      std::vector<int> products, group_adds;  // the group's, the last first
       int f = node(i).b;
       for (; is_float_add(f) && uses_.count[f] == 1; f = node(f).a) {
-        c.adds.push_back(f);
+        group_adds.push_back(f);
         products.push_back(node(f).b);
       }
       products.push_back(f);
       if ((!groups.empty() && products.size() != groups[0].size()) ||
-          !std::all_of(products.begin(), products.end(), [&](int t) { return is_float_term(t); }))
-        return std::nullopt;
+          !std::all_of(products.begin(), products.end(), [&](int t) { return is_float_term(t); })) {
+        if (i == root) {
+          adds.push_back(i);
+          return std::nullopt;
+        }
+        c.start =
+            i;  // the VPU's sum up to this group (a computed factor, another G) seeds the groups after it
+        break;
+      }
+      adds.push_back(i);
+      c.adds.push_back(i);
+      c.adds.insert(c.adds.end(), group_adds.begin(), group_adds.end());
       groups.push_back(std::move(products));
     }
     for (auto g = groups.rbegin(); g != groups.rend(); ++g)

@@ -121,9 +121,9 @@ std::vector<std::vector<int>> alike_blocks(const TileProgram& p, const NodeFacts
 }
 
 // kProgram: the needed nodes in program order, each store as soon as every node it reads is made; an OS MXU
-// block with the ones after it that read the same activation rows (they read no node: they may come at once),
-// so that a launch loads those rows once for them all (blocks of one K-range of a matmul's row of output
-// blocks, compile.cc's batches).
+// block with the ones after it that read the same activation rows (they read no node but a seed: they may
+// come at once when it is made), so that a launch loads those rows once for them all (blocks of one K-range
+// of a matmul's row of output blocks, compile.cc's batches).
 void program_order(const TileProgram& p, const NodeFacts& f, std::vector<Event>& events) {
   const std::vector<bool> need = needed(p, f);
   std::vector<bool> made(p.nodes.size(), false);
@@ -143,12 +143,17 @@ void program_order(const TileProgram& p, const NodeFacts& f, std::vector<Event>&
     add_node(p, i, events);
     made[i] = true;
   };
+  auto seed_made = [&](int j) {  // a seeded float block reads its seed
+    const int seed = p.mxu[p.nodes[j].mxu].seeded ? p.nodes[j].a : -1;
+    const int maker = seed < 0 || f.made_by[seed] < 0 ? seed : f.made_by[seed];
+    return maker < 0 || !is_event(p, f, maker) || made[maker];
+  };
   for (int i = 0; i < int(p.nodes.size()); ++i) {
     if (need[i] && is_event(p, f, i) && !made[i]) {
       add(i);
       if (alike[i] >= 0)
         for (int j : lists[alike[i]])
-          if (!made[j] && p.mxu[p.nodes[j].mxu].acts == p.mxu[p.nodes[i].mxu].acts) add(j);
+          if (!made[j] && p.mxu[p.nodes[j].mxu].acts == p.mxu[p.nodes[i].mxu].acts && seed_made(j)) add(j);
     }
     while (s < p.stores.size() && ready(s)) events.push_back({false, int(s++)});
   }
@@ -329,7 +334,7 @@ class Pipeline {
       place(e);
       if (in_[e].part != Part::kReadBack) continue;
       const int next = next_mxu[e + 1];
-      if (next < int(in_.size()) && in_[next].part == Part::kDispatch) {
+      if (next < int(in_.size()) && in_[next].part == Part::kDispatch && waiting_[next] == 0) {  // (a seed)
         place(next);
         pull(e);
       }

@@ -95,7 +95,7 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
       sizes_(buffer_sizes),
       limits_(limits),
       touched_(buffers_touched(k)),
-      memos_(buffer_sizes, touched_.written) {
+      memos_(buffer_sizes, touched_.written, limits.keep_dot_operands) {
   last_reader_.assign(k.nodes.size(), -1);
   for (int i = 0; i < int(k.nodes.size()); ++i)
     for (int s : k.nodes[i].src)

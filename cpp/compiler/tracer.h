@@ -48,6 +48,9 @@ struct TraceLimits {
   size_t cut_nodes = size_t(1) << 20;        // about 300 MB of tile nodes (a part: up to twice that)
   size_t max_chunk_nodes = size_t(1) << 23;  // about 2.5 GB
   bool trace_every_chunk = false;            // tests: no batch replayed untraced (ChunkPeriod)
+  // A float MXU's core: computed factors of float products kept per element (element_memo.h), or, tracing
+  // only to estimate, taken as kept already (as every batch after the first few finds them).
+  KeepDotOperands keep_dot_operands = KeepDotOperands::kNo;
   size_t early_cut_nodes = size_t(1) << 15;  // (up to cut_nodes)
   size_t early_cut_loop = size_t(1) << 18;
   int early_cut_live = 16;

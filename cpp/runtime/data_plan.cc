@@ -236,6 +236,10 @@ std::pair<std::set<int>, std::vector<std::pair<int, int>>> DataPlan::choices() c
   std::vector<int> first(mask + 1, -1);
   for (int i = 0; i < n; ++i) {
     const MxuOperand& op = p_.mxu_operands[size_t(i)];
+    bool memo = false;  // a memo buffer's values are made by the call's launches: not known yet
+    compiler::for_each_source(p_, op.source,
+                              [&](const TileSource& s) { memo |= compiler::reads_memo(p_, s); });
+    if (memo) continue;
     const Tile& tile = tiles[size_t(i)] = gather(op.source);
     if (!op.words && std::any_of(tile.begin(), tile.end(), [](int32_t x) { return x < -128 || x > 127; }))
       veto.insert(op.chains.begin(), op.chains.end());

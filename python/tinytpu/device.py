@@ -7,7 +7,7 @@ from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
 from tinygrad.codegen.opt import search
 from tinytpu import _core, chip, configs, trace
-from tinytpu.renderer import TinyTPURenderer, track_float64_tensors
+from tinytpu.renderer import FLOAT_MXU_ARCH, TinyTPURenderer, track_float64_tensors
 
 # A kernel call that stops before its end (Ctrl-C, an error) leaves the buffers it writes part written, and tinygrad made
 # them its tensors' storage before the call: reading one would hand back the part as the whole result. Their bytes are
@@ -161,11 +161,15 @@ class _Progress:
   def close(self):
     if self.shown: sys.stderr.write("\r\033[K")
 
+def _arch(config) -> str | None:
+  """The renderer's target arch for a core: a float MXU's rows (renderer.hand_coded_optimizations), else none."""
+  return f"{FLOAT_MXU_ARCH}{config.ROWS}" if config.mxu_dtype == 2 else None
+
 class TinyTPUDevice(Compiled):
   def __init__(self, device: str):
     self.device_id, self.queue = int(device.split(":")[1]) if ":" in device else 0, None
     self.config = configs.from_spec()  # the core its kernels compile for and run on: TINYTPU_CONFIG, else the reference
-    super().__init__(device, TinyTPUAllocator(self), [TinyTPURenderer], TinyTPUProgram)
+    super().__init__(device, TinyTPUAllocator(self), [TinyTPURenderer], TinyTPUProgram, arch=_arch(self.config))
     _devices.add(self)
   @property
   def core(self): return configs.core_of(self.config)  # the extension module of the configuration's geometry
@@ -179,6 +183,7 @@ class TinyTPUDevice(Compiled):
                        f"{configs.core_of(config).TensorCoreConfig.ROWS} rows)")
     self.synchronize()
     self._config, self.core_state = config, configs.core_of(config).CoreState()
+    self.arch = _arch(config)  # the renderer's target: kernels made from now on are made for this core
     self.timeline = chip.timeline(config, self.core, self.device_id)  # ValueError for a core the chip has not
     self.queue = chip.CoreQueue(f"TINYTPU:{self.device_id}", self.timeline) if config.cores > 1 else None
   def synchronize(self):

@@ -7,6 +7,7 @@ from tinygrad.device import Compiler
 from tinygrad.dtype import dtypes, DType
 from tinygrad.uop.ops import Ops, UOp, UPat, PatternMatcher
 from tinygrad.helpers import getenv, ansistrip, to_tuple
+from tinygrad.codegen.opt import heuristic, OptOps, KernelOptError
 from tinytpu import _core
 from tinytpu.sin32 import sin32
 
@@ -141,3 +142,48 @@ class TinyTPURenderer(Renderer):
     src = serialize(uops, name)
     _core.check_kernel(src)  # NotImplementedError naming the op, dtype and kernel
     return src
+
+# A float MXU's output-stationary block is R rows of lanes that share the dot product's first operand by R columns that
+# share its second (compiler/mxu_dot.cc), each from one of the kernel's output ranges laid out in lanes. tinygrad's
+# heuristic UPCASTs output ranges by 3 to 5 (a convolution's 32 channels by 4: 8 left in lanes), which on a 16-row MXU
+# leaves no range of one operand with R values, so every block runs on the VPU. On a device whose core has a float MXU
+# (its renderer's arch: FLOAT_MXU_ARCH and its rows) a dot product of two elements keeps the heuristic's opts but the
+# UPCASTs of that operand's ranges. Upcasting an output range changes which outputs a lane computes, never the order
+# of one output's sum (the UNROLLs stay), so the kernel gives the same bits on every core; tests check it.
+FLOAT_MXU_ARCH = "floatmxu"
+
+def _dot_of_elements(k) -> bool:
+  """A float32 sum of products whose factors are each one element (loaded, or computed from one load: a ReLU of the
+  layer before, which the compiler keeps per element for the MXU, compiler/element_memo.h)."""
+  r = k.reduceop
+  one_load = lambda s: sum(u.op is Ops.INDEX for u in s.toposort()) == 1 and not any(u.op is Ops.REDUCE for u in s.toposort())
+  return r is not None and r.arg[0] is Ops.ADD and r.dtype == dtypes.float32 and r.src[0].op is Ops.MUL and \
+    all(one_load(s) for s in r.src[0].src)
+
+def _mxu_lanes(k, stock):
+  """`stock` (tinygrad's opts for k) without the UPCAST of one range of each operand none of whose ranges keeps enough
+  values in lanes to fill the MXU's rows; None when there is nothing to drop, or dropping fills no block."""
+  rows = int(k.ren.target.arch.removeprefix(FLOAT_MXU_ARCH))
+  if any(o.op not in (OptOps.UPCAST, OptOps.UNROLL) for o in stock.applied_opts): return None
+  upcast = {o.axis: o.arg or k.full_shape[o.axis] for o in stock.applied_opts if o.op is OptOps.UPCAST}
+  a, b = ({i for i in k.upcastable_dims if k.rngs[i] in s.backward_slice} for s in k.reduceop.src[0].src)
+  # a range fills blocks of `rows` when its ragged edge adds at most a quarter (the tracer's rule, Tracer::float_blocks)
+  fills = lambda n: n >= rows and 4 * -(-n // rows) * rows <= 5 * n
+  drop = set()
+  for side in (a - b, b - a):
+    if any(fills(k.full_shape[i] // upcast.get(i, 1)) for i in side): continue
+    # the side's range that fills without its UPCAST (none: no block fills, the stock opts stay)
+    if not (whole := [i for i in side if i in upcast and fills(k.full_shape[i])]): return None
+    drop.add(max(whole, key=lambda i: k.full_shape[i]))
+  if not drop: return None
+  out = k.copy()
+  for o in stock.applied_opts:
+    if not (o.op is OptOps.UPCAST and o.axis in drop): out.apply_opt(o)
+  return out
+
+def hand_coded_optimizations(k):
+  stock = _tinygrad_heuristic(k)
+  if not (isinstance(k.ren, TinyTPURenderer) and k.ren.target.arch.startswith(FLOAT_MXU_ARCH) and _dot_of_elements(k)): return stock
+  try: return _mxu_lanes(k, stock) or stock
+  except KernelOptError: return stock
+_tinygrad_heuristic, heuristic.hand_coded_optimizations = heuristic.hand_coded_optimizations, hand_coded_optimizations
