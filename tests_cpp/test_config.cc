@@ -45,7 +45,7 @@ TEST_CASE("config: sizes the model cannot have are refused, naming the field") {
   };
   CHECK_THROWS_WITH(bad([](auto& c) { c.depth = 24; }).check(),
                     Contains("depth = 24") && Contains("power of two"));
-  CHECK_THROWS_WITH(bad([](auto& c) { c.depth = 64; }).check(), Contains("depth = 64"));  // 5-bit addresses
+  CHECK_THROWS_WITH(bad([](auto& c) { c.depth = 512; }).check(), Contains("depth = 512"));  // 8-bit addresses
   CHECK_THROWS_WITH(bad([](auto& c) { c.depth = 2; }).check(), Contains("depth = 2") && Contains("K-slice"));
   CHECK_THROWS_WITH(bad([](auto& c) { c.vregs = 32; }).check(), Contains("vregs = 32"));
   CHECK_THROWS_WITH(bad([](auto& c) { c.psum_buckets = 0; }).check(), Contains("psum_buckets = 0"));
@@ -81,6 +81,24 @@ TEST_CASE("config: addresses and register numbers keep their low bits on a small
   REQUIRE(wrapped.vmem_results.size() == 1);
   CHECK(wrapped.vmem_results[0] == t);
   CHECK(wrapped.cycles == direct.cycles);  // sizes change what is addressed, not when
+}
+
+TEST_CASE(
+    "config: a core up to 256 deep addresses every entry (8-bit address fields), a shallower one wraps") {
+  const Tile a{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+      b{-1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15, -16};
+  const std::string read = "LOAD v1, VMEM[200]\nSTORE VMEM[5], v1\nHALT\nOUTPUT_VMEM VMEM[5]\nEND";
+  TensorCoreConfig deep;
+  deep.depth = 256;
+  RunResult r = test::run(test::vmem_decl(200, a) + test::vmem_decl(72, b) + read, deep);
+  REQUIRE(r.vmem_results.size() == 1);
+  CHECK(r.vmem_results[0] == a);
+  deep.depth = 128;  // a record past the memory is refused; an instruction's address keeps its low 7 bits
+  CHECK_THROWS_WITH(test::run(test::vmem_decl(200, a) + read, deep),
+                    Contains("VMEM address 200 out of range (0..127)"));
+  r = test::run(test::vmem_decl(72, b) + read, deep);
+  REQUIRE(r.vmem_results.size() == 1);
+  CHECK(r.vmem_results[0] == b);
 }
 
 TEST_CASE("config: PSUM_CLEAR_ALL clears one bucket per cycle, however many there are") {

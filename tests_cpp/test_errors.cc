@@ -12,7 +12,7 @@ TEST_CASE("malformed TASM names the line and the problem") {
   CHECK_THROWS_WITH(assemble("HALT\nFROB v1\nEND"), Contains("line 2") && Contains("unknown mnemonic"));
   CHECK_THROWS_WITH(assemble("LOAD v16, VMEM[0]\nEND"),
                     Contains("line 1") && Contains("vreg v16 out of range"));
-  CHECK_THROWS_WITH(assemble("LOAD v1, VMEM[32]\nEND"), Contains("address 32 out of range"));
+  CHECK_THROWS_WITH(assemble("LOAD v1, VMEM[256]\nEND"), Contains("address 256 out of range (0..255)"));
   CHECK_THROWS_WITH(assemble("VPU v1 = FROB(v2)\nEND"), Contains("unknown VPU op"));
   CHECK_THROWS_WITH(assemble("VFILL v1, imm=128\nEND"), Contains("out of range (-128..127)"));
   CHECK_THROWS_WITH(assemble("MXU WMEM[0], AMEM[0], tiles=32\nEND"), Contains("tile count 32"));
@@ -34,7 +34,7 @@ TEST_CASE("malformed TASM names the line and the problem") {
 TEST_CASE("malformed numeric bundles name the line") {
   CHECK_THROWS_WITH(parse_wire("2 7 0 0 0 0 0 0 0 0\n10\n4"),
                     Contains("line 2") && Contains("unknown bundle record type 10"));
-  CHECK_THROWS_WITH(parse_wire("2 0 40 1 0 0 0 0 0 0\n4"), Contains("address 40 out of range"));
+  CHECK_THROWS_WITH(parse_wire("2 0 256 1 0 0 0 0 0 0\n4"), Contains("vmemAddr = 256 does not fit 8 bits"));
   CHECK_THROWS_WITH(parse_wire("2 64 0 0 0 0 0 0 0 0\n4"), Contains("does not fit 6 bits"));
   CHECK_THROWS_WITH(parse_wire("2 2 0 1 0 99 0 0 0 0\n4"), Contains("VPU op 99 out of range"));
   CHECK_THROWS_WITH(parse_wire("5 0 1 2\n"), Contains("ends inside a record"));

@@ -159,7 +159,7 @@ TEST_CASE("a program that computes in order gives, its launches run in batches, 
   int programs = 0;
   for (int n = 0; n < 300; ++n) {
     Bundle b;
-    for (int a = 0; a < TensorCoreConfig::kMaxDepth; ++a) {
+    for (int a = 0; a < TensorCoreConfig{}.depth; ++a) {
       Record r{RecordType::kVmemTile, a};
       for (int32_t& x : r.data) x = value();
       b.records.push_back(r);
@@ -302,7 +302,7 @@ Instr random_mxu_instr(std::mt19937& rng, const TensorCoreConfig& cfg) {
 Bundle random_mxu_program(std::mt19937& rng, int length, const TensorCoreConfig& cfg = {}) {
   const bool float_ops = cfg.mxu_dtype != 0;
   Bundle b;
-  for (int a = 0; a < TensorCoreConfig::kMaxDepth; ++a)
+  for (int a = 0; a < cfg.depth; ++a)
     for (RecordType type : {RecordType::kVmemTile, RecordType::kWeightTile, RecordType::kActTile}) {
       const bool words = float_ops && type != RecordType::kVmemTile && rng() % 2;
       Record r{type, a, {}, {}};

@@ -121,19 +121,20 @@ TEST_CASE("directive addresses are range-checked like instruction operands, neve
   using Catch::Matchers::Contains;
   // 2^32 once loaded VMEM[0] and -(2^32 - 2) output VMEM[2]: the int64 value was truncated to int.
   CHECK_THROWS_WITH(assemble("VMEM[4294967296] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\nEND"),
-                    Contains("line 1") && Contains("VMEM address 4294967296 out of range (0..31)"));
+                    Contains("line 1") && Contains("VMEM address 4294967296 out of range (0..255)"));
   CHECK_THROWS_WITH(assemble("HALT\nOUTPUT_VMEM VMEM[-4294967294]\nEND"),
-                    Contains("line 2") && Contains("VMEM address -4294967294 out of range (0..31)"));
-  CHECK_THROWS_WITH(assemble("HALT\nOUTPUT_ASRAM ASRAM[32]\nEND"), Contains("ASRAM address 32 out of range"));
+                    Contains("line 2") && Contains("VMEM address -4294967294 out of range (0..255)"));
+  CHECK_THROWS_WITH(assemble("HALT\nOUTPUT_ASRAM ASRAM[256]\nEND"),
+                    Contains("ASRAM address 256 out of range"));
   CHECK_THROWS_WITH(assemble("WMEM[-1] = 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\nEND"),
                     Contains("WMEM address -1 out of range"));
   CHECK_THROWS_WITH(assemble("AMEM[99999999999999999999] = 0 0 0 0\nEND"),
                     Contains("AMEM address 99999999999999999999 out of range"));
   // The same in the numeric format, where the address is the record's second integer.
   CHECK_THROWS_WITH(parse_wire("5 4294967296 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n4"),
-                    Contains("line 1") && Contains("VMEM address 4294967296 out of range (0..31)"));
+                    Contains("line 1") && Contains("VMEM address 4294967296 out of range (0..255)"));
   CHECK_THROWS_WITH(parse_wire("2 7 0 0 0 0 0 0 0 0\n6 -4294967294\n4"),
-                    Contains("line 2") && Contains("VMEM address -4294967294 out of range (0..31)"));
+                    Contains("line 2") && Contains("VMEM address -4294967294 out of range (0..255)"));
   CHECK_THROWS_WITH(parse_wire("7 32\n4"), Contains("ASRAM address 32 out of range"));
   CHECK_THROWS_WITH(parse_wire("1 -1 0 0 0 0\n4"), Contains("AMEM address -1 out of range"));
   CHECK_THROWS_WITH(parse_wire("0 99999999999999999999 0\n4"), Contains("is not a 32-bit integer"));

@@ -32,8 +32,8 @@ struct TensorCoreConfig {
   static constexpr int kTileElems = kRows * kRows;
   static constexpr int kRowBits = index_bits(kRows);  // a row or column number
   static_assert(1 << kRowBits == kRows, "the tile has 4, 8 or 16 rows");
-  static constexpr int kMaxDepth = 32;        // 5-bit tile addresses (TASM `addr`, `tiles`)
-  static constexpr int kMaxVregs = 16;        // 4-bit register fields
+  static constexpr int kMaxDepth = 256;  // 8-bit address fields (vmemAddr, mxuWBase, mxuABase: TASM `addr`)
+  static constexpr int kMaxVregs = 16;   // 4-bit register fields
   static constexpr int kMaxPsumBuckets = 8;   // TASM `psum` operands are 0..7
   static constexpr int kMaxProgDepth = 256;   // the SXU's pc is 8 bits
   static constexpr int kMaxLoopDepth = 16;    // the loop stack's storage; `loop_depth` entries are used

@@ -73,7 +73,7 @@ struct Codec {
 };
 const Codec kCodecs[] = {
     {"vreg", 0, 15, "vreg"},
-    {"addr", 0, 31, "address"},
+    {"addr", 0, TensorCoreConfig::kMaxDepth - 1, "address"},
     {"row", 0, TensorCoreConfig::kRows - 1, "row or column"},
     {"u5", 0, 31, "shift"},
     {"psum", 0, 7, "PSUM bucket"},
@@ -531,9 +531,10 @@ Bundle assemble(std::string_view text) {
     if (!ended) b.records.push_back(r);
   }
   if (!ended) throw AsmError("bundle has no END");
-  // The reference's limits, and a float and pipelined MXU's records and instructions: a run on a core without
-  // them refuses them (run_bundle validates against the core's configuration).
+  // The reference's limits, and the deepest memories, a float and pipelined MXU's records and instructions: a
+  // run on a core without them refuses them (run_bundle validates against the core's configuration).
   TensorCoreConfig limits;
+  limits.depth = TensorCoreConfig::kMaxDepth;
   limits.mxu_dtype = 2;
   limits.mxu_pipelined = true;
   validate(b, limits);

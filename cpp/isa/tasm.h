@@ -11,7 +11,7 @@ namespace tinytpu {
 
 // TASM (hardware.md §5). Every instruction's syntax is a template in the kSxuOps table:
 //   literal text     matched token by token, case-insensitively ("LOAD", "VMEM", "[", ",", "=")
-//   {field:codec}    one operand stored in an instruction field; codecs: vreg (vN, 0..15), addr (0..31),
+//   {field:codec}    one operand stored in an instruction field; codecs: vreg (vN, 0..15), addr (0..255),
 //                    row (a row or column of the tile: 0..3), u5 (0..31), psum (0..7), tiles (0..31),
 //                    k (0..4), count (1..255), i8 (-128..127), i32, vpuop (a VPU mnemonic)
 //   {f[hi:lo]:codec} the operand occupies bits hi..lo of field f

@@ -55,7 +55,7 @@ struct EpilogueConfig {
 
 struct MxuDispatch {
   MxuStart kind = MxuStart::kPsum;
-  uint8_t w_base = 0, a_base = 0, len = 0;  // already truncated to 5 bits
+  uint8_t w_base = 0, a_base = 0, len = 0;  // already wrapped to the depth
   uint8_t psum_addr = 0, psum_row = 0;
   PsumMode psum_mode = PsumMode::kOff;
   EpilogueConfig epi;

@@ -18,14 +18,15 @@ void fill_uninit(T& storage) {
 }
 
 // Storage for the largest configuration an instruction can address; a configuration uses the first
-// `depth` entries: an address keeps its low bits, as the hardware's narrower address does.
+// `depth` entries (the others are never read: an address keeps its low bits, as the hardware's narrower
+// address does).
 template <class Entry, int kMax>
 struct Memory {
   std::array<Entry, kMax> mem;
   Entry resp;
   int mask;  // entries - 1
   explicit Memory(int entries) : mask(entries - 1) {
-    fill_uninit(mem);
+    std::memset(static_cast<void*>(mem.data()), kUninitByte, sizeof(Entry) * size_t(entries));
     fill_uninit(resp);
   }
   int wrap(int a) const { return a & mask; }
@@ -55,7 +56,7 @@ struct MxuSram : Memory<I8Entry, TensorCoreConfig::kMaxDepth> {
   explicit MxuSram(const TensorCoreConfig& cfg) : Memory<I8Entry, TensorCoreConfig::kMaxDepth>(cfg.depth) {
     Word uninit;
     fill_uninit(uninit);  // 0xAA bytes: its low byte is the int8 entry's
-    if (cfg.mxu_dtype != 0) words.assign(TensorCoreConfig::kMaxDepth, uninit);
+    if (cfg.mxu_dtype != 0) words.assign(size_t(cfg.depth), uninit);
   }
   // An int8 entry was written at `addr`: its 32-bit words follow.
   void widen(int addr) {
