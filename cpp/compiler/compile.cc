@@ -508,6 +508,20 @@ class Batches {
 
   TileProgram& prog() { return prog_; }
 
+  // A chunk traced whole into a batch of its own that stores float products' factors not kept before (its
+  // chains compute them on the VPU): when the kernel's dot products may run on the MXU, the batch is compiled
+  // with only those stores (and pinned tiles), as a prologue the chunk's values are kept by, and the chunk is
+  // to be traced again, its factors then read as kept elements. True when it was.
+  bool keep_operands_first(int64_t chunk) {
+    if (mxu_ == Engine::kVpu || !tracer_.dot_operands_stored()) return false;
+    const int memo = memo_slot(plan_.written, 0);
+    prog_.stores.erase(std::remove_if(prog_.stores.begin(), prog_.stores.end(),
+                                      [&](const TileStore& st) { return st.buf < memo && st.pin < 0; }),
+                       prog_.stores.end());
+    compile(chunk, false);
+    return true;
+  }
+
   // The traced batch, which ends in chunk `chunk` (at its end when `chunk_done`), into the plan; the program
   // is emptied for the next (not freed: it is mostly as large).
   void compile(int64_t chunk, bool chunk_done) {
@@ -823,9 +837,16 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
       if (traced) traced(c + 1, chunks);
       continue;
     }
-    while (!tracer.trace_chunk(c, batches.prog())) batches.compile(c, false);  // a long chunk, in parts
+    bool alone = batches.prog().nodes.empty();        // the batch is this chunk's, traced whole
+    while (!tracer.trace_chunk(c, batches.prog())) {  // a long chunk, in parts
+      batches.compile(c, false);
+      alone = false;
+    }
     if (traced) traced(c + 1, chunks);
-    if (batch_ends(batches.prog(), c, tracer)) batches.compile(c, true);
+    if (!batch_ends(batches.prog(), c, tracer)) continue;
+    if (alone && batches.keep_operands_first(c) && !tracer.trace_chunk(c, batches.prog()))
+      throw std::logic_error("kernel " + k.name + ": a chunk traced whole traced again in parts");
+    batches.compile(c, true);
   }
   batches.compile(chunks - 1, true);
   plan.memo_sizes = tracer.memo_sizes();

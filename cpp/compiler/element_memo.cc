@@ -192,12 +192,15 @@ int ElementMemos::memoize_lanes(TileProgram& out, int node) {
     if (m.pending.empty()) pending_memos_.push_back(&m);
     m.pending.push_back(e);
   }
-  if (std::find(keep.active.begin(), keep.active.end(), true) != keep.active.end())
+  if (std::find(keep.active.begin(), keep.active.end(), true) != keep.active.end()) {
     out.stores.push_back(keep);
+    operands_stored_ = true;
+  }
   return node;
 }
 
 int64_t ElementMemos::batch_compiled() {
+  operands_stored_ = false;
   for (Memo* m : pending_memos_) {
     for (int64_t e : m->pending) m->ready[e] = true;
     m->pending.clear();

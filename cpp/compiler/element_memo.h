@@ -39,6 +39,9 @@ class ElementMemos {
   // The batch traced so far is compiled: the values it stores can be read by later batches. Returns how many
   // kept values it read or stored (they depend on earlier batches).
   int64_t batch_compiled();
+  // The batch traced so far stores float products' factors not kept before (memoize_lanes): its chains that
+  // read them compute them on the VPU.
+  bool operands_stored() const { return operands_stored_; }
   // Elements per slot: the buffers', the counter slot's (0, not read) and the memo buffers' so far.
   const std::vector<int64_t>& slot_sizes() const { return slot_sizes_; }
   std::vector<int64_t> memo_sizes() const {  // elements per memo buffer
@@ -83,7 +86,8 @@ class ElementMemos {
   std::vector<Memo*> pending_memos_;
   std::vector<int64_t> slot_sizes_;
   int64_t reads_ = 0;
-  int64_t uses_ = 0;  // of the batch being traced
+  int64_t uses_ = 0;              // of the batch being traced
+  bool operands_stored_ = false;  // by the batch being traced
   // An operation's, if it is an element's function
   std::optional<Derivation> derive(const TileProgram& out, const TileNode& t);
   static bool same_elements(const TileProgram& out, const Derivation& x, const Derivation& y);

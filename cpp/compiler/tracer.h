@@ -119,6 +119,7 @@ class Tracer {
   const std::vector<int64_t>& slot_sizes() const { return memos_.slot_sizes(); }
   std::vector<int64_t> memo_sizes() const { return memos_.memo_sizes(); }  // elements per memo buffer
   int64_t memo_reads() const { return memos_.reads(); }  // tiles read from memo buffers (the decision log)
+  bool dot_operands_stored() const { return memos_.operands_stored(); }  // ElementMemos::operands_stored
 
  private:
   const Kernel& k_;
