@@ -169,45 +169,42 @@ def test_a_bfloat16_matmul_is_the_float32_matmul_of_its_operands_within_the_docu
     assert got.tobytes() == (Tensor(a, device=dev) @ Tensor(b, device=dev)).numpy().tobytes(), name
     assert np.all(np.abs(got.astype(np.float64) - python) <= bound), (name, np.max(np.abs(got - python) / bound))
 
-def test_a_16_row_float_mxu_takes_a_convolution_and_its_gradients_with_the_reference_cores_bits():
-  """tinygrad upcasts a convolution's 32 output channels by 4, which leaves 8 in lanes: no 16-column block. On a core
-  with a float MXU the renderer's heuristic keeps those channels in lanes (renderer.hand_coded_optimizations), which
-  changes which outputs a lane computes but not any output's sum: the forward pass and both gradients give the
-  reference core's bytes, and the 16x16 MXU computes some of them."""
+def conv_and_gradients(devs: dict[str, str], seed: int, relu: bool) -> dict[str, list[bytes]]:
+  """Per device (its configuration named), the bytes of a 16x4x12x12 by 32x4x5x5 convolution of x (or of relu(x))
+  and of its gradients, of x and w (of w alone with the ReLU), for a seeded upstream gradient; counters reset first."""
   from tinygrad import Device, Tensor
-  devs = {"TINYTPU:79": "reference", "TINYTPU:88": "16x16-all", "TINYTPU:78": "16x16-all-pipe-f32"}
   for dev, name in devs.items(): Device[dev].config = tinytpu.configs.from_spec(name)
-  assert [Device[d].renderer.target.arch for d in devs] == ["", "", "floatmxu16"]
-  rng = np.random.default_rng(16)
+  rng = np.random.default_rng(seed)
   x, w = rng.standard_normal((16, 4, 12, 12)).astype(np.float32), rng.standard_normal((32, 4, 5, 5)).astype(np.float32)
   upstream = rng.standard_normal((16, 32, 8, 8)).astype(np.float32)
   out = {}
   for dev in devs:
     tinytpu.reset_counters(dev)
     xt, wt = Tensor(x, device=dev), Tensor(w, device=dev)
-    y = xt.conv2d(wt)
-    out[dev] = [t.numpy().tobytes() for t in (y, *(y * Tensor(upstream, device=dev)).sum().gradient(xt, wt))]
+    y = (xt.relu() if relu else xt).conv2d(wt)
+    out[dev] = [t.numpy().tobytes() for t in (y, *(y * Tensor(upstream, device=dev)).sum().gradient(*([wt] if relu else [xt, wt])))]
+  return out
+
+def test_a_16_row_float_mxu_takes_a_convolution_and_its_gradients_with_the_reference_cores_bits():
+  """tinygrad upcasts a convolution's 32 output channels by 4, which leaves 8 in lanes: no 16-column block. On a core
+  with a float MXU the renderer's heuristic keeps those channels in lanes (renderer.hand_coded_optimizations), which
+  changes which outputs a lane computes but not any output's sum: the forward pass and both gradients give the
+  reference core's bytes, and the 16x16 MXU computes some of them."""
+  from tinygrad import Device
+  devs = {"TINYTPU:79": "reference", "TINYTPU:88": "16x16-all", "TINYTPU:78": "16x16-all-pipe-f32"}
+  out = conv_and_gradients(devs, 16, relu=False)
+  assert [Device[d].renderer.target.arch for d in devs] == ["", "", "floatmxu16"]
   assert out["TINYTPU:88"] == out["TINYTPU:79"] and out["TINYTPU:78"] == out["TINYTPU:79"]
   assert tinytpu.counters("TINYTPU:78")["mxu_busy"] > 0 and tinytpu.counters("TINYTPU:88")["mxu_busy"] == 0
 
 def test_a_float_mxu_takes_a_convolution_of_a_relu_and_its_weight_gradient_with_the_reference_cores_bits():
   """A factor computed from one element per lane (the ReLU of the layer before, which tinygrad fuses into the
   convolution's kernel) is no loaded element, so the MXU could not take it: on a float MXU's core the compiler keeps
-  it per element in a memo buffer from its first sight and reads it back in later batches (element_memo.h), and a
-  sum whose groups are partly of such factors not kept yet goes on the MXU from the VPU's sum so far. The forward
-  pass and the weight gradient give the reference core's bytes, with the MXU busy."""
-  from tinygrad import Device, Tensor
+  it per element in a memo buffer from its first sight and reads it back as a loaded element (element_memo.h; a
+  chunk that kept new ones is compiled first as a prologue of those stores, then traced again). The forward pass
+  and the weight gradient give the reference core's bytes, with the MXU busy."""
   devs = {"TINYTPU:79": "reference", "TINYTPU:82": "all-pipe-f32", "TINYTPU:78": "16x16-all-pipe-f32"}
-  for dev, name in devs.items(): Device[dev].config = tinytpu.configs.from_spec(name)
-  rng = np.random.default_rng(17)
-  x, w = rng.standard_normal((16, 4, 12, 12)).astype(np.float32), rng.standard_normal((32, 4, 5, 5)).astype(np.float32)
-  upstream = rng.standard_normal((16, 32, 8, 8)).astype(np.float32)
-  out = {}
-  for dev in devs:
-    tinytpu.reset_counters(dev)
-    wt = Tensor(w, device=dev)
-    y = Tensor(x, device=dev).relu().conv2d(wt)
-    out[dev] = [t.numpy().tobytes() for t in (y, *(y * Tensor(upstream, device=dev)).sum().gradient(wt))]
+  out = conv_and_gradients(devs, 17, relu=True)
   assert out["TINYTPU:82"] == out["TINYTPU:79"] and out["TINYTPU:78"] == out["TINYTPU:79"]
   assert tinytpu.counters("TINYTPU:82")["mxu_busy"] > 0 and tinytpu.counters("TINYTPU:78")["mxu_busy"] > 0
 

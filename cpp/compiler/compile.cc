@@ -4,7 +4,6 @@
 #include <array>
 #include <chrono>
 #include <deque>
-#include <limits>
 #include <map>
 #include <optional>
 #include <string>

@@ -140,12 +140,9 @@ int ElementMemos::memoize(TileProgram& out, int node, const TileNode& reader) {
   Memo& m = memo(d.key, d.element.buf);
   const int64_t e = d.element.index;
   if (m.ready[e]) {  // one gather in place of the operations
-    TileNode leaf{Op::LOAD, dtype};
-    out.lanes(leaf).fill(LeafLane(m.slot, e));
-    out.nodes.push_back(leaf);
-    derived_.push_back(-1);
-    ++reads_;
-    return d.memo_leaf = int(out.nodes.size()) - 1;
+    Lanes index;
+    index.fill(e);
+    return kept_leaf(out, d, m.slot, index);
   }
   d.cost = 0;  // decided for this node: computed here, and stored below when seen before
   const bool again = m.seen[e] && !m.stored[e];
@@ -167,26 +164,19 @@ int ElementMemos::memoize_lanes(TileProgram& out, int node) {
   Derivation& d = derivations_[derived_[node]];
   if (d.memo_leaf >= 0) return d.memo_leaf;
   ++uses_;
-  const LeafLanes elements = out.leaves[size_t(d.leaf)];  // (a copy: making a leaf below may move them)
+  const LeafLanes& elements = out.leaves[size_t(d.leaf)];
+  Lanes index;  // (a copy: making a leaf below may move the leaves)
+  for (int l = 0; l < kLanes; ++l) index[l] = elements[l].index;
   Memo& m = memo(d.key, elements[0].buf);
   const bool assumed = dot_operands_ == KeepDotOperands::kAssumed && add_slot(m);
-  if (assumed || (m.slot >= 0 && std::all_of(elements.begin(), elements.end(), [&](const LeafLane& l) {
-                    return bool(m.ready[size_t(l.index)]);
-                  }))) {
-    TileNode leaf{Op::LOAD, DType::kF32};
-    LeafLanes& lanes = out.lanes(leaf);
-    for (int l = 0; l < kLanes; ++l) lanes[l] = LeafLane(m.slot, elements[l].index);
-    out.nodes.push_back(leaf);
-    derived_.push_back(-1);
-    ++reads_;
-    return d.memo_leaf = int(out.nodes.size()) - 1;
-  }
-  if (d.cost == 0 || !add_slot(m)) return node;
-  d.cost = 0;  // decided for this node: computed here
-  TileStore keep{m.slot, {}, {}, node};
+  if (assumed || (m.slot >= 0 && std::all_of(index.begin(), index.end(),
+                                             [&](int64_t e) { return bool(m.ready[size_t(e)]); })))
+    return kept_leaf(out, d, m.slot, index);
+  if (!add_slot(m)) return node;
+  d.cost = 0;  // decided for this node: computed here (memoize() asks no more)
+  TileStore keep{m.slot, index, {}, node};
   for (int l = 0; l < kLanes; ++l) {
-    const int64_t e = elements[l].index;
-    keep.index[l] = e;
+    const int64_t e = index[l];
     if (m.stored[e]) continue;
     keep.active[l] = m.stored[e] = true;
     if (m.pending.empty()) pending_memos_.push_back(&m);
@@ -197,6 +187,17 @@ int ElementMemos::memoize_lanes(TileProgram& out, int node) {
     operands_stored_ = true;
   }
   return node;
+}
+
+// A leaf reading the node's kept value: lane l gathers element index[l] of the memo buffer in `slot`.
+int ElementMemos::kept_leaf(TileProgram& out, Derivation& d, int slot, const Lanes& index) {
+  TileNode leaf{Op::LOAD, DType::kF32};
+  LeafLanes& lanes = out.lanes(leaf);
+  for (int l = 0; l < kLanes; ++l) lanes[l] = LeafLane(slot, index[l]);
+  out.nodes.push_back(leaf);
+  derived_.push_back(-1);
+  ++reads_;
+  return d.memo_leaf = int(out.nodes.size()) - 1;
 }
 
 int64_t ElementMemos::batch_compiled() {

@@ -94,6 +94,7 @@ class ElementMemos {
   // `node`, or a leaf reading it from its memo buffer; `reader` the node it meets other data in
   int memoize(TileProgram& out, int node, const TileNode& reader);
   int memoize_lanes(TileProgram& out, int node);  // a Derivation::leaf's
+  int kept_leaf(TileProgram& out, Derivation& d, int slot, const Lanes& index);
   Memo& memo(int64_t key, int buf);
   bool add_slot(Memo& m);  // the memo buffer's slot, if the kernel's memo buffers have room for it
 };

@@ -147,16 +147,19 @@ class TinyTPURenderer(Renderer):
 # share its second (compiler/mxu_dot.cc), each from one of the kernel's output ranges laid out in lanes. tinygrad's
 # heuristic UPCASTs output ranges by 3 to 5 (a convolution's 32 channels by 4: 8 left in lanes), which on a 16-row MXU
 # leaves no range of one operand with R values, so every block runs on the VPU. On a device whose core has a float MXU
-# (its renderer's arch: FLOAT_MXU_ARCH and its rows) a dot product of two elements keeps the heuristic's opts but the
-# UPCASTs of that operand's ranges. Upcasting an output range changes which outputs a lane computes, never the order
-# of one output's sum (the UNROLLs stay), so the kernel gives the same bits on every core; tests check it.
+# (its renderer's arch: FLOAT_MXU_ARCH and its rows) a dot product of two elements keeps the heuristic's opts but, for
+# such an operand, the UPCAST of one of its ranges (_mxu_lanes). Upcasting an output range changes which outputs a lane
+# computes, never the order of one output's sum (the UNROLLs stay), so the kernel gives the same bits on every core;
+# tests check it.
 FLOAT_MXU_ARCH = "floatmxu"
 
 def _dot_of_elements(k) -> bool:
   """A float32 sum of products whose factors are each one element (loaded, or computed from one load: a ReLU of the
   layer before, which the compiler keeps per element for the MXU, compiler/element_memo.h)."""
   r = k.reduceop
-  one_load = lambda s: sum(u.op is Ops.INDEX for u in s.toposort()) == 1 and not any(u.op is Ops.REDUCE for u in s.toposort())
+  def one_load(s: UOp) -> bool:
+    ops = [u.op for u in s.toposort()]
+    return ops.count(Ops.INDEX) == 1 and Ops.REDUCE not in ops
   return r is not None and r.arg[0] is Ops.ADD and r.dtype == dtypes.float32 and r.src[0].op is Ops.MUL and \
     all(one_load(s) for s in r.src[0].src)
 
