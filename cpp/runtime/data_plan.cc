@@ -311,7 +311,10 @@ bool DataPlan::reads_output_of(const PlanLaunch& l, const PlanLaunch& before, bo
 
 bool DataPlan::reads_memo(const PlanLaunch& l) const {
   bool reads = false;
-  for_each_read(l, [&](const TileSource& s) { reads |= compiler::reads_memo(p_, s); });
+  const auto memo = [&](const TileSource& s) { reads |= compiler::reads_memo(p_, s); };
+  for_each_read(l, memo);
+  for (const PlanLaunch::MxuFill& f : l.mxu_fills)  // (a float MXU's operands: a kept factor, element_memo.h)
+    compiler::for_each_source(p_, p_.mxu_operands[size_t(f.operand)].source, memo);
   return reads;
 }
 

@@ -186,8 +186,6 @@ class DataPlan {
   template <class F>
   void for_each_read(const PlanLaunch& l, F f) const {
     for (const PlanLaunch::Fill& fill : l.fills) compiler::for_each_source(p_, fill.source, f);
-    for (const PlanLaunch::MxuFill& fill : l.mxu_fills)
-      compiler::for_each_source(p_, p_.mxu_operands[size_t(fill.operand)].source, f);
   }
   // A kept tile by its place (kept_place).
   Tile& kept(int place) {

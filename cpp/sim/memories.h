@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <vector>
@@ -28,6 +29,17 @@ struct Memory {
   explicit Memory(int entries) : mask(entries - 1) {
     std::memset(static_cast<void*>(mem.data()), kUninitByte, sizeof(Entry) * size_t(entries));
     fill_uninit(resp);
+  }
+  // A copy is of the entries used (a batch copies an MXU's memories per launch: 32 of 256 on the reference)
+  Memory(const Memory& o) : mask(o.mask) { copy_used(o); }
+  Memory& operator=(const Memory& o) {
+    mask = o.mask;
+    copy_used(o);
+    return *this;
+  }
+  void copy_used(const Memory& o) {
+    std::copy_n(o.mem.begin(), mask + 1, mem.begin());
+    resp = o.resp;
   }
   int wrap(int a) const { return a & mask; }
 };
