@@ -107,6 +107,14 @@ TEST_CASE("bundle text round-trips through both formats") {
   std::string with_asram = "OUTPUT_ASRAM ASRAM[3]\nOUTPUT_MXU 0\nHALT\nEND\n";
   CHECK(to_wire(assemble(with_asram)) == "7 3\n3 0\n2 7 0 0 0 0 0 0 0 0\n4\n");
   CHECK(disassemble(assemble(with_asram)) == with_asram);
+  // Both formats take what the deepest float and pipelined core can hold (format_limits): a wire bundle
+  // printed from TASM with address 116 and a float operand record once failed to parse back.
+  std::string deep = "VMEM[116] = 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\nWMEM32[200] = " +
+                     std::string("0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1065353216") +
+                     "\nHALT\nOUTPUT_VMEM VMEM[255]\nEND\n";
+  std::string deep_wire = to_wire(assemble(deep));
+  CHECK(to_wire(parse_wire(deep_wire)) == deep_wire);
+  CHECK(disassemble(parse_wire(deep_wire)) == deep);
 }
 
 TEST_CASE("wire comments and free layout (hardware.md §4.1)") {
@@ -135,7 +143,7 @@ TEST_CASE("directive addresses are range-checked like instruction operands, neve
                     Contains("line 1") && Contains("VMEM address 4294967296 out of range (0..255)"));
   CHECK_THROWS_WITH(parse_wire("2 7 0 0 0 0 0 0 0 0\n6 -4294967294\n4"),
                     Contains("line 2") && Contains("VMEM address -4294967294 out of range (0..255)"));
-  CHECK_THROWS_WITH(parse_wire("7 32\n4"), Contains("ASRAM address 32 out of range"));
+  CHECK_THROWS_WITH(parse_wire("7 256\n4"), Contains("ASRAM address 256 out of range"));
   CHECK_THROWS_WITH(parse_wire("1 -1 0 0 0 0\n4"), Contains("AMEM address -1 out of range"));
   CHECK_THROWS_WITH(parse_wire("0 99999999999999999999 0\n4"), Contains("is not a 32-bit integer"));
   CHECK(assemble("HALT\nOUTPUT_VMEM VMEM[31]\nEND").records[1].addr == 31);

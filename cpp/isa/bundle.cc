@@ -126,7 +126,7 @@ Bundle parse_wire(std::string_view text) {
     b.records.push_back(r);
   }
   if (!ended) throw AsmError("bundle has no END record (4)");
-  validate(b);
+  validate(b, format_limits());
   return b;
 }
 
@@ -186,6 +186,14 @@ bool same_program(const Bundle& a, const Bundle& b) {
       return false;
   }
   return i == a.records.size() && j == b.records.size();
+}
+
+TensorCoreConfig format_limits() {
+  TensorCoreConfig limits;
+  limits.depth = TensorCoreConfig::kMaxDepth;
+  limits.mxu_dtype = 2;
+  limits.mxu_pipelined = true;
+  return limits;
 }
 
 void validate(const Bundle& b, const TensorCoreConfig& cfg) {

@@ -73,5 +73,9 @@ Bundle parse_bundle(std::string_view text);
 // most prog_depth instructions and max_outputs outputs of each kind (the reference: 32, 256, 31).
 // Raises AsmError.
 void validate(const Bundle& b, const TensorCoreConfig& cfg = {});
+// What either text format may hold: the reference's limits with the deepest memories, a float and pipelined
+// MXU's records and instructions. A run on a core without them refuses them (run_bundle validates against the
+// core's configuration), so TASM and wire text accept the same bundles.
+TensorCoreConfig format_limits();
 
 }  // namespace tinytpu

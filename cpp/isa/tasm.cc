@@ -531,13 +531,7 @@ Bundle assemble(std::string_view text) {
     if (!ended) b.records.push_back(r);
   }
   if (!ended) throw AsmError("bundle has no END");
-  // The reference's limits, and the deepest memories, a float and pipelined MXU's records and instructions: a
-  // run on a core without them refuses them (run_bundle validates against the core's configuration).
-  TensorCoreConfig limits;
-  limits.depth = TensorCoreConfig::kMaxDepth;
-  limits.mxu_dtype = 2;
-  limits.mxu_pipelined = true;
-  validate(b, limits);
+  validate(b, format_limits());
   return b;
 }
 
