@@ -1251,6 +1251,40 @@ TEST_CASE("compile: chunks repeating earlier ones a whole period on are replayed
   }
 }
 
+TEST_CASE("estimated_cycles sends a resident program again only when the ring has dropped it") {
+  // Three programs of 100 instructions on a core whose program memory (256 entries, no prefetch) holds two:
+  // cycling A B A B A B C, the runtime's ring (CoreState::load, the oldest evicted first) keeps A and B, so
+  // A, B and C are each sent once (Residency::kRing); cycling A B C A B C, each is evicted before it comes
+  // back and every launch sends its program, as on a core without resident programs. kAllOrNone sends every
+  // program of launches whose programs do not fit together.
+  using compiler::Residency;
+  auto program = [](int id) {
+    std::vector<Instr> p(99, Instr{});
+    p[0].vmemAddr = uint8_t(id);
+    p.push_back(Instr{uint8_t(SxuOpcode::kHalt)});
+    return p;
+  };
+  auto launches = [&](const std::vector<int>& ids) {
+    std::vector<compiler::Launch> out;
+    for (int id : ids) out.push_back(compiler::Launch{program(id)});
+    return out;
+  };
+  TensorCoreConfig kept;
+  kept.resident_program = true;
+  const TensorCoreConfig sent;  // the reference: every launch sends its program
+  auto saved = [&](const std::vector<compiler::Launch>& l, Residency r) {
+    return compiler::estimated_cycles(l, sent, r) - compiler::estimated_cycles(l, kept, r);
+  };
+  const std::vector<compiler::Launch> alternating = launches({0, 1, 0, 1, 0, 1, 2});
+  const std::vector<compiler::Launch> cycling = launches({0, 1, 2, 0, 1, 2}),
+                                      fitting = launches({0, 1, 0, 1});
+  CHECK(saved(alternating, Residency::kRing) == sent.record_cycles * 4 * 100);
+  CHECK(saved(alternating, Residency::kAllOrNone) == 0);
+  CHECK(saved(cycling, Residency::kRing) == 0);
+  for (Residency r : {Residency::kRing, Residency::kAllOrNone})  // none is sent once they all fit
+    CHECK(saved(fitting, r) == sent.record_cycles * 4 * 100);
+}
+
 TEST_CASE("estimated_cycles counts the SXU's stalls as the model does (hardware.md §2.3, §2.4, §2.7)") {
   // Each program runs on the model, on the reference core and with fetch_overlap and one cycle a record; its
   // estimate (records and P) plus the testbench's fixed 4 must be its cycles: back-to-back dispatches wait

@@ -10,14 +10,14 @@
 namespace tinytpu::compiler {
 
 Emitter::Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreConfig& cfg, bool fast_math,
-                 const Choices& choices, EmitOrder order, int group, bool blocking)
+                 const Choices& choices, EmitOrder order, int group, bool blocking, int slots)
     : p_(p),
       cfg_(cfg),
       fast_math_(fast_math),
       choices_(choices),
       facts_(facts),
       schedule_(schedule(p, facts, order, group)),
-      cutter_(cfg, int(p.nodes.size())),
+      cutter_(cfg, int(p.nodes.size()), slots),
       regs_(p, cutter_.lim.vregs),
       forecast_(p, schedule_, facts.uniform),
       blocking_(blocking) {

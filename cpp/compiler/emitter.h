@@ -25,7 +25,7 @@ class Emitter {
   TINYTPU_LOWERINGS(TINYTPU_FRIEND_LOWERING)
 #undef TINYTPU_FRIEND_LOWERING
   Emitter(const TileProgram& p, const NodeFacts& facts, const TensorCoreConfig& cfg, bool fast_math,
-          const Choices& choices, EmitOrder order, int group = 0, bool blocking = false);
+          const Choices& choices, EmitOrder order, int group = 0, bool blocking = false, int slots = 0);
   std::vector<Launch> run();
   const std::vector<Tile>& constants() const { return consts_.tiles(); }
 

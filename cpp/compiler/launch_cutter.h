@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <vector>
 
 #include "base/config.h"
@@ -6,13 +7,13 @@
 
 namespace tinytpu::compiler {
 
-// A launch's limits, from the configuration: program memory (the code and its HALT), VMEM tiles, vregs,
-// output records, and WMEM tiles / AMEM rows for the MXU.
+// A launch's limits, from the configuration: program memory (the code and its HALT), VMEM tiles (or fewer:
+// `slots`, when above 0), vregs, output records, and WMEM tiles / AMEM rows for the MXU.
 struct Limits {
   int instrs, slots, vregs, drains, mxu_entries;
-  explicit Limits(const TensorCoreConfig& c)
+  explicit Limits(const TensorCoreConfig& c, int slots = 0)
       : instrs(c.prog_depth - 1),
-        slots(c.depth),
+        slots(slots > 0 ? std::min(slots, c.depth) : c.depth),
         vregs(c.vregs),
         drains(c.max_outputs),
         mxu_entries(c.depth) {}
@@ -31,7 +32,8 @@ constexpr const char* kNoVregs = "vregs";
 // spill.
 class LaunchCutter {
  public:
-  LaunchCutter(const TensorCoreConfig& cfg, int nodes) : lim(cfg), spilled_(nodes, false) {}
+  LaunchCutter(const TensorCoreConfig& cfg, int nodes, int slots = 0)
+      : lim(cfg, slots), spilled_(nodes, false) {}
   const Limits lim;
 
   Launch& launch() { return cur_; }

@@ -1,6 +1,7 @@
 #include "compiler/lower.h"
 
 #include <algorithm>
+#include <deque>
 #include <tuple>
 #include <utility>
 
@@ -577,7 +578,8 @@ std::string describe(const Emissions::Way& way) {
          (way.order == EmitOrder::kInterleaved
               ? " in groups of up to " + std::to_string(way.group) + " stores"
               : "") +
-         (way.broadcast ? ", operands broadcast" : "");
+         (way.broadcast ? ", operands broadcast" : "") +
+         (way.slots ? ", launches of up to " + std::to_string(way.slots) + " VMEM tiles" : "");
 }
 
 namespace {
@@ -591,27 +593,53 @@ bool reads_spill(const Launch& before, const Launch& l) {
   return false;
 }
 
-}  // namespace
-
-int64_t estimated_cycles(const std::vector<Launch>& launches, const TensorCoreConfig& cfg) {
-  // Launches of a kernel repeat programs (its batches are mostly alike): resident, each distinct one is sent
-  // once, and then never again while together they fit the ring.
-  std::vector<const std::vector<Instr>*> distinct;
+// Which launches send their program and output list. Launches of a kernel repeat programs (its batches are
+// mostly alike): resident, each distinct one is sent once, and then never again while together they fit the
+// ring, so none is counted. When they do not fit, kAllOrNone sends every one; kRing those the ring does not
+// hold when they start, the ring kept as the runtime keeps it (CoreState::load: a new program evicts the
+// oldest).
+std::vector<bool> programs_sent(const std::vector<Launch>& launches, const TensorCoreConfig& cfg,
+                                Residency residency) {
+  if (!cfg.resident_program) return std::vector<bool>(launches.size(), true);
+  const int64_t capacity = cfg.prog_depth * (cfg.prefetch_launches ? 2 : 1);
+  auto held = [](const std::deque<const std::vector<Instr>*>& ring, const Launch& l) {
+    return std::any_of(ring.begin(), ring.end(),
+                       [&](const std::vector<Instr>* p) { return *p == l.program; });
+  };
+  std::deque<const std::vector<Instr>*> distinct;
   int64_t program_entries = 0;
   for (const Launch& l : launches) {
-    if (std::any_of(distinct.begin(), distinct.end(),
-                    [&](const std::vector<Instr>* p) { return *p == l.program; }))
-      continue;
+    if (held(distinct, l)) continue;
     distinct.push_back(&l.program);
     program_entries += int64_t(l.program.size());
   }
-  const bool resident =
-      cfg.resident_program && program_entries <= cfg.prog_depth * (cfg.prefetch_launches ? 2 : 1);
+  std::vector<bool> sent(launches.size(), residency == Residency::kAllOrNone);
+  if (program_entries <= capacity) return std::vector<bool>(launches.size(), false);
+  if (residency == Residency::kAllOrNone) return sent;
+  std::deque<const std::vector<Instr>*> ring;
+  int64_t entries = 0;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    if (held(ring, launches[i])) continue;
+    sent[i] = true;
+    const int64_t need = int64_t(launches[i].program.size());
+    for (; !ring.empty() && entries + need > capacity; ring.pop_front())
+      entries -= int64_t(ring.front()->size());
+    ring.push_back(&launches[i].program);
+    entries += need;
+  }
+  return sent;
+}
+
+}  // namespace
+
+int64_t estimated_cycles(const std::vector<Launch>& launches, const TensorCoreConfig& cfg,
+                         Residency residency) {
+  const std::vector<bool> sent = programs_sent(launches, cfg, residency);
   int64_t cycles = 0, run_before = 0;
   for (size_t i = 0; i < launches.size(); ++i) {
     const Launch& l = launches[i];
     const int64_t data = cfg.record_cycles * int64_t(l.fills.size() + l.mxu_fills.size());
-    const int64_t others = resident ? 0 : cfg.record_cycles * int64_t(l.program.size() + l.drains.size());
+    const int64_t others = !sent[i] ? 0 : cfg.record_cycles * int64_t(l.program.size() + l.drains.size());
     const int64_t sxu = estimated_sxu_cycles(l.program, cfg);
     // (an MXU dispatch waits for every WeightSRAM and ActivationSRAM record: a launch with them runs after
     // its data, as without the DMA overlap)
@@ -626,6 +654,10 @@ int64_t estimated_cycles(const std::vector<Launch>& launches, const TensorCoreCo
 }
 
 namespace {
+
+// The fewest VMEM tiles lower() gives launches for their programs to stay in program memory (halving from
+// half the core's depth): the reference's depth, whose launches' programs do.
+constexpr int kFewestSlots = 32;
 
 // One emission of a batch: its launches and constants, and their estimated cycles.
 struct Emission {
@@ -643,26 +675,28 @@ std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::v
   Emission best;
   Emissions::Way won;
   std::optional<TileProgram> with_broadcasts;
-  std::optional<NodeFacts> facts[2];  // of each program, found once for its emissions
+  std::optional<NodeFacts> facts[2];            // of each program, found once for its emissions
+  Residency residency = Residency::kAllOrNone;  // how emissions are weighed
   auto emit = [&](const Emissions::Way& way) {
     const TileProgram& p = way.broadcast ? *with_broadcasts : prog;
     if (p.stores.size() < 2 && way.order != EmitOrder::kByStore) return;
     if (way.order == EmitOrder::kInterleaved && !interleavable(p)) return;
     if (!facts[way.broadcast]) facts[way.broadcast].emplace(p);
     const bool blocking = way.broadcast || way.order == EmitOrder::kInterleaved;
-    Emitter e(p, *facts[way.broadcast], cfg, fast_math, choices, way.order, way.group, blocking);
+    Emitter e(p, *facts[way.broadcast], cfg, fast_math, choices, way.order, way.group, blocking, way.slots);
     Emission l;
     try {
       l.launches = e.run();
     } catch (const Unsupported&) {
       // An event that needs more than an empty launch has (an op's temporaries beside broadcast leaves and
       // their sources, say) makes the way no candidate; the two orders of the program as it is are the
-      // lowering's own, and throw on.
-      if (blocking) return;
+      // lowering's own, and throw on. So is a way whose launches, with fewer VMEM tiles than the core's, are
+      // too small for an event.
+      if (blocking || way.slots) return;
       throw;
     }
     l.constants = e.constants();
-    l.cycles = estimated_cycles(l.launches, cfg);
+    l.cycles = estimated_cycles(l.launches, cfg, residency);
     if (l.cycles < best.cycles) std::tie(best, won) = std::pair{std::move(l), way};
   };
   const bool choosing = !emissions || !emissions->decided;
@@ -685,10 +719,28 @@ std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::v
       for (int group : Emissions::kGroups) emit({EmitOrder::kInterleaved, group, broadcast});
     }
   }
+  // Programs that overflow program memory's ring are sent again and again. On a deep core the launches fill
+  // program memory before VMEM, and a batch that cycles through several such programs sends each every time:
+  // launches with fewer VMEM tiles, as a shallower core's, have shorter programs that may stay (the estimate
+  // decides).
+  auto sends_programs = [&] {
+    const std::vector<bool> sent = programs_sent(best.launches, cfg, residency);
+    return std::find(sent.begin(), sent.end(), true) != sent.end();
+  };
+  if (cfg.depth / 2 >= kFewestSlots && cfg.resident_program && best.cycles != INT64_MAX && sends_programs()) {
+    residency = Residency::kRing;
+    best.cycles = estimated_cycles(best.launches, cfg, residency);
+  }
+  for (int slots = cfg.depth / 2; slots >= kFewestSlots && residency == Residency::kRing && sends_programs();
+       slots /= 2) {
+    Emissions::Way fewer = won;
+    fewer.slots = slots;
+    emit(fewer);
+  }
   if (choosing && emissions) {
     emissions->estimates = {as_it_was, best.cycles};
     emissions->decided = (with_broadcasts || interleavable(prog)) && prog.stores.size() >= 2;
-    if (won.broadcast || won.order == EmitOrder::kInterleaved) emissions->other = won;
+    if (won.broadcast || won.order == EmitOrder::kInterleaved || won.slots) emissions->other = won;
   }
   if (won.broadcast) prog = std::move(*with_broadcasts);
   constants = std::move(best.constants);

@@ -18,15 +18,23 @@ namespace tinytpu::compiler {
 // run launches one after the other by the compiler's estimate (compiler/cost.h) and config_fields.def's
 // switches: their fills and MXU fills the data records, their programs and drains (the output list) the
 // others. With resident_program the others are not sent when the distinct programs fit program memory
-// together; with dma_overlap the SXU starts once the others are in and the data records stream in under its
-// run; with prefetch_launches a launch's loading is hidden under the run of the launch before it, unless it
-// reads a value that one spilled.
-int64_t estimated_cycles(const std::vector<Launch>& launches, const TensorCoreConfig& cfg);
+// together (Residency); with dma_overlap the SXU starts once the others are in and the data records stream in
+// under its run; with prefetch_launches a launch's loading is hidden under the run of the launch before it,
+// unless it reads a value that one spilled.
+enum class Residency {
+  kAllOrNone,  // programs that do not fit together are all sent by every launch (how the emissions are
+               // chosen)
+  kRing,       // then only by the launches whose program the runtime's ring dropped (how launch sizes are)
+};
+int64_t estimated_cycles(const std::vector<Launch>& launches, const TensorCoreConfig& cfg,
+                         Residency residency = Residency::kAllOrNone);
 
 // The emissions of a batch lower() weighs beyond the two orders of the program as it is (emitter.h): both
 // orders and the interleaved one with groups of kGroups stores, of the program as it is and with broadcast
-// operands (lane_pack.h). A kernel's batches are mostly alike: the first that has a choice tries every one
-// and the two orders, and the others only the way it took (the two orders, as before, when it took one of
+// operands (lane_pack.h); and on a core with resident programs whose batch would send them again and again,
+// the way taken with launches of fewer VMEM tiles (halving the depth, down to the reference's 32), weighed
+// by Residency::kRing. A kernel's batches are mostly alike: the first that has a choice tries every one and
+// the two orders, and the others only the way it took (the two orders, as before, when it took one of
 // them or its way does not fit the batch).
 struct Emissions {
   static constexpr int kGroups[] = {2, 4, 8};
@@ -34,6 +42,7 @@ struct Emissions {
     EmitOrder order = EmitOrder::kByStore;
     int group = 0;  // kInterleaved's stores a group
     bool broadcast = false;
+    int slots = 0;  // VMEM tiles a launch uses at most, below the core's depth (0: its depth)
   };
   bool decided = false;
   std::optional<Way> other;  // the way the first batch took, when not one of the two orders as they were
