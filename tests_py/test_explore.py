@@ -84,6 +84,19 @@ def test_explore_json_rows_and_a_budget_proposal(tmp_path):
   best = min(totals, key=totals.get)
   assert f"proposal for area <= 44.0: {best} " in p.stderr and totals[best] < totals["reference"]
 
+def test_a_grid_stopped_midway_measures_only_what_it_had_not(tmp_path):
+  args = ["-m", "tinytpu", "explore", "--set", "kernels", *GRID, "--budget", "44", "--json", "--jobs", "0", "--out", str(tmp_path)]
+  first = run(*args)
+  assert first.returncode == 0, first.stderr
+  kept = (tmp_path / "measured.jsonl").read_text().splitlines()
+  assert len(kept) >= 3
+  (tmp_path / "measured.jsonl").write_text("\n".join(kept[:-2]) + "\n" + kept[-2][:40])  # the last two lost, one cut short
+  again = run(*args)
+  assert again.returncode == 0, again.stderr
+  assert json.loads(again.stdout) == json.loads(first.stdout)  # the same rows, two of them measured again
+  assert f"{len(kept) - 2} of the {len(kept)} configurations were measured by this build before" in again.stderr
+  assert "proposal for area <= 44.0" in again.stderr and "(2 configurations measured)" in again.stderr
+
 def start_dask(tmp_path, port: int):
   """A real dask scheduler and two worker processes on localhost (the dask command line)."""
   env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}

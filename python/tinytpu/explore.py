@@ -11,9 +11,10 @@ the configuration alone (cycles and counters, never wall time), so a cluster giv
 Objectives (OBJECTIVES): time, energy and energy-delay of the workloads, area, and performance (the geomean of
 elements or MACs per cycle) and performance per area. The search (`optuna_search`) is an Optuna study over the
 space's fields, multi-objective (NSGA-II) for two or more objectives and TPE for one, persisted in its storage
-(SQLite by default) so that a study stopped midway resumes without measuring a configuration again."""
+(SQLite by default) so that a study stopped midway resumes without measuring a configuration again; a grid keeps its
+rows as it measures them (OUT/measured.jsonl), and resumes likewise on the same build."""
 from __future__ import annotations
-import contextlib, itertools, json, math, os, subprocess, sys
+import contextlib, hashlib, itertools, json, math, os, subprocess, sys
 from typing import Callable
 from tinytpu import _core, configs, energy
 from tinytpu.workloads import SETS, geomean
@@ -131,6 +132,39 @@ def measurer(sets: list[str], jobs: int, scheduler: str | None = None, progress=
 def evaluate(specs: list[str], sets: list[str], jobs: int, scheduler: str | None = None, progress=None) -> list[dict]:
   """measure() of each spec, in order (measurer's ways)."""
   with measurer(sets, jobs, scheduler, progress) as run: return run(specs)
+
+def build_id() -> str:
+  """A digest of the installed package's files (its Python and its C++ core): measurements taken by one build are
+  that build's."""
+  root, h = os.path.dirname(os.path.abspath(__file__)), hashlib.sha256()
+  for dirpath, dirnames, files in sorted(os.walk(root)):
+    dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+    for name in sorted(files):
+      h.update(name.encode())
+      with open(os.path.join(dirpath, name), "rb") as f: h.update(f.read())
+  return h.hexdigest()[:16]
+
+def evaluate_kept(specs: list[str], sets: list[str], jobs: int, scheduler: str | None, kept: str,
+                  progress=None) -> tuple[list[dict], int]:
+  """evaluate(), keeping each configuration's row in the file `kept` (a JSON line each) as it is measured: a grid
+  stopped midway (Ctrl-C, a killed job) and run again measures only what it had not, as long as the package is the
+  same build (build_id) and the sets the same. A row with an error is measured again. The rows, and how many were
+  measured."""
+  build, done = build_id(), {}
+  if os.path.exists(kept):
+    with open(kept) as f:
+      for line in f:
+        try: k = json.loads(line)
+        except json.JSONDecodeError: continue  # a line cut short by a stop
+        if k.get("build") == build and k.get("sets") == sets and "error" not in k["row"]: done[k["row"]["spec"]] = k["row"]
+  for s in specs:
+    if s in done and progress: progress(done[s])
+  def keep(row: dict) -> None:
+    with open(kept, "a") as f: f.write(json.dumps({"build": build, "sets": sets, "row": row}) + "\n")
+    if progress: progress(row)
+  todo = [s for s in specs if s not in done]
+  done.update(zip(todo, evaluate(todo, sets, jobs, scheduler, keep) if todo else []))
+  return [done[s] for s in specs], len(todo)
 
 def pareto(rows: list[dict], objectives: list[str]) -> list[dict]:
   """The rows no other row beats on every objective (at least as good on all, better on one), sorted by the last."""
@@ -304,7 +338,7 @@ def main(args) -> None:
       if len(specs) > EXHAUSTIVE: raise ValueError(f"--budget: {len(specs)} configurations fit; search them with --search optuna")
     tqdm.write(f"explore: {len(specs)} configurations x workload set {'+'.join(sets)}", file=sys.stderr)
     bar.reset(total=len(specs))
-    rows = evaluate(specs, sets, jobs, args.scheduler, say)
+    rows, measured = evaluate_kept(specs, sets, jobs, args.scheduler, os.path.join(args.out, "measured.jsonl"), say)
   bar.close()
   # one front and plot per objective against the last (area, by default): explore.png the first's, explore-NAME.png
   # the others'
@@ -329,7 +363,10 @@ def main(args) -> None:
   if args.budget is not None or args.search == "optuna":
     best = best_within(rows, objectives[0], args.budget)
     within = f" for area <= {args.budget}" if args.budget is not None else ""
-    how = f" ({measured} configurations measured)" if measured is not None else ""
+    how = f" ({measured} configurations measured)"
     if best: print(f"proposal{within}: {best['spec']} (area {best['area']:.1f}, {objectives[0]} "
                    f"{OBJECTIVES[objectives[0]][0](best):.6g}){how}", file=out)
+  if args.search != "optuna" and measured < len(rows):
+    print(f"{len(rows) - measured} of the {len(rows)} configurations were measured by this build before: their rows "
+          f"kept in {os.path.join(args.out, 'measured.jsonl')}", file=out)
   print(f"wrote {', '.join(pngs + [data])}", file=out)
