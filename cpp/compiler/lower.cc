@@ -613,9 +613,9 @@ std::vector<bool> programs_sent(const std::vector<Launch>& launches, const Tenso
     distinct.push_back(&l.program);
     program_entries += int64_t(l.program.size());
   }
-  std::vector<bool> sent(launches.size(), residency == Residency::kAllOrNone);
-  if (program_entries <= capacity) return std::vector<bool>(launches.size(), false);
-  if (residency == Residency::kAllOrNone) return sent;
+  if (program_entries <= capacity || residency == Residency::kAllOrNone)
+    return std::vector<bool>(launches.size(), program_entries > capacity);
+  std::vector<bool> sent(launches.size(), false);
   std::deque<const std::vector<Instr>*> ring;
   int64_t entries = 0;
   for (size_t i = 0; i < launches.size(); ++i) {

@@ -1,7 +1,6 @@
 #include "compiler/mxu_fills.h"
 
 #include <algorithm>
-#include <map>
 
 namespace tinytpu::compiler {
 
@@ -28,21 +27,30 @@ int MxuMemory::weight(const MxuTile& data, const std::vector<int>& chains, bool 
 
 int MxuMemory::activations(const MxuTile& block, int k, const std::vector<int>& chains, bool words) {
   std::vector<MxuTile> rows(k);
-  for (int r = 0; r < k; ++r)
+  std::vector<const MxuTile*> values(k);  // each row's values (Choices::canonical)
+  for (int r = 0; r < k; ++r) {
     for (int i = 0; i < kRows; ++i) rows[r][i] = block[r * kRows + i];
-  std::map<int, MxuFill*> act;  // address -> row
+    values[r] = &choices.canonical(rows[r]);
+  }
+  std::vector<MxuFill*> act;  // the rows loaded, by address (an event is called for often: no map)
+  int base = 0;
   for (MxuFill& f : fills)
-    if (!f.weight) act[f.addr] = &f;
-  for (const auto& [addr, fill] : act) {
+    if (!f.weight) {
+      if (f.addr >= int(act.size())) act.resize(size_t(f.addr) + 1, nullptr);
+      act[size_t(f.addr)] = &f;
+      ++base;
+    }
+  auto holds = [&](int addr, int r) {
+    const MxuFill* f = act[size_t(addr + r)];
+    return f && f->words == words && choices.canonical(f->data) == *values[r];
+  };
+  for (int addr = 0; addr + k <= int(act.size()); ++addr) {
     bool match = true;
-    for (int r = 0; r < k && match; ++r)
-      match = act.count(addr + r) && act[addr + r]->words == words &&
-              choices.canonical(act[addr + r]->data) == choices.canonical(rows[r]);
+    for (int r = 0; r < k && match; ++r) match = holds(addr, r);
     if (!match) continue;
-    for (int r = 0; r < k; ++r) read_by(*act[addr + r], chains);
+    for (int r = 0; r < k; ++r) read_by(*act[size_t(addr + r)], chains);
     return addr;
   }
-  int base = int(act.size());
   if (base + k > entries) return -1;
   for (int r = 0; r < k; ++r) fills.push_back({false, base + r, rows[r], chains, words});
   return base;
