@@ -72,3 +72,28 @@ def test_a_float_reductions_first_chunk_is_packed_and_lowered_once_when_its_layo
   assert "chunks of 16 consecutive points" in out.stderr  # the layout was chosen by compiling both
   assert "chunk 0: packed and lowered once" in out.stderr
   assert out.stdout.strip() == "True"  # bit for bit the unfused matmul's results
+
+DEEP_SCRIPT = """
+import hashlib, numpy as np, tinytpu
+from tinygrad import Tensor
+r = np.random.default_rng(0)
+a, b, c = (Tensor(r.standard_normal((16, 32, 20, 20)).astype(np.float32), device="TINYTPU") for _ in range(3))
+m = Tensor(r.standard_normal((1, 32, 1, 1)).astype(np.float32), device="TINYTPU")
+out = ((a - m) * b * c).sum(axis=(0, 2, 3)).numpy()
+print(hashlib.sha256(out.tobytes()).hexdigest(), tinytpu.counters()["program_bytes"])
+"""
+
+def test_a_deep_cores_launches_keep_their_programs_resident():
+  # A 256-deep core's launches of a batch norm-like reduction fill program memory (255 instructions) before VMEM
+  # and cycle through more program than its ring holds: lower() emits them with 64 VMEM tiles instead, whose
+  # programs stay, and the bytes are every core's
+  import os, subprocess, sys
+  def run(config):
+    env = {**os.environ, "TINYTPU_LOG": "info", "TINYTPU_CONFIG": config}
+    out = subprocess.run([sys.executable, "-c", DEEP_SCRIPT], env=env, capture_output=True, text=True, check=True)
+    digest, program_bytes = out.stdout.split()
+    return digest, int(program_bytes), out.stderr
+  deep, shallow, reference = run("16x16-all,depth=256"), run("16x16-all,depth=64"), run("16x16-all")
+  assert "launches of up to 64 VMEM tiles" in deep[2] and "VMEM tiles (the first" not in shallow[2]
+  assert deep[0] == shallow[0] == reference[0]
+  assert deep[1] <= shallow[1]  # no program sent again
