@@ -730,12 +730,11 @@ std::vector<Launch> lower(TileProgram& prog, const TensorCoreConfig& cfg, std::v
   if (cfg.depth / 2 >= kFewestSlots && cfg.resident_program && best.cycles != INT64_MAX && sends_programs()) {
     residency = Residency::kRing;
     best.cycles = estimated_cycles(best.launches, cfg, residency);
-  }
-  for (int slots = cfg.depth / 2; slots >= kFewestSlots && residency == Residency::kRing && sends_programs();
-       slots /= 2) {
-    Emissions::Way fewer = won;
-    fewer.slots = slots;
-    emit(fewer);
+    for (int slots = cfg.depth / 2; slots >= kFewestSlots && sends_programs(); slots /= 2) {
+      Emissions::Way fewer = won;
+      fewer.slots = slots;
+      emit(fewer);
+    }
   }
   if (choosing && emissions) {
     emissions->estimates = {as_it_was, best.cycles};

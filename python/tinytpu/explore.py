@@ -322,7 +322,6 @@ def main(args) -> None:
     if done: bar.n = done[0]
     else: bar.update()
     bar.refresh()
-  measured = None
   if args.search == "optuna":
     bar.reset(total=args.trials)
     with measurer(sets, jobs, args.scheduler) as run:
