@@ -169,6 +169,56 @@ def test_a_bfloat16_matmul_is_the_float32_matmul_of_its_operands_within_the_docu
     assert got.tobytes() == (Tensor(a, device=dev) @ Tensor(b, device=dev)).numpy().tobytes(), name
     assert np.all(np.abs(got.astype(np.float64) - python) <= bound), (name, np.max(np.abs(got - python) / bound))
 
+BFLOAT16_MXU_CORES = {"TINYTPU:81": "bf16", "TINYTPU:83": "all-pipe-bf16", "TINYTPU:76": "16x16-all-pipe-bf16"}
+
+def bfloat16_matmul(dev: str, a: np.ndarray, b: np.ndarray, dtype=None) -> bytes:
+  """The bytes of a @ b of tensors stored as `dtype` (bfloat16: tinygrad rounds on the way in), as float32."""
+  from tinygrad import Tensor, dtypes
+  dtype = dtype or dtypes.bfloat16
+  ta, tb = (Tensor(x, device=dev).cast(dtype).realize() for x in (a, b))
+  return (ta @ tb).realize().cast(dtypes.float32).numpy().tobytes()
+
+@pytest.mark.parametrize("shape", [(128, 128, 128), (40, 72, 56)])
+def test_a_matmul_of_bfloat16_tensors_runs_on_a_bfloat16_mxu_with_the_reference_cores_bits(shape):
+  """tinygrad stores bfloat16 tensors in 2 bytes and decodes each loaded value to float32, so their matmul is a float32
+  sum of exact products of bfloat16s, which a bfloat16 MXU's PEs compute bit for bit (docs/model.md "A float MXU"):
+  the same bytes as the reference core's, NaNs, infinities, overflowing products, subnormals and zeros of both signs
+  included, and the MXU does the work. A float32 matmul's factors are no bfloat16s: a bfloat16 MXU leaves it to the
+  VPU, with the same bytes."""
+  from tinygrad import Device, dtypes
+  reference, f32 = "TINYTPU:79", "TINYTPU:80"
+  cores = {f32: "f32", **BFLOAT16_MXU_CORES}
+  for dev, name in {reference: "reference", **cores}.items(): Device[dev].config = tinytpu.configs.from_spec(name)
+  m, k, n = shape
+  rng = np.random.default_rng(k)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  a[0, :], b[:, 1], a[2, 3], a[5, :7], b[9, 3], b[:, 11] = -0.0, 0.0, np.nan, 3e38, -np.inf, 2e38
+  a[6, :], b[4, 4] = 1e-39, 3e-39  # bfloat16 subnormals (decoded as zero by tinygrad's emulation, on every core)
+  out = {}
+  for dev in [reference, *cores]:
+    tinytpu.reset_counters(dev)
+    out[dev] = bfloat16_matmul(dev, a, b)
+  assert all(out[dev] == out[reference] for dev in cores), [cores[d] for d in cores if out[d] != out[reference]]
+  if shape == (128, 128, 128):
+    assert all(tinytpu.counters(dev)["mxu_busy"] > 0 for dev in cores), {cores[d]: tinytpu.counters(d) for d in cores}
+    for dev in BFLOAT16_MXU_CORES:  # float32 tensors: the VPU's work, the same bytes
+      tinytpu.reset_counters(dev)
+      assert bfloat16_matmul(dev, a, b, dtypes.float32) == bfloat16_matmul(reference, a, b, dtypes.float32)
+      assert tinytpu.counters(dev)["mxu_busy"] == 0, BFLOAT16_MXU_CORES[dev]
+
+def test_a_matmul_of_bfloat16_tensors_is_within_the_documented_bound_of_python():
+  """PYTHON rounds each product and the result to bfloat16 where the bfloat16 MXU keeps exact products (docs/model.md
+  "A float MXU"): at most 4 * 2^-9 of sum |a||b| apart per element."""
+  from tinygrad import Device
+  rng = np.random.default_rng(1)
+  a, b = rng.standard_normal((64, 64)).astype(np.float32), rng.standard_normal((64, 64)).astype(np.float32)
+  python = np.frombuffer(bfloat16_matmul("PYTHON", a, b), np.float32).reshape(64, 64).astype(np.float64)
+  bound = 4 * 2.0 ** -9 * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+  for dev, name in BFLOAT16_MXU_CORES.items():
+    Device[dev].config = tinytpu.configs.from_spec(name)
+    got = np.frombuffer(bfloat16_matmul(dev, a, b), np.float32).reshape(64, 64)
+    assert np.all(np.abs(got - python) <= bound), (name, np.max(np.abs(got - python) / bound))
+
 def conv_and_gradients(devs: dict[str, str], seed: int, relu: bool) -> dict[str, list[bytes]]:
   """Per device (its configuration named), the bytes of a 16x4x12x12 by 32x4x5x5 convolution of x (or of relu(x))
   and of its gradients, of x and w (of w alone with the ReLU), for a seeded upstream gradient; counters reset first."""

@@ -25,13 +25,6 @@ int32_t to_int(uint32_t f);    // VPU_F2I: truncates; NaN/inf -> 0; overflow wra
 // to_int's conversion without its NaN/inf -> 0 rule: TranscUnit's tr_fp_to_int (hardware.md §2.5).
 int32_t to_int_keep_special(uint32_t f);
 
-// float32 to bfloat16, kept in a float32's bits (the low half zero): round to nearest even, as tinygrad's
-// float_to_bf16; a NaN or an infinity keeps its high half.
-inline uint32_t round_to_bf16(uint32_t f) {
-  if ((f & 0x7F800000u) == 0x7F800000u) return f & 0xFFFF0000u;
-  return (f + 0x7FFFu + ((f >> 16) & 1u)) & 0xFFFF0000u;
-}
-
 constexpr uint32_t kCanonicalNaN = 0x7FC00000u;
 constexpr uint32_t kOne = 0x3F800000u;
 constexpr uint32_t kSignBit = 0x80000000u;

@@ -695,7 +695,7 @@ class Batches {
     why_.passed(Pass::kClamps);
     std::optional<TileProgram> unfused;
     if (mxu_ != Engine::kMxu) unfused = prog_;
-    chains_ = fuse_mxu_dots(prog_, cfg_, chains_, choices_);
+    chains_ = fuse_mxu_dots(prog_, cfg_, chains_, choices_, tracer_.bfloat16_slots());
     why_.passed(Pass::kFuseMxu);
     std::vector<Tile> consts;
     std::vector<Launch> launches;
@@ -822,7 +822,8 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
              const std::function<void(int64_t, int64_t)>& traced, const TraceLimits& given) {
   const auto start = std::chrono::steady_clock::now();
   TraceLimits limits = given;
-  if (cfg.mxu_dtype == 2) limits.keep_dot_operands = KeepDotOperands::kYes;
+  if (cfg.mxu_dtype != 0) limits.keep_dot_operands = KeepDotOperands::kYes;
+  if (cfg.mxu_dtype == 1) limits.dot_factors = DotFactors::kBfloat16;
   const Kernel k = split_divisions(ir);
   FirstChunk first = choose_layout(k, cfg, vals, sizes, choices, limits);
   Tracer tracer(k, vals, sizes, limits, first.layout, first.block);

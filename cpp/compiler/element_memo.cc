@@ -7,9 +7,14 @@
 namespace tinytpu::compiler {
 
 ElementMemos::ElementMemos(const std::vector<int64_t>& sizes, std::set<int> written,
-                           KeepDotOperands dot_operands)
-    : sizes_(sizes), written_(std::move(written)), dot_operands_(dot_operands), slot_sizes_(sizes) {
+                           KeepDotOperands dot_operands, DotFactors dot_factors)
+    : sizes_(sizes),
+      written_(std::move(written)),
+      dot_operands_(dot_operands),
+      dot_factors_(dot_factors),
+      slot_sizes_(sizes) {
   slot_sizes_.push_back(0);  // the counter slot (counter_slot): not gathered from as a buffer
+  bfloat16_slots_.assign(slot_sizes_.size(), false);  // the kernel's buffers may hold anything
 }
 
 int ElementMemos::append(TileProgram& out, const TileNode& given) {
@@ -117,23 +122,35 @@ ElementMemos::Memo& ElementMemos::memo(int64_t key, int buf) {
   return m;
 }
 
-bool ElementMemos::add_slot(Memo& m) {
+bool ElementMemos::add_slot(Memo& m, const TileProgram& out, int node) {
   if (m.slot >= 0) return true;
   const int64_t kept =
       std::accumulate(slot_sizes_.begin() + memo_slot(sizes_, 0), slot_sizes_.end(), int64_t(0));
   if (kept + int64_t(m.seen.size()) > kMaxElements) return false;
   m.slot = int(slot_sizes_.size());
   slot_sizes_.push_back(int64_t(m.seen.size()));
+  // the slot holds one function's values: bfloat16s for every element when the function's are
+  bfloat16_slots_.push_back(dot_factors_ == DotFactors::kBfloat16 && low_zero_bits(out, node) >= 16);
   return true;
 }
 
 int ElementMemos::memoize(TileProgram& out, int node, const TileNode& reader) {
   Derivation& d = derivations_[derived_[node]];
   const DType dtype = out.nodes[node].dtype;  // (a reference would not outlive the leaf pushed below)
-  if (dtype != DType::kF32 || out.nodes[node].op == Op::LOAD) return node;
-  if (d.leaf >= 0)  // a float product's factor on a float MXU's core, else no element's value
-    return reader.op == Op::MUL && reader.dtype == DType::kF32 && d.cost > 0 ? memoize_lanes(out, node)
-                                                                             : node;
+  if (out.nodes[node].op == Op::LOAD) return node;
+  // A float product's factor on a float MXU's core (of that MXU's datatype), else no element's value. Its
+  // bits may be an integer's: a BITCAST is no operation on lanes (a bfloat16's decoding ends in one).
+  const bool factor = dot_operands_ != KeepDotOperands::kNo && reader.op == Op::MUL &&
+                      reader.dtype == DType::kF32 && d.cost > 0 && dtype_bytes(dtype) == 4;
+  if (d.leaf >= 0)
+    return factor && (dot_factors_ == DotFactors::kFloat32 || low_zero_bits(out, node) >= 16)
+               ? memoize_lanes(out, node)
+               : node;
+  // A bfloat16 factor the same in every lane (a matmul's row operand on a wide MXU) is kept from its first
+  // sight too, whatever it costs. (A float32 one keeps the rule below: only bfloat16 tensors' kernels
+  // change.)
+  if (factor && low_zero_bits(out, node) >= 16) return memoize_lanes(out, node);
+  if (dtype != DType::kF32) return node;
   if (d.cost < kMinCost) return node;
   if (d.memo_leaf >= 0) return d.memo_leaf;
   ++uses_;
@@ -147,7 +164,7 @@ int ElementMemos::memoize(TileProgram& out, int node, const TileNode& reader) {
   d.cost = 0;  // decided for this node: computed here, and stored below when seen before
   const bool again = m.seen[e] && !m.stored[e];
   m.seen[e] = true;
-  if (!again || !add_slot(m)) return node;
+  if (!again || !add_slot(m, out, node)) return node;
   TileStore keep{m.slot, {}, {}, node};
   keep.index.fill(e);
   keep.active[0] = true;  // the element is in every lane: one stores it
@@ -164,15 +181,21 @@ int ElementMemos::memoize_lanes(TileProgram& out, int node) {
   Derivation& d = derivations_[derived_[node]];
   if (d.memo_leaf >= 0) return d.memo_leaf;
   ++uses_;
-  const LeafLanes& elements = out.leaves[size_t(d.leaf)];
   Lanes index;  // (a copy: making a leaf below may move the leaves)
-  for (int l = 0; l < kLanes; ++l) index[l] = elements[l].index;
-  Memo& m = memo(d.key, elements[0].buf);
-  const bool assumed = dot_operands_ == KeepDotOperands::kAssumed && add_slot(m);
+  int buf = d.element.buf;
+  if (d.leaf >= 0) {
+    const LeafLanes& elements = out.leaves[size_t(d.leaf)];
+    for (int l = 0; l < kLanes; ++l) index[l] = elements[l].index;
+    buf = elements[0].buf;
+  } else {
+    index.fill(d.element.index);
+  }
+  Memo& m = memo(d.key, buf);
+  const bool assumed = dot_operands_ == KeepDotOperands::kAssumed && add_slot(m, out, node);
   if (assumed || (m.slot >= 0 && std::all_of(index.begin(), index.end(),
                                              [&](int64_t e) { return bool(m.ready[size_t(e)]); })))
     return kept_leaf(out, d, m.slot, index);
-  if (!add_slot(m)) return node;
+  if (!add_slot(m, out, node)) return node;
   d.cost = 0;  // decided for this node: computed here (memoize() asks no more)
   TileStore keep{m.slot, index, {}, node};
   for (int l = 0; l < kLanes; ++l) {

@@ -9,7 +9,9 @@
 // On a float MXU's core (`dot_operands`) a factor of a float32 product computed lane by lane from one element
 // of a buffer per lane, whatever the element (a ReLU of the layer before's output, say), is kept too, from
 // its first sight and whatever it costs: read from its memo buffer it is a loaded element, which the MXU can
-// take (mxu_dot.h), where computed it is not.
+// take (mxu_dot.h), where computed it is not. So is a bfloat16 factor (a bfloat16 tensor's decoded value, its
+// low 16 bits zero: low_zero_bits) of one element in every lane. On a bfloat16 MXU's core only bfloat16
+// factors are kept (DotFactors), and their memo buffers marked (bfloat16_slots).
 // The tracer appends every tile node through ElementMemos::append, which tells the element's functions.
 #include <array>
 #include <cstdint>
@@ -25,13 +27,18 @@ namespace tinytpu::compiler {
 // Whether a float MXU's products' computed factors are kept (kYes), or taken as kept already (kAssumed: a
 // trace only estimated, never run).
 enum class KeepDotOperands { kNo, kYes, kAssumed };
+// The factors a float MXU takes: float32 values (a float32 MXU's), or bfloat16s only (a bfloat16 MXU's:
+// values whose low 16 bits are zero by their operations, low_zero_bits, as tinygrad's bfloat16 loads decode
+// to).
+enum class DotFactors { kFloat32, kBfloat16 };
 
 class ElementMemos {
  public:
   static constexpr int kMinCost = 8;  // operations of a value worth keeping per element
   // `sizes`: elements per buffer slot; `written`: the slots the kernel stores to, which are no sources (their
   // elements change as it runs).
-  ElementMemos(const std::vector<int64_t>& sizes, std::set<int> written, KeepDotOperands dot_operands);
+  ElementMemos(const std::vector<int64_t>& sizes, std::set<int> written, KeepDotOperands dot_operands,
+               DotFactors dot_factors);
   // Appends `t` to `out`: its index there. Operands of `t` that are an element's function meeting other data
   // in `t` are read from their memo buffer instead when an earlier batch stored them there, and stored there
   // by this batch when their element is seen the second time.
@@ -48,6 +55,9 @@ class ElementMemos {
     return {slot_sizes_.begin() + memo_slot(sizes_, 0), slot_sizes_.end()};
   }
   int64_t reads() const { return reads_; }  // tiles read from memo buffers (the decision log)
+  // By slot: whether every value is a bfloat16 (a memo buffer of such a function on a bfloat16 MXU's core,
+  // DotFactors::kBfloat16), so that a bfloat16 MXU takes their products.
+  const std::vector<bool>& bfloat16_slots() const { return bfloat16_slots_; }
 
  private:
   static constexpr int64_t kMaxElements = int64_t(1) << 24;  // over all memo buffers of a kernel
@@ -79,12 +89,14 @@ class ElementMemos {
   const std::vector<int64_t> sizes_;
   const std::set<int> written_;
   const KeepDotOperands dot_operands_;
+  const DotFactors dot_factors_;
   FunctionTable functions_;
   std::vector<int> derived_;             // per node of the batch: its Derivation in derivations_ (-1: none)
   std::vector<Derivation> derivations_;  // of the current batch's nodes (few: most nodes vary by lane)
   std::map<int64_t, Memo> memos_;        // by Derivation::key
   std::vector<Memo*> pending_memos_;
   std::vector<int64_t> slot_sizes_;
+  std::vector<bool> bfloat16_slots_;
   int64_t reads_ = 0;
   int64_t uses_ = 0;              // of the batch being traced
   bool operands_stored_ = false;  // by the batch being traced
@@ -96,7 +108,8 @@ class ElementMemos {
   int memoize_lanes(TileProgram& out, int node);  // a Derivation::leaf's
   int kept_leaf(TileProgram& out, Derivation& d, int slot, const Lanes& index);
   Memo& memo(int64_t key, int buf);
-  bool add_slot(Memo& m);  // the memo buffer's slot, if the kernel's memo buffers have room for it
+  // The memo buffer's slot for `node`'s values, if the kernel's memo buffers have room for it
+  bool add_slot(Memo& m, const TileProgram& out, int node);
 };
 
 }  // namespace tinytpu::compiler

@@ -36,11 +36,14 @@ struct Term {
 
 class Fuser {
  public:
-  Fuser(TileProgram& p, const TensorCoreConfig& cfg, int first_chain, const Choices& choices)
+  Fuser(TileProgram& p, const TensorCoreConfig& cfg, int first_chain, const Choices& choices,
+        const std::vector<bool>& bfloat16_slots)
       : p_(p),
         max_slices_(max_slices(cfg)),
         os_fits_(cfg.depth > kSliceTerms),
-        float_mxu_(cfg.mxu_dtype == 2),
+        float_mxu_(cfg.mxu_dtype != 0),
+        bfloat16_pe_(cfg.mxu_dtype == 1),
+        bfloat16_slots_(bfloat16_slots),
         next_chain_(first_chain),
         choices_(choices),
         uses_(node_uses(p)) {}
@@ -109,7 +112,9 @@ class Fuser {
   // MXU_OS's kLen reaches the Controller as UInt#(TLog#(depth)): a slice of `depth` terms reads as 0, so a
   // core whose depth is only the array's rows takes weight-stationary dispatches.
   const bool os_fits_;
-  const bool float_mxu_;  // the float PEs take float32 chains (config mxu_dtype 2)
+  const bool float_mxu_;                     // the float PEs take float32 chains (config mxu_dtype 1 or 2)
+  const bool bfloat16_pe_;                   // of bfloat16 factors only (mxu_dtype 1)
+  const std::vector<bool>& bfloat16_slots_;  // by slot: every value a bfloat16 (ElementMemos::bfloat16_slots)
   int next_chain_;
   const Choices& choices_;
   const NodeUses uses_;
@@ -187,7 +192,16 @@ class Fuser {
   // A product of two leaves that only its sum reads.
   bool is_float_term(int i) const {
     const TileNode& n = node(i);
-    return n.op == Op::MUL && n.dtype == DType::kF32 && uses_.count[i] == 1 && is_leaf(n.a) && is_leaf(n.b);
+    return n.op == Op::MUL && n.dtype == DType::kF32 && uses_.count[i] == 1 && is_leaf(n.a) && is_leaf(n.b) &&
+           (!bfloat16_pe_ || (is_bfloat16(n.a) && is_bfloat16(n.b)));
+  }
+  // A leaf whose every lane is a bfloat16: read from a slot of them, or a constant with its low 16 bits zero.
+  bool is_bfloat16(int leaf) const {
+    const LeafLanes& lanes = p_.lanes(node(leaf));
+    return std::all_of(lanes.begin(), lanes.end(), [&](const LeafLane& l) {
+      return l.buf >= 0 ? size_t(l.buf) < bfloat16_slots_.size() && bfloat16_slots_[size_t(l.buf)]
+                        : (l.bits & 0xFFFFu) == 0;
+    });
   }
   // A float32 sum the float PEs compute bit for bit: tinygrad's reduce `((s + g1) + g2) + ... + gn`, each g a
   // left fold `((t1 + t2) + t3) ...` of G products (G the same for all: the unrolled loop's), from s: a
@@ -791,8 +805,9 @@ MxuTile Choices::canonical_rows(const MxuTile& block, int k) const {
   return out;
 }
 
-int fuse_mxu_dots(TileProgram& prog, const TensorCoreConfig& cfg, int first_chain, const Choices& choices) {
-  return Fuser(prog, cfg, first_chain, choices).run();
+int fuse_mxu_dots(TileProgram& prog, const TensorCoreConfig& cfg, int first_chain, const Choices& choices,
+                  const std::vector<bool>& bfloat16_slots) {
+  return Fuser(prog, cfg, first_chain, choices, bfloat16_slots).run();
 }
 
 }  // namespace tinytpu::compiler

@@ -32,7 +32,10 @@ struct Choices {
 // On a float32 MXU (config mxu_dtype 2) float32 sums in tinygrad's shape (Fuser::float_chain: from +0.0 or
 // unrolled whole, groups of G products) go output-stationary on the float PEs, in their order: dispatches
 // whose runs are the groups, K-blocks of one launch's operands each seeded with the block before's sums
-// (MXU_SEED from the block's vreg), never summed by ADD nodes: the VPU's bits, whatever the data.
+// (MXU_SEED from the block's vreg), never summed by ADD nodes: the VPU's bits, whatever the data. On a
+// bfloat16 MXU (mxu_dtype 1) likewise, for products whose factors are bfloat16s: leaves of the slots
+// `bfloat16_slots` marks (kept factors whose operations leave the low 16 bits zero, ElementMemos) or
+// constants whose low 16 bits are zero. Their products are exact in float32, as the bfloat16 PE's are.
 //
 // Schedules (lowering emits them; see MxuDot): weight-stationary dispatches into PSUM rows, or
 // output-stationary MXU_OS over a 4x4 lane block, whichever a cycle estimate finds cheaper per block; and
@@ -44,7 +47,7 @@ struct Choices {
 // column sums and is used for a lone row-0 dispatch; the legacy one (42) works on the per-PE products of a
 // weight-stationary pass, not on dot products, so it never matches a matmul epilogue.
 int fuse_mxu_dots(TileProgram& prog, const TensorCoreConfig& cfg, int first_chain = 0,
-                  const Choices& choices = {});
+                  const Choices& choices = {}, const std::vector<bool>& bfloat16_slots = {});
 
 // Where an MXU_DOT's operands are and its result goes.
 struct MxuDotPlaces {

@@ -98,6 +98,9 @@ struct TileNode {
 struct TileProgram;
 // A leaf whose sixteen lanes hold one constant (no gather, no pinned tile): its lane bits.
 std::optional<uint32_t> uniform_bits(const TileProgram& p, const TileNode& n);
+// How many of the low bits of every lane's 32 bits are zero, for certain (by the node's operations and
+// constants, whatever the data): 16 or more makes each value a bfloat16's (a bfloat16 MXU's operand).
+int low_zero_bits(const TileProgram& p, int node);
 
 struct TileStore {
   int buf;

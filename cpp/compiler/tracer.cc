@@ -95,7 +95,7 @@ Tracer::Tracer(const Kernel& k, const std::vector<int64_t>& vals, const std::vec
       sizes_(buffer_sizes),
       limits_(limits),
       touched_(buffers_touched(k)),
-      memos_(buffer_sizes, touched_.written, limits.keep_dot_operands) {
+      memos_(buffer_sizes, touched_.written, limits.keep_dot_operands, limits.dot_factors) {
   last_reader_.assign(k.nodes.size(), -1);
   for (int i = 0; i < int(k.nodes.size()); ++i)
     for (int s : k.nodes[i].src)
@@ -162,8 +162,14 @@ void Tracer::choose_chunking(ChunkLayout layout, BlockRanges block) {
   const int np = int(c.ranges.size());
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
                              [](const Node& n) { return n.op == Op::RANGE && n.reduce; });
-  bool int_data = std::any_of(k.nodes.begin(), k.nodes.end(), [](const Node& n) {
-    return n.op == Op::PARAM && n.global && is_lane_int(n.dtype);
+  // tinygrad stores a bfloat16 tensor as uint16 (it emulates the dtype): with float32 products in the kernel,
+  // such a buffer is float data
+  const bool float_products = std::any_of(k.nodes.begin(), k.nodes.end(), [](const Node& n) {
+    return n.op == Op::MUL && n.dtype == DType::kF32;
+  });
+  bool int_data = std::any_of(k.nodes.begin(), k.nodes.end(), [&](const Node& n) {
+    return n.op == Op::PARAM && n.global && is_lane_int(n.dtype) &&
+           !(n.dtype == DType::kU16 && float_products);
   });
   c.chunks = (c.points + kLanes - 1) / kLanes;
   // the blocks of ranges r (rows) and q (columns), the others' points outside: null when the ragged edges

@@ -51,7 +51,8 @@ struct TraceLimits {
   // A float MXU's core: computed factors of float products kept per element (element_memo.h), or, tracing
   // only to estimate, taken as kept already (as every batch after the first few finds them).
   KeepDotOperands keep_dot_operands = KeepDotOperands::kNo;
-  size_t early_cut_nodes = size_t(1) << 15;  // (up to cut_nodes)
+  DotFactors dot_factors = DotFactors::kFloat32;  // which (a bfloat16 MXU: bfloat16s only)
+  size_t early_cut_nodes = size_t(1) << 15;       // (up to cut_nodes)
   size_t early_cut_loop = size_t(1) << 18;
   int early_cut_live = 16;
 };
@@ -120,6 +121,7 @@ class Tracer {
   std::vector<int64_t> memo_sizes() const { return memos_.memo_sizes(); }  // elements per memo buffer
   int64_t memo_reads() const { return memos_.reads(); }  // tiles read from memo buffers (the decision log)
   bool dot_operands_stored() const { return memos_.operands_stored(); }  // ElementMemos::operands_stored
+  const std::vector<bool>& bfloat16_slots() const { return memos_.bfloat16_slots(); }  // ElementMemos's
 
  private:
   const Kernel& k_;

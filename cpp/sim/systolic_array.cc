@@ -108,8 +108,7 @@ void SystolicArray::stream_os_float(const Tile& w, const std::array<Row, kRows>&
       const uint32_t a = uint32_t(act[slot][r]) & operand_mask;
       for (int c = 0; c < kRows; ++c) {
         const int i = r * kRows + c;
-        uint32_t product = fp32::mul(a, uint32_t(w[slot * kRows + c]) & operand_mask);
-        if (bf16) product = fp32::round_to_bf16(product);
+        const uint32_t product = fp32::mul(a, uint32_t(w[slot * kRows + c]) & operand_mask);
         run[i] = int32_t(run_open ? fp32::add(uint32_t(run[i]), product) : product);
       }
     }

@@ -31,9 +31,10 @@ struct SystolicArray {
   // A float MXU's PEs (config mxu_dtype; docs/model.md "A float MXU"): `accum` holds float32 bits and
   // `run` each PE's sum of the open run of products, `run_open` whether a run is open. A float dispatch's
   // K steps, as stream_os pairs them: step j's product is a float32 multiply (bfloat16: of the words' high
-  // halves, the product rounded to bfloat16); a run's first product is taken as it is, the next ones added
-  // in order; a run ends after every `group`-th step and at the last one (group 0: it stays open for the
-  // next dispatch), and its sum is then added to the accumulator. Every add and multiply rounds (no FMA).
+  // halves, whose product float32 holds exactly but in float32's underflow); a run's first product is taken
+  // as it is, the next ones added in order; a run ends after every `group`-th step and at the last one (group
+  // 0: it stays open for the next dispatch), and its sum is then added to the accumulator. Every add and
+  // multiply rounds (no FMA).
   Tile run{};
   bool run_open = false;
   void stream_os_float(const Tile& w, const std::array<Row, kRows>& act, int k, int group, bool bf16);

@@ -7,7 +7,7 @@ from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
 from tinygrad.codegen.opt import search
 from tinytpu import _core, chip, configs, trace
-from tinytpu.renderer import FLOAT_MXU_ARCH, TinyTPURenderer, track_float64_tensors
+from tinytpu.renderer import MXU_ARCH, TinyTPURenderer, track_float64_tensors
 
 # A kernel call that stops before its end (Ctrl-C, an error) leaves the buffers it writes part written, and tinygrad made
 # them its tensors' storage before the call: reading one would hand back the part as the whole result. Their bytes are
@@ -163,7 +163,7 @@ class _Progress:
 
 def _arch(config) -> str | None:
   """The renderer's target arch for a core: a float MXU's rows (renderer.hand_coded_optimizations), else none."""
-  return f"{FLOAT_MXU_ARCH}{config.ROWS}" if config.mxu_dtype == 2 else None
+  return f"{MXU_ARCH[config.mxu_dtype]}{config.ROWS}" if config.mxu_dtype else None
 
 class TinyTPUDevice(Compiled):
   def __init__(self, device: str):

@@ -147,29 +147,32 @@ class TinyTPURenderer(Renderer):
 # share its second (compiler/mxu_dot.cc), each from one of the kernel's output ranges laid out in lanes. tinygrad's
 # heuristic UPCASTs output ranges by 3 to 5 (a convolution's 32 channels by 4: 8 left in lanes), which on a 16-row MXU
 # leaves no range of one operand with R values, so every block runs on the VPU. On a device whose core has a float MXU
-# (its renderer's arch: FLOAT_MXU_ARCH and its rows) a dot product of two elements keeps the heuristic's opts but, for
-# such an operand, the UPCAST of one of its ranges (_mxu_lanes). Upcasting an output range changes which outputs a lane
-# computes, never the order of one output's sum (the UNROLLs stay), so the kernel gives the same bits on every core;
-# tests check it.
-FLOAT_MXU_ARCH = "floatmxu"
+# (its renderer's arch: MXU_ARCH of its PE's datatype and its rows) a dot product of two elements the MXU takes (a
+# bfloat16 MXU: of bfloat16s) keeps the heuristic's opts but, for such an operand, the UPCAST of one of its ranges
+# (_mxu_lanes). Upcasting an output range changes which outputs a lane computes, never the order of one output's sum
+# (the UNROLLs stay), so the kernel gives the same bits on every core; tests check it.
+MXU_ARCH = {1: "bfloat16mxu", 2: "floatmxu"}  # by config mxu_dtype
 
-def _dot_of_elements(k) -> bool:
+def _dot_of_elements(k) -> UOp | None:
   """A float32 sum of products whose factors are each one element (loaded, or computed from one load: a ReLU of the
-  layer before, which the compiler keeps per element for the MXU, compiler/element_memo.h)."""
+  layer before, or a bfloat16's decoding, which the compiler keeps per element for the MXU, compiler/element_memo.h);
+  of bfloat16s, the products are bfloat16 cast to float32 (tinygrad's bfloat16 matmul). Its product (MUL), or None."""
   r = k.reduceop
   def one_load(s: UOp) -> bool:
     ops = [u.op for u in s.toposort()]
     return ops.count(Ops.INDEX) == 1 and Ops.REDUCE not in ops
-  return r is not None and r.arg[0] is Ops.ADD and r.dtype == dtypes.float32 and r.src[0].op is Ops.MUL and \
-    all(one_load(s) for s in r.src[0].src)
+  if r is None or r.arg[0] is not Ops.ADD or r.dtype != dtypes.float32: return None
+  term = r.src[0].src[0] if r.src[0].op is Ops.CAST and r.src[0].src[0].dtype == dtypes.bfloat16 else r.src[0]
+  return term if term.op is Ops.MUL and all(one_load(s) for s in term.src) else None
 
-def _mxu_lanes(k, stock):
+def _mxu_lanes(k, stock, product: UOp):
   """`stock` (tinygrad's opts for k) without the UPCAST of one range of each operand none of whose ranges keeps enough
   values in lanes to fill the MXU's rows; None when there is nothing to drop, or dropping fills no block."""
-  rows = int(k.ren.target.arch.removeprefix(FLOAT_MXU_ARCH))
+  arch = k.ren.target.arch
+  rows = int(arch[len(arch.rstrip("0123456789")):])
   if any(o.op not in (OptOps.UPCAST, OptOps.UNROLL) for o in stock.applied_opts): return None
   upcast = {o.axis: o.arg or k.full_shape[o.axis] for o in stock.applied_opts if o.op is OptOps.UPCAST}
-  a, b = ({i for i in k.upcastable_dims if k.rngs[i] in s.backward_slice} for s in k.reduceop.src[0].src)
+  a, b = ({i for i in k.upcastable_dims if k.rngs[i] in s.backward_slice} for s in product.src)
   # a range fills blocks of `rows` when its ragged edge adds at most a quarter (the tracer's rule, Tracer::float_blocks)
   fills = lambda n: n >= rows and 4 * -(-n // rows) * rows <= 5 * n
   drop = set()
@@ -186,7 +189,9 @@ def _mxu_lanes(k, stock):
 
 def hand_coded_optimizations(k):
   stock = _tinygrad_heuristic(k)
-  if not (isinstance(k.ren, TinyTPURenderer) and k.ren.target.arch.startswith(FLOAT_MXU_ARCH) and _dot_of_elements(k)): return stock
-  try: return _mxu_lanes(k, stock) or stock
+  takes = {MXU_ARCH[1]: (dtypes.bfloat16,), MXU_ARCH[2]: (dtypes.bfloat16, dtypes.float32)}  # a float32 MXU: any float
+  arch = k.ren.target.arch.rstrip("0123456789") if isinstance(k.ren, TinyTPURenderer) else None
+  if (product := _dot_of_elements(k)) is None or product.dtype not in takes.get(arch, ()): return stock
+  try: return _mxu_lanes(k, stock, product) or stock
   except KernelOptError: return stock
 _tinygrad_heuristic, heuristic.hand_coded_optimizations = heuristic.hand_coded_optimizations, hand_coded_optimizations
