@@ -25,11 +25,13 @@ int op(ElementMemos& memos, TileProgram& out, Op o, DType dtype, int a, int b = 
 }
 // A bfloat16 decoded as tinygrad's f2f does, from x[lane] (uint16 in a uint32 lane), times w[lane]:
 // bitcast((x & 0x8000) << 16 | (x & 0x7FFF) >> 7 == 0 ? 0 : (x & 0x7FFF) << 16); `shift` 16 makes it a
-// bfloat16, 15 not. Returns the product's factor (the decoded value or its kept leaf) and the decoded node.
-std::pair<int, int> append_decoded_times_weight(ElementMemos& memos, TileProgram& out, uint32_t shift) {
+// bfloat16, 15 not (`one_element`: x[0] in every lane). Returns the product's factor (the decoded value or
+// its kept leaf) and the decoded node.
+std::pair<int, int> append_decoded_times_weight(ElementMemos& memos, TileProgram& out, uint32_t shift,
+                                                bool one_element = false) {
   TileNode x{Op::LOAD, DType::kU32}, w{Op::LOAD, DType::kF32};
   for (int l = 0; l < kLanes; ++l) {
-    out.lanes(x)[l] = LeafLane(0, l);
+    out.lanes(x)[l] = LeafLane(0, one_element ? 0 : l);
     out.lanes(w)[l] = LeafLane(1, l);
   }
   const int xi = memos.append(out, x), wi = memos.append(out, w);
@@ -127,7 +129,7 @@ TEST_CASE("low_zero_bits: the low bits every lane's value has zero, by its opera
   CHECK(low_zero_bits(out, op(memos, out, Op::SHR, u, x, constant(memos, out, u, 1))) == 0);
 }
 
-TEST_CASE("element memo: on a bfloat16 MXU's core only factors whose values are bfloat16s are kept") {
+TEST_CASE("element memo: in a kernel of bfloat16 tensors only factors whose values are bfloat16s are kept") {
   const std::vector<int64_t> sizes{kLanes, kLanes};  // x, w
   ElementMemos memos(sizes, {}, KeepDotOperands::kYes, DotFactors::kBfloat16);
   TileProgram out;
@@ -156,4 +158,20 @@ TEST_CASE("element memo: on a bfloat16 MXU's core only factors whose values are 
   const auto [kept, recomputed] = append_decoded_times_weight(memos, out, 16);
   REQUIRE(kept != recomputed);
   for (int l = 0; l < kLanes; ++l) CHECK(out.lanes(out.nodes[size_t(kept)])[l] == LeafLane(slot, l));
+  // one element in every lane (element 0, kept above): read from the slot at once, in every lane
+  const auto [element, decoded_again] = append_decoded_times_weight(memos, out, 16, true);
+  REQUIRE(element != decoded_again);
+  for (int l = 0; l < kLanes; ++l) CHECK(out.lanes(out.nodes[size_t(element)])[l] == LeafLane(slot, 0));
+}
+
+TEST_CASE("element memo: a bfloat16 factor of one element in every lane is kept from its first sight") {
+  const std::vector<int64_t> sizes{kLanes, kLanes};
+  for (DotFactors factors : {DotFactors::kFloat32, DotFactors::kBfloat16}) {
+    INFO("bfloat16 factors " << (factors == DotFactors::kBfloat16));
+    ElementMemos memos(sizes, {}, KeepDotOperands::kYes, factors);
+    TileProgram out;
+    append_decoded_times_weight(memos, out, 16, true);
+    // kept per element (float32 factors: not a float32's, and seen once, not worth a memo yet)
+    CHECK(out.stores.size() == (factors == DotFactors::kBfloat16 ? 1u : 0u));
+  }
 }

@@ -169,7 +169,7 @@ def test_a_bfloat16_matmul_is_the_float32_matmul_of_its_operands_within_the_docu
     assert got.tobytes() == (Tensor(a, device=dev) @ Tensor(b, device=dev)).numpy().tobytes(), name
     assert np.all(np.abs(got.astype(np.float64) - python) <= bound), (name, np.max(np.abs(got - python) / bound))
 
-BFLOAT16_MXU_CORES = {"TINYTPU:81": "bf16", "TINYTPU:83": "all-pipe-bf16", "TINYTPU:76": "16x16-all-pipe-bf16"}
+BFLOAT16_MXU_CORES = {"TINYTPU:81": "bf16", "TINYTPU:83": "all-pipe-bf16", "TINYTPU:74": "16x16-all-pipe-bf16"}
 
 def bfloat16_matmul(dev: str, a: np.ndarray, b: np.ndarray, dtype=None) -> bytes:
   """The bytes of a @ b of tensors stored as `dtype` (bfloat16: tinygrad rounds on the way in), as float32."""

@@ -29,7 +29,7 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
   bool open = false;  // the two innermost ranges' blocks are a candidate whatever the MXU takes
   {
     const Tracer t(k, vals, sizes, limits, ChunkLayout::kLinear);
-    const bool float_mxu = cfg.mxu_dtype != 0 && !t.float_blocks().empty();
+    const bool float_mxu = limits.keep_dot_operands != KeepDotOperands::kNo && !t.float_blocks().empty();
     open = t.layout_open();
     if (!open && !float_mxu) return {};  // the same answer for either layout
     constexpr size_t kMostPairs = 6;     // (each tried costs its first chunk's compile)
@@ -51,7 +51,7 @@ FirstChunk choose_layout(const Kernel& k, const TensorCoreConfig& cfg, const std
     const bool whole = t.trace_chunk(0, prog);
     f.compiled = whole && !prog.stores.empty() && batch_ends(prog, 0, t) && t.memo_reads() == 0;
     fold_clamps(prog);
-    if (cfg.mxu_dtype != 0)  // a float MXU takes float chains
+    if (limits.keep_dot_operands != KeepDotOperands::kNo)  // a float MXU takes float chains
       fuse_mxu_dots(prog, cfg, 0, choices, t.bfloat16_slots());
     // another layout only for the float MXU's blocks: the VPU's float sums keep the layout they had (lane
     // packing may sum a float reduction in another order in another layout)

@@ -822,8 +822,11 @@ Plan compile(const Kernel& ir, const TensorCoreConfig& cfg, const std::vector<in
              const std::function<void(int64_t, int64_t)>& traced, const TraceLimits& given) {
   const auto start = std::chrono::steady_clock::now();
   TraceLimits limits = given;
-  if (cfg.mxu_dtype != 0) limits.keep_dot_operands = KeepDotOperands::kYes;
-  if (cfg.mxu_dtype == 1) limits.dot_factors = DotFactors::kBfloat16;
+  // a float32 MXU takes float32 factors, a bfloat16 MXU bfloat16s (only bfloat16 tensors' kernels have them)
+  const bool bfloat16 = reads_bfloat16_storage(ir);
+  if (cfg.mxu_dtype == 2 || (cfg.mxu_dtype == 1 && bfloat16))
+    limits.keep_dot_operands = KeepDotOperands::kYes;
+  if (bfloat16) limits.dot_factors = DotFactors::kBfloat16;
   const Kernel k = split_divisions(ir);
   FirstChunk first = choose_layout(k, cfg, vals, sizes, choices, limits);
   Tracer tracer(k, vals, sizes, limits, first.layout, first.block);

@@ -138,18 +138,18 @@ int ElementMemos::memoize(TileProgram& out, int node, const TileNode& reader) {
   Derivation& d = derivations_[derived_[node]];
   const DType dtype = out.nodes[node].dtype;  // (a reference would not outlive the leaf pushed below)
   if (out.nodes[node].op == Op::LOAD) return node;
-  // A float product's factor on a float MXU's core (of that MXU's datatype), else no element's value. Its
-  // bits may be an integer's: a BITCAST is no operation on lanes (a bfloat16's decoding ends in one).
-  const bool factor = dot_operands_ != KeepDotOperands::kNo && reader.op == Op::MUL &&
-                      reader.dtype == DType::kF32 && d.cost > 0 && dtype_bytes(dtype) == 4;
-  if (d.leaf >= 0)
-    return factor && (dot_factors_ == DotFactors::kFloat32 || low_zero_bits(out, node) >= 16)
-               ? memoize_lanes(out, node)
-               : node;
+  // A float product's factor on a float MXU's core, else no element's value: a float32 (DotFactors::kFloat32)
+  // or a bfloat16, whose bits may be an integer's (a BITCAST is no operation on lanes, and a bfloat16's
+  // decoding ends in one).
+  const bool bfloat16 = dot_factors_ == DotFactors::kBfloat16;
+  const bool factor =
+      dot_operands_ != KeepDotOperands::kNo && reader.op == Op::MUL && reader.dtype == DType::kF32 &&
+      d.cost > 0 &&
+      (bfloat16 ? dtype_bytes(dtype) == 4 && low_zero_bits(out, node) >= 16 : dtype == DType::kF32);
+  if (d.leaf >= 0) return factor ? memoize_lanes(out, node) : node;
   // A bfloat16 factor the same in every lane (a matmul's row operand on a wide MXU) is kept from its first
-  // sight too, whatever it costs. (A float32 one keeps the rule below: only bfloat16 tensors' kernels
-  // change.)
-  if (factor && low_zero_bits(out, node) >= 16) return memoize_lanes(out, node);
+  // sight too, whatever it costs.
+  if (factor && bfloat16) return memoize_lanes(out, node);
   if (dtype != DType::kF32) return node;
   if (d.cost < kMinCost) return node;
   if (d.memo_leaf >= 0) return d.memo_leaf;

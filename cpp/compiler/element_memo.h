@@ -9,9 +9,9 @@
 // On a float MXU's core (`dot_operands`) a factor of a float32 product computed lane by lane from one element
 // of a buffer per lane, whatever the element (a ReLU of the layer before's output, say), is kept too, from
 // its first sight and whatever it costs: read from its memo buffer it is a loaded element, which the MXU can
-// take (mxu_dot.h), where computed it is not. So is a bfloat16 factor (a bfloat16 tensor's decoded value, its
-// low 16 bits zero: low_zero_bits) of one element in every lane. On a bfloat16 MXU's core only bfloat16
-// factors are kept (DotFactors), and their memo buffers marked (bfloat16_slots).
+// take (mxu_dot.h), where computed it is not. In a kernel of bfloat16 tensors (DotFactors::kBfloat16) only
+// bfloat16 factors are kept (a bfloat16 tensor's decoded value: low_zero_bits), also one element's in every
+// lane, and their memo buffers marked (bfloat16_slots), which a bfloat16 MXU needs.
 // The tracer appends every tile node through ElementMemos::append, which tells the element's functions.
 #include <array>
 #include <cstdint>
@@ -27,9 +27,9 @@ namespace tinytpu::compiler {
 // Whether a float MXU's products' computed factors are kept (kYes), or taken as kept already (kAssumed: a
 // trace only estimated, never run).
 enum class KeepDotOperands { kNo, kYes, kAssumed };
-// The factors a float MXU takes: float32 values (a float32 MXU's), or bfloat16s only (a bfloat16 MXU's:
-// values whose low 16 bits are zero by their operations, low_zero_bits, as tinygrad's bfloat16 loads decode
-// to).
+// The factors kept for a float MXU: float32 values, or (a kernel of bfloat16 tensors) bfloat16s only: values
+// whose low 16 bits are zero by their operations (low_zero_bits), as tinygrad's bfloat16 loads decode to. A
+// float32 MXU takes either; a bfloat16 MXU only the latter.
 enum class DotFactors { kFloat32, kBfloat16 };
 
 class ElementMemos {
@@ -55,8 +55,8 @@ class ElementMemos {
     return {slot_sizes_.begin() + memo_slot(sizes_, 0), slot_sizes_.end()};
   }
   int64_t reads() const { return reads_; }  // tiles read from memo buffers (the decision log)
-  // By slot: whether every value is a bfloat16 (a memo buffer of such a function on a bfloat16 MXU's core,
-  // DotFactors::kBfloat16), so that a bfloat16 MXU takes their products.
+  // By slot: whether every value is a bfloat16 (a memo buffer of such a function, DotFactors::kBfloat16), so
+  // that a bfloat16 MXU takes their products.
   const std::vector<bool>& bfloat16_slots() const { return bfloat16_slots_; }
 
  private:

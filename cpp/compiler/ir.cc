@@ -181,6 +181,12 @@ void check_index_casts(const Kernel& k, const std::vector<int>& index_casts) {
 
 }  // namespace
 
+bool reads_bfloat16_storage(const Kernel& k) {
+  auto any = [&](auto&& f) { return std::any_of(k.nodes.begin(), k.nodes.end(), f); };
+  return any([](const Node& n) { return n.op == Op::PARAM && n.global && n.dtype == DType::kU16; }) &&
+         any([](const Node& n) { return n.op == Op::MUL && n.dtype == DType::kF32; });
+}
+
 Kernel parse_kernel(std::string_view text) {
   Kernel k;
   int lineno = 0;

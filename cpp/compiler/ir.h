@@ -107,5 +107,8 @@ struct Kernel {
 
 // Parses the renderer's text IR and checks every op/dtype pair is one the lowering handles.
 Kernel parse_kernel(std::string_view text);
+// Whether the kernel computes with bfloat16 tensors, as tinygrad emulates them on TINYTPU (no bfloat16
+// lanes): a 2-byte uint16 buffer whose loads are decoded to float32, and float32 products.
+bool reads_bfloat16_storage(const Kernel& k);
 
 }  // namespace tinytpu::compiler

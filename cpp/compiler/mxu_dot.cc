@@ -41,7 +41,9 @@ class Fuser {
       : p_(p),
         max_slices_(max_slices(cfg)),
         os_fits_(cfg.depth > kSliceTerms),
-        float_mxu_(cfg.mxu_dtype != 0),
+        float_mxu_(cfg.mxu_dtype == 2 ||
+                   (cfg.mxu_dtype == 1 &&
+                    std::find(bfloat16_slots.begin(), bfloat16_slots.end(), true) != bfloat16_slots.end())),
         bfloat16_pe_(cfg.mxu_dtype == 1),
         bfloat16_slots_(bfloat16_slots),
         next_chain_(first_chain),
@@ -112,7 +114,7 @@ class Fuser {
   // MXU_OS's kLen reaches the Controller as UInt#(TLog#(depth)): a slice of `depth` terms reads as 0, so a
   // core whose depth is only the array's rows takes weight-stationary dispatches.
   const bool os_fits_;
-  const bool float_mxu_;                     // the float PEs take float32 chains (config mxu_dtype 1 or 2)
+  const bool float_mxu_;  // the float PEs take float32 chains (config mxu_dtype 2; 1: with bfloat16 factors)
   const bool bfloat16_pe_;                   // of bfloat16 factors only (mxu_dtype 1)
   const std::vector<bool>& bfloat16_slots_;  // by slot: every value a bfloat16 (ElementMemos::bfloat16_slots)
   int next_chain_;

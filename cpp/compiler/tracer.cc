@@ -162,14 +162,10 @@ void Tracer::choose_chunking(ChunkLayout layout, BlockRanges block) {
   const int np = int(c.ranges.size());
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
                              [](const Node& n) { return n.op == Op::RANGE && n.reduce; });
-  // tinygrad stores a bfloat16 tensor as uint16 (it emulates the dtype): with float32 products in the kernel,
-  // such a buffer is float data
-  const bool float_products = std::any_of(k.nodes.begin(), k.nodes.end(), [](const Node& n) {
-    return n.op == Op::MUL && n.dtype == DType::kF32;
-  });
+  // tinygrad stores a bfloat16 tensor as uint16: such a buffer is float data
+  const bool bfloat16 = reads_bfloat16_storage(k);
   bool int_data = std::any_of(k.nodes.begin(), k.nodes.end(), [&](const Node& n) {
-    return n.op == Op::PARAM && n.global && is_lane_int(n.dtype) &&
-           !(n.dtype == DType::kU16 && float_products);
+    return n.op == Op::PARAM && n.global && is_lane_int(n.dtype) && !(n.dtype == DType::kU16 && bfloat16);
   });
   c.chunks = (c.points + kLanes - 1) / kLanes;
   // the blocks of ranges r (rows) and q (columns), the others' points outside: null when the ragged edges

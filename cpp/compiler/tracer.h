@@ -51,7 +51,7 @@ struct TraceLimits {
   // A float MXU's core: computed factors of float products kept per element (element_memo.h), or, tracing
   // only to estimate, taken as kept already (as every batch after the first few finds them).
   KeepDotOperands keep_dot_operands = KeepDotOperands::kNo;
-  DotFactors dot_factors = DotFactors::kFloat32;  // which (a bfloat16 MXU: bfloat16s only)
+  DotFactors dot_factors = DotFactors::kFloat32;  // which
   size_t early_cut_nodes = size_t(1) << 15;       // (up to cut_nodes)
   size_t early_cut_loop = size_t(1) << 18;
   int early_cut_live = 16;
