@@ -219,10 +219,12 @@ def test_a_matmul_of_bfloat16_tensors_is_within_the_documented_bound_of_python()
     got = np.frombuffer(bfloat16_matmul(dev, a, b), np.float32).reshape(64, 64)
     assert np.all(np.abs(got - python) <= bound), (name, np.max(np.abs(got - python) / bound))
 
-def conv_and_gradients(devs: dict[str, str], seed: int, relu: bool) -> dict[str, list[bytes]]:
+def conv_and_gradients(devs: dict[str, str], seed: int, relu: bool, dtype=None) -> dict[str, list[bytes]]:
   """Per device (its configuration named), the bytes of a 16x4x12x12 by 32x4x5x5 convolution of x (or of relu(x))
-  and of its gradients, of x and w (of w alone with the ReLU), for a seeded upstream gradient; counters reset first."""
-  from tinygrad import Device, Tensor
+  and of its gradients, of x and w (of w alone with the ReLU), for a seeded upstream gradient, of tensors stored as
+  `dtype` (float32 by default; each result's bytes as float32); counters reset first."""
+  from tinygrad import Device, Tensor, dtypes
+  dtype = dtype or dtypes.float32
   for dev, name in devs.items(): Device[dev].config = tinytpu.configs.from_spec(name)
   rng = np.random.default_rng(seed)
   x, w = rng.standard_normal((16, 4, 12, 12)).astype(np.float32), rng.standard_normal((32, 4, 5, 5)).astype(np.float32)
@@ -230,9 +232,10 @@ def conv_and_gradients(devs: dict[str, str], seed: int, relu: bool) -> dict[str,
   out = {}
   for dev in devs:
     tinytpu.reset_counters(dev)
-    xt, wt = Tensor(x, device=dev), Tensor(w, device=dev)
+    xt, wt, ut = (Tensor(v, device=dev).cast(dtype).realize() for v in (x, w, upstream))
     y = (xt.relu() if relu else xt).conv2d(wt)
-    out[dev] = [t.numpy().tobytes() for t in (y, *(y * Tensor(upstream, device=dev)).sum().gradient(*([wt] if relu else [xt, wt])))]
+    results = (y, *(y * ut).sum().gradient(*([wt] if relu else [xt, wt])))
+    out[dev] = [t.cast(dtypes.float32).numpy().tobytes() for t in results]
   return out
 
 def test_a_16_row_float_mxu_takes_a_convolution_and_its_gradients_with_the_reference_cores_bits():
@@ -257,6 +260,15 @@ def test_a_float_mxu_takes_a_convolution_of_a_relu_and_its_weight_gradient_with_
   out = conv_and_gradients(devs, 17, relu=True)
   assert out["TINYTPU:82"] == out["TINYTPU:79"] and out["TINYTPU:78"] == out["TINYTPU:79"]
   assert tinytpu.counters("TINYTPU:82")["mxu_busy"] > 0 and tinytpu.counters("TINYTPU:78")["mxu_busy"] > 0
+
+def test_a_convolution_of_bfloat16_tensors_and_its_gradients_run_on_a_bfloat16_mxu_with_the_reference_cores_bits():
+  """A convolution's sums of bfloat16 tensors go on a bfloat16 MXU as a float32 one's do (their factors decoded from
+  uint16 storage, kept per element): the forward pass and both gradients give the reference core's bytes."""
+  from tinygrad import dtypes
+  devs = {"TINYTPU:79": "reference", "TINYTPU:83": "all-pipe-bf16", "TINYTPU:74": "16x16-all-pipe-bf16"}
+  out = conv_and_gradients(devs, 18, relu=False, dtype=dtypes.bfloat16)
+  assert out["TINYTPU:83"] == out["TINYTPU:79"] and out["TINYTPU:74"] == out["TINYTPU:79"]
+  assert tinytpu.counters("TINYTPU:83")["mxu_busy"] > 0 and tinytpu.counters("TINYTPU:74")["mxu_busy"] > 0
 
 @pytest.mark.parametrize("shape", [(2, 8, 16, 10, 3), (2, 4, 16, 12, 5)])
 def test_a_float32_convolution_on_float_mxus_gives_the_reference_cores_bits(shape):

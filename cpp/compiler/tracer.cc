@@ -162,8 +162,9 @@ void Tracer::choose_chunking(ChunkLayout layout, BlockRanges block) {
   const int np = int(c.ranges.size());
   bool reduces = std::any_of(k.nodes.begin(), k.nodes.end(),
                              [](const Node& n) { return n.op == Op::RANGE && n.reduce; });
-  // tinygrad stores a bfloat16 tensor as uint16: such a buffer is float data
-  const bool bfloat16 = reads_bfloat16_storage(k);
+  // tinygrad stores a bfloat16 tensor as uint16: such a buffer is float data where a float MXU takes its
+  // products (elsewhere its kernel keeps an integer kernel's layout, which the VPU computes faster)
+  const bool bfloat16 = reads_bfloat16_storage(k) && limits_.keep_dot_operands != KeepDotOperands::kNo;
   bool int_data = std::any_of(k.nodes.begin(), k.nodes.end(), [&](const Node& n) {
     return n.op == Op::PARAM && n.global && is_lane_int(n.dtype) && !(n.dtype == DType::kU16 && bfloat16);
   });
