@@ -169,7 +169,7 @@ def test_a_bfloat16_matmul_is_the_float32_matmul_of_its_operands_within_the_docu
     assert got.tobytes() == (Tensor(a, device=dev) @ Tensor(b, device=dev)).numpy().tobytes(), name
     assert np.all(np.abs(got.astype(np.float64) - python) <= bound), (name, np.max(np.abs(got - python) / bound))
 
-BFLOAT16_MXU_CORES = {"TINYTPU:81": "bf16", "TINYTPU:83": "all-pipe-bf16", "TINYTPU:74": "16x16-all-pipe-bf16"}
+BFLOAT16_MXU_CORES = {"TINYTPU:81": "bf16", "TINYTPU:83": "all-pipe-bf16", "TINYTPU:120": "16x16-all-pipe-bf16"}
 
 def bfloat16_matmul(dev: str, a: np.ndarray, b: np.ndarray, dtype=None) -> bytes:
   """The bytes of a @ b of tensors stored as `dtype` (bfloat16: tinygrad rounds on the way in), as float32."""
@@ -265,10 +265,10 @@ def test_a_convolution_of_bfloat16_tensors_and_its_gradients_run_on_a_bfloat16_m
   """A convolution's sums of bfloat16 tensors go on a bfloat16 MXU as a float32 one's do (their factors decoded from
   uint16 storage, kept per element): the forward pass and both gradients give the reference core's bytes."""
   from tinygrad import dtypes
-  devs = {"TINYTPU:79": "reference", "TINYTPU:83": "all-pipe-bf16", "TINYTPU:74": "16x16-all-pipe-bf16"}
+  devs = {"TINYTPU:79": "reference", "TINYTPU:83": "all-pipe-bf16", "TINYTPU:120": "16x16-all-pipe-bf16"}
   out = conv_and_gradients(devs, 18, relu=False, dtype=dtypes.bfloat16)
-  assert out["TINYTPU:83"] == out["TINYTPU:79"] and out["TINYTPU:74"] == out["TINYTPU:79"]
-  assert tinytpu.counters("TINYTPU:83")["mxu_busy"] > 0 and tinytpu.counters("TINYTPU:74")["mxu_busy"] > 0
+  assert out["TINYTPU:83"] == out["TINYTPU:79"] and out["TINYTPU:120"] == out["TINYTPU:79"]
+  assert tinytpu.counters("TINYTPU:83")["mxu_busy"] > 0 and tinytpu.counters("TINYTPU:120")["mxu_busy"] > 0
 
 @pytest.mark.parametrize("shape", [(2, 8, 16, 10, 3), (2, 4, 16, 12, 5)])
 def test_a_float32_convolution_on_float_mxus_gives_the_reference_cores_bits(shape):
