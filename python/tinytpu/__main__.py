@@ -1,5 +1,5 @@
-"""tinytpu command line: run, asm, disasm, seeds, opcodes, configs, demo, profile, explore, compare. Bad input or arguments: one line on stderr naming
-the file or argument, exit status 1 (2 for arguments), no traceback."""
+"""tinytpu command line: run, asm, disasm, seeds, opcodes, configs, demo, profile, explore, compare, llm. Bad input or
+arguments: one line on stderr naming the file or argument, exit status 1 (2 for arguments), no traceback."""
 from __future__ import annotations
 import argparse, json, os, sys, warnings
 from importlib import metadata, resources
@@ -106,6 +106,19 @@ def cmd_compare(args) -> None:
   rows = compare.compare(names, args.steps, args.test, args.percentile, args.config, data)
   print(json.dumps(rows, indent=1) if args.json else compare.table(rows))
 
+def cmd_llm(args) -> None:
+  from tinytpu import llm
+  names = [n.strip() for n in args.configs.split(",") if n.strip()]
+  bar = None
+  if sys.stderr.isatty():
+    from tqdm import tqdm
+    bar = tqdm(total=len(names) * (1 + args.decode), unit="call", desc=f"{args.model} on TINYTPU", file=sys.stderr)
+  try:
+    rows = llm.run(args.model, names, args.prefill, args.decode, args.seed, args.weights, bar.update if bar else None)
+  finally:
+    if bar: bar.close()
+  print(json.dumps(rows, indent=1) if args.json else llm.table(rows))
+
 def cmd_profile(args) -> None:
   from tinytpu import events, profile
   if not os.path.isfile(args.script): raise ValueError(f"{args.script}: no such file")
@@ -199,6 +212,18 @@ def main(argv: list[str] | None = None) -> int:
   cmp.add_argument("--percentile", type=float, help="calibrate activations at this percentile (default: maximum)")
   cmp.add_argument("--json", action="store_true", help="print a JSON list of rows")
   cmp.set_defaults(fn=cmd_compare)
+  lm = sub.add_parser("llm", help="a GPT-2-shaped language model on TINYTPU: prefill P tokens, then decode D greedily "
+                      "(KV cache, TinyJit): per configuration and phase, cycles, tokens/s, J/token, checked against CPU")
+  lm.add_argument("--model", default="gpt2-tiny", help="gpt2-small (12 layers, dimension 768, vocabulary 50,257), "
+                  "gpt2-mini (4 layers, 256) or gpt2-tiny (2 layers, 64, vocabulary 512; the default)")
+  lm.add_argument("--configs", default="reference", help="comma-separated TensorCore configurations (names or specs)")
+  lm.add_argument("--prefill", type=_whole(1), default=32, help="prompt tokens, prefilled in one call (default 32)")
+  lm.add_argument("--decode", type=_whole(0), default=8, help="tokens decoded greedily after it (default 8)")
+  lm.add_argument("--seed", type=_whole(0), default=0, help="the seed of the weights and the prompt")
+  lm.add_argument("--weights", metavar="FILE.safetensors", help="the model's weights from a file, under its names "
+                  "(wte.weight, h.0.c_attn.weight, ...) instead of seeded ones")
+  lm.add_argument("--json", action="store_true", help="print a JSON list of rows, one per configuration and phase")
+  lm.set_defaults(fn=cmd_llm)
   sub.add_parser("demo", help="run the demo").set_defaults(fn=cmd_demo)
   prof = sub.add_parser("profile", help="run a script on TINYTPU and report where the cycles go")
   prof.add_argument("script")

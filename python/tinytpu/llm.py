@@ -1,0 +1,166 @@
+"""Language models on TINYTPU (`python -m tinytpu llm`): a GPT-2-shaped model of our own, written with tinygrad's nn
+(pre-norm blocks, GELU MLP, tied embeddings: the public GPT-2 architecture), its weights from a seed or a safetensors
+file, prefilled with P tokens and decoding D more greedily with a KV cache (TinyJit, a symbolic position), on named
+configurations, each row checked against tinygrad's CPU device running the same model and weights."""
+from __future__ import annotations
+import dataclasses, time
+import numpy as np
+from tinygrad import Device, Tensor, TinyJit, Variable, dtypes, nn
+from tinygrad.nn.state import get_state_dict, safe_load
+from tinytpu import configs, device, energy
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+  layers: int
+  dim: int
+  heads: int
+  vocab: int
+  context: int
+  def params(self) -> int:  # the tied head counted once
+    return self.vocab * self.dim + self.context * self.dim + self.layers * (12 * self.dim ** 2 + 13 * self.dim) + 2 * self.dim
+
+MODELS = {
+  "gpt2-small": Shape(layers=12, dim=768, heads=12, vocab=50257, context=1024),  # GPT-2 small (124 M parameters)
+  "gpt2-mini": Shape(layers=4, dim=256, heads=4, vocab=50257, context=1024),
+  "gpt2-tiny": Shape(layers=2, dim=64, heads=4, vocab=512, context=64),  # tests
+}
+# Last logits on TINYTPU within this of CPU's, relative to the largest: both are IEEE float32, but CPU contracts
+# multiply-adds and both reassociate reductions (docs/accuracy.md), so the sums differ in their last bits.
+LOGITS_RTOL = 1e-4
+
+class Block:
+  def __init__(self, s: Shape):
+    self.ln_1, self.ln_2 = nn.LayerNorm(s.dim), nn.LayerNorm(s.dim)
+    self.c_attn, self.attn_proj = nn.Linear(s.dim, 3 * s.dim), nn.Linear(s.dim, s.dim)
+    self.c_fc, self.mlp_proj = nn.Linear(s.dim, 4 * s.dim), nn.Linear(4 * s.dim, s.dim)
+    self.heads, self.context, self.cache = s.heads, s.context, None
+
+  def attention(self, x: Tensor, start) -> Tensor:
+    b, t, d = x.shape
+    q, k, v = self.c_attn(x).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)  # each (b, h, t, hd)
+    if self.cache is None:  # keys and values of every position so far, made on the first call
+      self.cache = Tensor.zeros(2, b, self.heads, self.context, d // self.heads, device=x.device).contiguous().realize()
+    self.cache[:, :, :, start:start + t].assign(Tensor.stack(k, v)).realize()
+    keys, values = self.cache[0, :, :, :start + t], self.cache[1, :, :, :start + t]
+    # a prefill (from position 0) masks later positions; a decoded token sees every earlier one
+    mask = Tensor.full((t, t), float("-inf"), device=x.device).triu(1) if t > 1 else None
+    out = q.scaled_dot_product_attention(keys, values, attn_mask=mask)
+    return self.attn_proj(out.transpose(1, 2).reshape(b, t, d))
+
+  def __call__(self, x: Tensor, start) -> Tensor:
+    x = x + self.attention(self.ln_1(x), start)
+    return x + self.mlp_proj(self.c_fc(self.ln_2(x)).gelu())
+
+class GPT2:
+  def __init__(self, s: Shape):
+    self.shape, self.wte, self.wpe = s, nn.Embedding(s.vocab, s.dim), nn.Embedding(s.context, s.dim)
+    self.h, self.ln_f = [Block(s) for _ in range(s.layers)], nn.LayerNorm(s.dim)
+
+  def __call__(self, tokens: Tensor, start) -> Tensor:
+    """The next token after `tokens` (1, T) at positions start.. (greedy), as a (1, 1) int32 tensor, and the last
+    position's logits (1, vocab)."""
+    t = tokens.shape[1]
+    x = self.wte(tokens) + self.wpe.weight.shrink(((start, start + t), None))
+    for block in self.h: x = block(x, start)
+    logits = (self.ln_f(x[:, -1:, :]) @ self.wte.weight.T)[:, 0]  # the head tied to the token embedding
+    return logits.argmax(-1, keepdim=True).cast(dtypes.int32), logits
+
+def weights(s: Shape, seed: int) -> dict[str, np.ndarray]:
+  """Seeded weights in GPT-2's initialisation: N(0, 0.02) matrices and embeddings, zero biases, unit LayerNorms."""
+  rng, out = np.random.default_rng(seed), {}
+  for name, t in sorted(get_state_dict(GPT2(s)).items()):
+    if name.startswith("ln") or ".ln_" in name: out[name] = np.full(t.shape, name.endswith("weight"), np.float32)
+    elif name.endswith("bias"): out[name] = np.zeros(t.shape, np.float32)
+    else: out[name] = (rng.standard_normal(t.shape, dtype=np.float32) * 0.02).astype(np.float32)
+  return out
+
+def load(path: str, s: Shape) -> dict[str, np.ndarray]:
+  """A safetensors file's weights under this model's names (`safe_load`), each of the model's shape."""
+  want = {k: v.shape for k, v in get_state_dict(GPT2(s)).items()}
+  got = {k: v.float().numpy() for k, v in safe_load(path).items()}
+  if missing := sorted(set(want) - set(got)): raise ValueError(f"{path}: no weights for {', '.join(missing[:5])}")
+  if wrong := [k for k in want if got[k].shape != want[k]]:
+    raise ValueError(f"{path}: {wrong[0]} is {got[wrong[0]].shape}, the model's is {want[wrong[0]]}")
+  return {k: got[k] for k in want}
+
+@dataclasses.dataclass
+class Phase:
+  tokens: list[int]
+  counters: dict
+  host_s: float
+  step_host_s: list[float]  # each decode step's (empty for a prefill)
+  logits: np.ndarray
+
+def generate(s: Shape, w: dict[str, np.ndarray], dev: str, prompt: list[int], decode: int, progress=None) -> list[Phase]:
+  """The prefill of `prompt` in one call, then `decode` tokens a call (TinyJit, the position a Variable): each phase's
+  tokens, counters (TINYTPU's), host seconds and last logits."""
+  model = GPT2(s)
+  for name, t in get_state_dict(model).items(): t.replace(Tensor(w[name], device=dev).realize())
+  tinytpu = dev.split(":")[0] == "TINYTPU"
+  def counters(): return device.counters(dev) if tinytpu else {}
+  @TinyJit
+  def step(token: Tensor, start: Variable) -> tuple[Tensor, Tensor]: return tuple(t.realize() for t in model(token, start))
+  if tinytpu: device.reset_counters(dev)
+  t0 = time.perf_counter()
+  token, logits = (t.realize() for t in model(Tensor([prompt], dtype=dtypes.int32, device=dev), 0))
+  out = [Phase(token.tolist()[0], counters(), time.perf_counter() - t0, [], logits.numpy()[0])]
+  if progress: progress(1)
+  tokens, steps = [], []
+  if tinytpu: device.reset_counters(dev)
+  t0 = time.perf_counter()
+  for i in range(decode):
+    t1 = time.perf_counter()
+    pos = Variable("start", 1, s.context - 1).bind(len(prompt) + i)
+    token, logits = step(Tensor([[tokens[-1] if tokens else out[0].tokens[0]]], dtype=dtypes.int32, device=dev), pos)
+    tokens.append(token.tolist()[0][0])
+    steps.append(time.perf_counter() - t1)
+    if progress: progress(1)
+  out.append(Phase(tokens, counters(), time.perf_counter() - t0, steps, logits.numpy()[0] if decode else out[0].logits))
+  return out
+
+_devices: dict[str, str] = {}  # configuration -> its device, from TINYTPU:200 on
+
+def _device_for(config: str) -> str:
+  """A device of its own per configuration, kept for later runs (a device's tile geometry is fixed once it has made
+  kernels)."""
+  if config not in _devices:
+    dev = f"TINYTPU:{200 + len(_devices)}"
+    Device[dev].config = configs.from_spec(config)
+    _devices[config] = dev
+  return _devices[config]
+
+def run(model: str, config_names: list[str], prefill: int, decode: int, seed: int = 0, weights_path: str | None = None,
+        progress=None) -> list[dict]:
+  """A row per configuration and phase (prefill, decode), checked against CPU: see docs/llm.md."""
+  if model not in MODELS: raise ValueError(f"--model: no model {model!r} (models: {', '.join(MODELS)})")
+  s = MODELS[model]
+  if not 1 <= prefill or prefill + decode > s.context:
+    raise ValueError(f"--prefill {prefill} --decode {decode}: at least 1 prompt token, and at most {s.context} in all")
+  w = load(weights_path, s) if weights_path else weights(s, seed)
+  prompt = [int(x) for x in np.random.default_rng(seed).integers(0, s.vocab, prefill)]
+  cpu = generate(s, w, "CPU", prompt, decode)
+  rows = []
+  for name in config_names:
+    config = configs.from_spec(name)
+    phases = generate(s, w, _device_for(name), prompt, decode, progress)
+    for phase, got, want in zip(("prefill", "decode"), phases, cpu):
+      c, n = got.counters, max(len(got.tokens) if phase == "decode" else prefill, 1)
+      seconds = energy.time_s(c, config)
+      scale = max(float(np.abs(want.logits).max()), 1e-30)
+      rows.append({"config": name, "phase": phase, "tokens": n, "cycles": c["cycles"], "time_s": seconds,
+                   "tokens_per_s": n / seconds if seconds else None, "energy_j": energy.energy_j(c, config),
+                   "j_per_token": energy.energy_j(c, config) / n, "hbm_bytes_per_token": c["hbm_bytes"] / n,
+                   "mxu_busy": c["mxu_busy"] / c["cycles"] if c["cycles"] else 0.0, "noc_bytes": c.get("noc_bytes", 0),
+                   "host_s": got.host_s, "host_s_per_step": got.step_host_s,
+                   "checked": got.tokens == want.tokens and bool(np.abs(got.logits - want.logits).max() <= LOGITS_RTOL * scale),
+                   "logits_max_err": float(np.abs(got.logits - want.logits).max() / scale)})
+  return rows
+
+def table(rows: list[dict]) -> str:
+  lines = [f"{'config':20s} {'phase':8s} {'tokens':>6s} {'cycles':>14s} {'tokens/s':>10s} {'J/token':>10s} "
+           f"{'HBM B/token':>12s} {'MXU busy':>8s} {'host s':>8s} checked"]
+  for r in rows:
+    lines.append(f"{r['config']:20s} {r['phase']:8s} {r['tokens']:>6d} {r['cycles']:>14,d} {r['tokens_per_s'] or 0:>10.1f} "
+                 f"{r['j_per_token']:>10.3g} {r['hbm_bytes_per_token']:>12,.0f} {r['mxu_busy']:>8.1%} {r['host_s']:>8.1f} "
+                 f"{r['checked']}")
+  return "\n".join(lines)

@@ -1,0 +1,60 @@
+# python -m tinytpu llm (tinytpu.llm): a GPT-2-shaped model's prefill and greedy decode on TINYTPU configurations, each
+# row checked against CPU running the same model and weights; on the tiny preset.
+import json
+import numpy as np
+import pytest
+from tinytpu import llm
+from tinytpu.__main__ import main
+
+ROW_KEYS = {"config", "phase", "tokens", "cycles", "time_s", "tokens_per_s", "energy_j", "j_per_token", "hbm_bytes_per_token",
+            "mxu_busy", "noc_bytes", "host_s", "host_s_per_step", "checked", "logits_max_err"}
+
+def test_the_cli_prefills_and_decodes_on_each_configuration_checked_against_cpu(capsys):
+  assert main(["llm", "--model", "gpt2-tiny", "--configs", "16x16-all,hbm", "--prefill", "5", "--decode", "4", "--json"]) == 0
+  rows = json.loads(capsys.readouterr().out)
+  assert [(r["config"], r["phase"], r["tokens"]) for r in rows] == \
+    [("16x16-all", "prefill", 5), ("16x16-all", "decode", 4), ("hbm", "prefill", 5), ("hbm", "decode", 4)]
+  for r in rows:
+    assert set(r) == ROW_KEYS and r["checked"] and r["cycles"] > 0 and r["energy_j"] > 0, r
+    assert r["time_s"] == pytest.approx(r["tokens"] / r["tokens_per_s"])
+    assert len(r["host_s_per_step"]) == (4 if r["phase"] == "decode" else 0)
+  assert rows[2]["hbm_bytes_per_token"] > 0 and rows[0]["hbm_bytes_per_token"] == 0  # only `hbm` has HBM
+
+def test_the_tokens_are_cpus_and_the_weights_come_from_a_seed_or_a_file(tmp_path):
+  """The same tokens as CPU on TINYTPU (greedy decode through TinyJit with the position a Variable); a safetensors
+  file of the seeded weights gives what the seed gives, another seed other tokens."""
+  from tinygrad import Tensor
+  from tinygrad.nn.state import safe_save
+  s = llm.MODELS["gpt2-tiny"]
+  w = llm.weights(s, 3)
+  cpu = llm.generate(s, w, "CPU", [1, 2, 3], 6)
+  tinytpu = llm.generate(s, w, "TINYTPU", [1, 2, 3], 6)
+  assert [p.tokens for p in tinytpu] == [p.tokens for p in cpu]
+  assert len(cpu[1].tokens) == 6 and np.allclose(tinytpu[1].logits, cpu[1].logits, rtol=0, atol=1e-5)
+  path = str(tmp_path / "w.safetensors")
+  safe_save({k: Tensor(v) for k, v in w.items()}, path)
+  assert all(np.array_equal(v, w[k]) for k, v in llm.load(path, s).items())
+  assert llm.weights(s, 4)["wte.weight"].tobytes() != w["wte.weight"].tobytes()
+
+def test_a_weights_file_that_does_not_fit_the_model_is_refused(tmp_path):
+  from tinygrad import Tensor
+  from tinygrad.nn.state import safe_save
+  s = llm.MODELS["gpt2-tiny"]
+  w = llm.weights(s, 0)
+  path = str(tmp_path / "w.safetensors")
+  safe_save({k: Tensor(v) for k, v in w.items() if k != "ln_f.weight"}, path)
+  with pytest.raises(ValueError, match="no weights for ln_f.weight"):
+    llm.load(path, s)
+  safe_save({**{k: Tensor(v) for k, v in w.items()}, "wte.weight": Tensor(np.zeros((3, 3), np.float32))}, path)
+  with pytest.raises(ValueError, match=r"wte.weight is \(3, 3\), the model's is \(512, 64\)"):
+    llm.load(path, s)
+
+@pytest.mark.parametrize("args, message", [
+  (["--model", "gpt3"], "--model: no model 'gpt3'"),
+  (["--prefill", "60", "--decode", "10"], "at most 64 in all"),
+  (["--configs", "chip4"], "the chip of this configuration has 4 cores"),
+])
+def test_bad_arguments_are_one_line_errors(args, message, capsys):
+  assert main(["llm", "--model", "gpt2-tiny", *args]) == 1
+  err = capsys.readouterr().err
+  assert message in err and err.count("\n") == 1, err
