@@ -52,9 +52,35 @@ def test_a_weights_file_that_does_not_fit_the_model_is_refused(tmp_path):
 @pytest.mark.parametrize("args, message", [
   (["--model", "gpt3"], "--model: no model 'gpt3'"),
   (["--prefill", "60", "--decode", "10"], "at most 64 in all"),
-  (["--configs", "chip4"], "the chip of this configuration has 4 cores"),
+  (["--configs", "hbm,nope"], "nope"),
 ])
 def test_bad_arguments_are_one_line_errors(args, message, capsys):
   assert main(["llm", "--model", "gpt2-tiny", *args]) == 1
   err = capsys.readouterr().err
   assert message in err and err.count("\n") == 1, err
+
+def test_a_chip_runs_the_model_tensor_parallel_with_the_tokens_of_one_core():
+  """On chip4 the heads, the MLP's hidden units and the vocabulary are split over the four cores (shard), the partial
+  sums added across them over the NoC: the tokens are CPU's (so one core's), in fewer cycles than one `hbm` core; the
+  chip's cores get their configurations back afterwards."""
+  from tinygrad import Device
+  before = [Device[f"TINYTPU:{i}"].config for i in range(4)]
+  rows = {(r["config"], r["phase"]): r for r in llm.run("gpt2-tiny", ["hbm", "chip4"], 6, 3)}
+  assert all(r["checked"] for r in rows.values()), rows
+  for phase in ("prefill", "decode"):
+    assert rows["chip4", phase]["noc_bytes"] > 0 and rows["hbm", phase]["noc_bytes"] == 0
+    assert rows["chip4", phase]["cycles"] < rows["hbm", phase]["cycles"]
+  assert [Device[f"TINYTPU:{i}"].config for i in range(4)] == before
+
+def test_a_vocabulary_the_cores_do_not_divide_is_padded_and_masked():
+  """510 rows over 4 cores: two zero rows pad the embedding, their logits -inf, so the tokens are CPU's even where
+  every real logit is negative (the head's weights negated makes a zero logit win otherwise)."""
+  s = llm.Shape(layers=1, dim=32, heads=4, vocab=510, context=16)
+  w = llm.weights(s, 5)
+  w["ln_f.bias"] = np.full_like(w["ln_f.bias"], 0.5)
+  w["wte.weight"] = -np.abs(w["wte.weight"])  # every logit negative
+  cpu = llm.generate(s, w, "CPU", [1, 2], 3)
+  with llm._devices_for("chip4") as cores:
+    chip = llm.generate(s, w, cores, [1, 2], 3)
+  assert [p.tokens for p in chip] == [p.tokens for p in cpu]
+  assert chip[1].logits.shape == (510,) and np.all(chip[1].logits < 0)

@@ -3,7 +3,7 @@
 file, prefilled with P tokens and decoding D more greedily with a KV cache (TinyJit, a symbolic position), on named
 configurations, each row checked against tinygrad's CPU device running the same model and weights."""
 from __future__ import annotations
-import dataclasses, time
+import contextlib, dataclasses, time
 import numpy as np
 from tinygrad import Device, Tensor, TinyJit, Variable, dtypes, nn
 from tinygrad.nn.state import get_state_dict, safe_load
@@ -28,22 +28,29 @@ MODELS = {
 # multiply-adds and both reassociate reductions (docs/accuracy.md), so the sums differ in their last bits.
 LOGITS_RTOL = 1e-4
 
+def placed(t: Tensor, device: str | tuple[str, ...], axis: int | None = None) -> Tensor:
+  """`t` on a device, or on a chip's cores: split along `axis` (shard), or whole on each (axis None)."""
+  return t.shard(device, axis=axis) if isinstance(device, tuple) else t.to(device)
+
 class Block:
   def __init__(self, s: Shape):
     self.ln_1, self.ln_2 = nn.LayerNorm(s.dim), nn.LayerNorm(s.dim)
-    self.c_attn, self.attn_proj = nn.Linear(s.dim, 3 * s.dim), nn.Linear(s.dim, s.dim)
+    # queries, keys and values by their own layers (GPT-2's c_attn split in three), so that tensor parallelism
+    # splits each by heads (shard)
+    self.q, self.k, self.v, self.attn_proj = (nn.Linear(s.dim, s.dim) for _ in range(4))
     self.c_fc, self.mlp_proj = nn.Linear(s.dim, 4 * s.dim), nn.Linear(4 * s.dim, s.dim)
     self.heads, self.context, self.cache = s.heads, s.context, None
 
   def attention(self, x: Tensor, start) -> Tensor:
     b, t, d = x.shape
-    q, k, v = self.c_attn(x).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)  # each (b, h, t, hd)
-    if self.cache is None:  # keys and values of every position so far, made on the first call
-      self.cache = Tensor.zeros(2, b, self.heads, self.context, d // self.heads, device=x.device).contiguous().realize()
+    q, k, v = (f(x).reshape(b, t, self.heads, d // self.heads).transpose(1, 2) for f in (self.q, self.k, self.v))
+    if self.cache is None:  # keys and values of every position so far, made on the first call (split by heads)
+      cache = Tensor.zeros(2, b, self.heads, self.context, d // self.heads)
+      self.cache = placed(cache, x.device, axis=2).contiguous().realize()
     self.cache[:, :, :, start:start + t].assign(Tensor.stack(k, v)).realize()
     keys, values = self.cache[0, :, :, :start + t], self.cache[1, :, :, :start + t]
     # a prefill (from position 0) masks later positions; a decoded token sees every earlier one
-    mask = Tensor.full((t, t), float("-inf"), device=x.device).triu(1) if t > 1 else None
+    mask = placed(Tensor.full((t, t), float("-inf")).triu(1), x.device) if t > 1 else None
     out = q.scaled_dot_product_attention(keys, values, attn_mask=mask)
     return self.attn_proj(out.transpose(1, 2).reshape(b, t, d))
 
@@ -52,17 +59,23 @@ class Block:
     return x + self.mlp_proj(self.c_fc(self.ln_2(x)).gelu())
 
 class GPT2:
-  def __init__(self, s: Shape):
-    self.shape, self.wte, self.wpe = s, nn.Embedding(s.vocab, s.dim), nn.Embedding(s.context, s.dim)
+  def __init__(self, s: Shape, cores: int = 1):
+    # Split over `cores`, the token embedding (and so the head tied to it) is split by vocabulary rows, which need a
+    # multiple of the cores: zero rows pad it, and their logits are masked to -inf.
+    self.padded = -(-s.vocab // cores) * cores
+    self.shape, self.wte, self.wpe = s, nn.Embedding(self.padded, s.dim), nn.Embedding(s.context, s.dim)
     self.h, self.ln_f = [Block(s) for _ in range(s.layers)], nn.LayerNorm(s.dim)
 
   def __call__(self, tokens: Tensor, start) -> Tensor:
     """The next token after `tokens` (1, T) at positions start.. (greedy), as a (1, 1) int32 tensor, and the last
-    position's logits (1, vocab)."""
+    position's logits (1, vocab, and the padding's -inf)."""
     t = tokens.shape[1]
     x = self.wte(tokens) + self.wpe.weight.shrink(((start, start + t), None))
     for block in self.h: x = block(x, start)
     logits = (self.ln_f(x[:, -1:, :]) @ self.wte.weight.T)[:, 0]  # the head tied to the token embedding
+    if self.padded != self.shape.vocab:
+      pad = np.where(np.arange(self.padded) < self.shape.vocab, 0, -np.inf).astype(np.float32)[None]
+      logits = logits + placed(Tensor(pad), x.device, axis=1)
     return logits.argmax(-1, keepdim=True).cast(dtypes.int32), logits
 
 def weights(s: Shape, seed: int) -> dict[str, np.ndarray]:
@@ -91,43 +104,76 @@ class Phase:
   step_host_s: list[float]  # each decode step's (empty for a prefill)
   logits: np.ndarray
 
-def generate(s: Shape, w: dict[str, np.ndarray], dev: str, prompt: list[int], decode: int, progress=None) -> list[Phase]:
-  """The prefill of `prompt` in one call, then `decode` tokens a call (TinyJit, the position a Variable): each phase's
-  tokens, counters (TINYTPU's), host seconds and last logits."""
-  model = GPT2(s)
-  for name, t in get_state_dict(model).items(): t.replace(Tensor(w[name], device=dev).realize())
-  tinytpu = dev.split(":")[0] == "TINYTPU"
-  def counters(): return device.counters(dev) if tinytpu else {}
+def split_axis(name: str) -> int | None:
+  """The axis tensor parallelism splits a weight along: the heads of queries, keys and values and the MLP's hidden
+  units (their rows), and the same inputs of the projections after them (their columns), whose partial sums tinygrad
+  then adds up across the cores (an all-reduce); the token embedding by vocabulary rows (the head's logits split so,
+  the embedding's lookup summed across the cores); None: the weight whole on every core."""
+  layer = name.split(".")[-2] if name.startswith("h.") else name.split(".")[0]
+  if layer in ("q", "k", "v", "c_fc", "wte"): return 0
+  return 1 if layer in ("attn_proj", "mlp_proj") and name.endswith("weight") else None
+
+def generate(s: Shape, w: dict[str, np.ndarray], dev: str | tuple[str, ...], prompt: list[int], decode: int,
+             progress=None) -> list[Phase]:
+  """The prefill of `prompt` in one call, then `decode` tokens a call (TinyJit, the position a Variable), on a device or
+  tensor-parallel on a chip's cores (a tuple of them): each phase's tokens, counters (TINYTPU's, a chip's cores'
+  summed and its elapsed `chip_cycles`), host seconds and last logits."""
+  cores = tuple(Device.canonicalize(d) for d in (dev if isinstance(dev, tuple) else (dev,)))  # TINYTPU:0 is TINYTPU
+  model = GPT2(s, len(cores))
+  for name, t in get_state_dict(model).items():
+    v = np.pad(w[name], ((0, t.shape[0] - w[name].shape[0]), (0, 0))) if name == "wte.weight" else w[name]
+    t.replace(placed(Tensor(v), dev, split_axis(name)).realize())
+  tinytpu = cores[0].split(":")[0] == "TINYTPU"
+  def counters() -> dict:
+    if not tinytpu: return {}
+    each = [device.counters(d) for d in cores]
+    return {**{k: sum(c[k] for c in each) for k in device.COUNTERS}, "chip_cycles": each[0]["chip_cycles"],
+            "noc_bytes": each[0]["noc_bytes"]}
   @TinyJit
   def step(token: Tensor, start: Variable) -> tuple[Tensor, Tensor]: return tuple(t.realize() for t in model(token, start))
-  if tinytpu: device.reset_counters(dev)
+  if tinytpu:
+    for d in cores: device.reset_counters(d)
   t0 = time.perf_counter()
-  token, logits = (t.realize() for t in model(Tensor([prompt], dtype=dtypes.int32, device=dev), 0))
-  out = [Phase(token.tolist()[0], counters(), time.perf_counter() - t0, [], logits.numpy()[0])]
+  token, logits = (t.realize() for t in model(placed(Tensor([prompt], dtype=dtypes.int32), dev), 0))
+  out = [Phase(token.tolist()[0], counters(), time.perf_counter() - t0, [], logits.numpy()[0, :s.vocab])]
   if progress: progress(1)
   tokens, steps = [], []
-  if tinytpu: device.reset_counters(dev)
+  if tinytpu:
+    for d in cores: device.reset_counters(d)
   t0 = time.perf_counter()
   for i in range(decode):
     t1 = time.perf_counter()
     pos = Variable("start", 1, s.context - 1).bind(len(prompt) + i)
-    token, logits = step(Tensor([[tokens[-1] if tokens else out[0].tokens[0]]], dtype=dtypes.int32, device=dev), pos)
+    last = tokens[-1] if tokens else out[0].tokens[0]
+    token, logits = step(placed(Tensor([[last]], dtype=dtypes.int32), dev).realize(), pos)
     tokens.append(token.tolist()[0][0])
     steps.append(time.perf_counter() - t1)
     if progress: progress(1)
-  out.append(Phase(tokens, counters(), time.perf_counter() - t0, steps, logits.numpy()[0] if decode else out[0].logits))
+  out.append(Phase(tokens, counters(), time.perf_counter() - t0, steps, logits.numpy()[0, :s.vocab] if decode else out[0].logits))
   return out
 
 _devices: dict[str, str] = {}  # configuration -> its device, from TINYTPU:200 on
 
-def _device_for(config: str) -> str:
+@contextlib.contextmanager
+def _devices_for(config: str):
   """A device of its own per configuration, kept for later runs (a device's tile geometry is fixed once it has made
-  kernels)."""
+  kernels); for a configuration of several cores, the chip's cores TINYTPU:0 to TINYTPU:cores-1, given back their
+  configurations afterwards (TINYTPU:0 is tinygrad's default TINYTPU device)."""
+  chip = configs.from_spec(config)
+  if chip.cores > 1:
+    cores = tuple(f"TINYTPU:{i}" for i in range(chip.cores))
+    before = [Device[d].config for d in cores]
+    try:
+      for d in cores: Device[d].config = chip
+      yield cores
+    finally:
+      for d, c in zip(cores, before): Device[d].config = c
+    return
   if config not in _devices:
     dev = f"TINYTPU:{200 + len(_devices)}"
-    Device[dev].config = configs.from_spec(config)
+    Device[dev].config = chip
     _devices[config] = dev
-  return _devices[config]
+  yield _devices[config]
 
 def run(model: str, config_names: list[str], prefill: int, decode: int, seed: int = 0, weights_path: str | None = None,
         progress=None) -> list[dict]:
@@ -142,12 +188,12 @@ def run(model: str, config_names: list[str], prefill: int, decode: int, seed: in
   rows = []
   for name in config_names:
     config = configs.from_spec(name)
-    phases = generate(s, w, _device_for(name), prompt, decode, progress)
+    with _devices_for(name) as dev: phases = generate(s, w, dev, prompt, decode, progress)
     for phase, got, want in zip(("prefill", "decode"), phases, cpu):
       c, n = got.counters, max(len(got.tokens) if phase == "decode" else prefill, 1)
       seconds = energy.time_s(c, config)
       scale = max(float(np.abs(want.logits).max()), 1e-30)
-      rows.append({"config": name, "phase": phase, "tokens": n, "cycles": c["cycles"], "time_s": seconds,
+      rows.append({"config": name, "phase": phase, "tokens": n, "cycles": c["chip_cycles"], "time_s": seconds,
                    "tokens_per_s": n / seconds if seconds else None, "energy_j": energy.energy_j(c, config),
                    "j_per_token": energy.energy_j(c, config) / n, "hbm_bytes_per_token": c["hbm_bytes"] / n,
                    "mxu_busy": c["mxu_busy"] / c["cycles"] if c["cycles"] else 0.0, "noc_bytes": c.get("noc_bytes", 0),
