@@ -6,7 +6,7 @@ import pytest
 from tinytpu import llm
 from tinytpu.__main__ import main
 
-ROW_KEYS = {"config", "phase", "tokens", "cycles", "time_s", "tokens_per_s", "energy_j", "j_per_token", "hbm_bytes_per_token",
+ROW_KEYS = {"config", "cores", "phase", "tokens", "cycles", "time_s", "tokens_per_s", "energy_j", "j_per_token", "hbm_bytes_per_token",
             "mxu_busy", "noc_bytes", "host_s", "host_s_per_step", "checked", "logits_max_err"}
 
 def test_the_cli_prefills_and_decodes_on_each_configuration_checked_against_cpu(capsys):
@@ -53,6 +53,8 @@ def test_a_weights_file_that_does_not_fit_the_model_is_refused(tmp_path):
   (["--model", "gpt3"], "--model: no model 'gpt3'"),
   (["--prefill", "60", "--decode", "10"], "at most 64 in all"),
   (["--configs", "hbm,nope"], "nope"),
+  (["--configs", "chip4", "--cores", "5"], "--cores 5: chip4 has 4 cores"),
+  (["--configs", "chip4", "--cores", "3"], "3 cores do not divide the model's 4 attention heads"),
 ])
 def test_bad_arguments_are_one_line_errors(args, message, capsys):
   assert main(["llm", "--model", "gpt2-tiny", *args]) == 1
@@ -71,6 +73,9 @@ def test_a_chip_runs_the_model_tensor_parallel_with_the_tokens_of_one_core():
     assert rows["chip4", phase]["noc_bytes"] > 0 and rows["hbm", phase]["noc_bytes"] == 0
     assert rows["chip4", phase]["cycles"] < rows["hbm", phase]["cycles"]
   assert [Device[f"TINYTPU:{i}"].config for i in range(4)] == before
+  two = llm.run("gpt2-tiny", ["chip4"], 6, 3, cores=2)
+  assert [r["cores"] for r in two] == [2, 2] and all(r["checked"] for r in two)
+  assert rows["chip4", "decode"]["cycles"] < two[1]["cycles"] < rows["hbm", "decode"]["cycles"]
 
 def test_a_vocabulary_the_cores_do_not_divide_is_padded_and_masked():
   """510 rows over 4 cores: two zero rows pad the embedding, their logits -inf, so the tokens are CPU's even where

@@ -114,7 +114,8 @@ def cmd_llm(args) -> None:
     from tqdm import tqdm
     bar = tqdm(total=len(names) * (1 + args.decode), unit="call", desc=f"{args.model} on TINYTPU", file=sys.stderr)
   try:
-    rows = llm.run(args.model, names, args.prefill, args.decode, args.seed, args.weights, bar.update if bar else None)
+    rows = llm.run(args.model, names, args.prefill, args.decode, args.seed, args.weights, bar.update if bar else None,
+                   args.cores)
   finally:
     if bar: bar.close()
   print(json.dumps(rows, indent=1) if args.json else llm.table(rows))
@@ -219,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
   lm.add_argument("--configs", default="reference", help="comma-separated TensorCore configurations (names or specs)")
   lm.add_argument("--prefill", type=_whole(1), default=32, help="prompt tokens, prefilled in one call (default 32)")
   lm.add_argument("--decode", type=_whole(0), default=8, help="tokens decoded greedily after it (default 8)")
+  lm.add_argument("--cores", type=_whole(1), help="on a chip, run tensor-parallel over its first N cores (default: all)")
   lm.add_argument("--seed", type=_whole(0), default=0, help="the seed of the weights and the prompt")
   lm.add_argument("--weights", metavar="FILE.safetensors", help="the model's weights from a file, under its names "
                   "(wte.weight, h.0.c_attn.weight, ...) instead of seeded ones")

@@ -119,6 +119,7 @@ def generate(s: Shape, w: dict[str, np.ndarray], dev: str | tuple[str, ...], pro
   tensor-parallel on a chip's cores (a tuple of them): each phase's tokens, counters (TINYTPU's, a chip's cores'
   summed and its elapsed `chip_cycles`), host seconds and last logits."""
   cores = tuple(Device.canonicalize(d) for d in (dev if isinstance(dev, tuple) else (dev,)))  # TINYTPU:0 is TINYTPU
+  if s.heads % len(cores): raise ValueError(f"{len(cores)} cores do not divide the model's {s.heads} attention heads")
   model = GPT2(s, len(cores))
   for name, t in get_state_dict(model).items():
     v = np.pad(w[name], ((0, t.shape[0] - w[name].shape[0]), (0, 0))) if name == "wte.weight" else w[name]
@@ -155,13 +156,14 @@ def generate(s: Shape, w: dict[str, np.ndarray], dev: str | tuple[str, ...], pro
 _devices: dict[str, str] = {}  # configuration -> its device, from TINYTPU:200 on
 
 @contextlib.contextmanager
-def _devices_for(config: str):
+def _devices_for(config: str, use: int | None = None):
   """A device of its own per configuration, kept for later runs (a device's tile geometry is fixed once it has made
-  kernels); for a configuration of several cores, the chip's cores TINYTPU:0 to TINYTPU:cores-1, given back their
-  configurations afterwards (TINYTPU:0 is tinygrad's default TINYTPU device)."""
+  kernels); for a configuration of several cores, the chip's cores TINYTPU:0 to TINYTPU:cores-1 (the first `use` of
+  them), given back their configurations afterwards (TINYTPU:0 is tinygrad's default TINYTPU device)."""
   chip = configs.from_spec(config)
   if chip.cores > 1:
-    cores = tuple(f"TINYTPU:{i}" for i in range(chip.cores))
+    if use is not None and not 1 <= use <= chip.cores: raise ValueError(f"--cores {use}: {config} has {chip.cores} cores")
+    cores = tuple(f"TINYTPU:{i}" for i in range(use or chip.cores))
     before = [Device[d].config for d in cores]
     try:
       for d in cores: Device[d].config = chip
@@ -176,7 +178,7 @@ def _devices_for(config: str):
   yield _devices[config]
 
 def run(model: str, config_names: list[str], prefill: int, decode: int, seed: int = 0, weights_path: str | None = None,
-        progress=None) -> list[dict]:
+        progress=None, cores: int | None = None) -> list[dict]:
   """A row per configuration and phase (prefill, decode), checked against CPU: see docs/llm.md."""
   if model not in MODELS: raise ValueError(f"--model: no model {model!r} (models: {', '.join(MODELS)})")
   s = MODELS[model]
@@ -188,12 +190,13 @@ def run(model: str, config_names: list[str], prefill: int, decode: int, seed: in
   rows = []
   for name in config_names:
     config = configs.from_spec(name)
-    with _devices_for(name) as dev: phases = generate(s, w, dev, prompt, decode, progress)
+    with _devices_for(name, cores) as dev: phases = generate(s, w, dev, prompt, decode, progress)
+    used = len(dev) if isinstance(dev, tuple) else 1
     for phase, got, want in zip(("prefill", "decode"), phases, cpu):
       c, n = got.counters, max(len(got.tokens) if phase == "decode" else prefill, 1)
       seconds = energy.time_s(c, config)
       scale = max(float(np.abs(want.logits).max()), 1e-30)
-      rows.append({"config": name, "phase": phase, "tokens": n, "cycles": c["chip_cycles"], "time_s": seconds,
+      rows.append({"config": name, "cores": used, "phase": phase, "tokens": n, "cycles": c["chip_cycles"], "time_s": seconds,
                    "tokens_per_s": n / seconds if seconds else None, "energy_j": energy.energy_j(c, config),
                    "j_per_token": energy.energy_j(c, config) / n, "hbm_bytes_per_token": c["hbm_bytes"] / n,
                    "mxu_busy": c["mxu_busy"] / c["cycles"] if c["cycles"] else 0.0, "noc_bytes": c.get("noc_bytes", 0),
