@@ -6,7 +6,7 @@ import pytest
 from tinytpu import llm
 from tinytpu.__main__ import main
 
-ROW_KEYS = {"config", "cores", "phase", "tokens", "cycles", "time_s", "tokens_per_s", "energy_j", "j_per_token", "hbm_bytes_per_token",
+ROW_KEYS = {"config", "cores", "dtype", "agreement", "phase", "tokens", "cycles", "time_s", "tokens_per_s", "energy_j", "j_per_token", "hbm_bytes_per_token",
             "mxu_busy", "noc_bytes", "host_s", "host_s_per_step", "checked", "logits_max_err"}
 
 def test_the_cli_prefills_and_decodes_on_each_configuration_checked_against_cpu(capsys):
@@ -89,3 +89,13 @@ def test_a_vocabulary_the_cores_do_not_divide_is_padded_and_masked():
     chip = llm.generate(s, w, cores, [1, 2], 3)
   assert [p.tokens for p in chip] == [p.tokens for p in cpu]
   assert chip[1].logits.shape == (510,) and np.all(chip[1].logits < 0)
+
+def test_int8_weights_run_on_the_mxu_checked_against_cpu_running_the_same_quantised_model():
+  """--dtype int8: each linear layer and the head take int8 weights per output channel and int8 inputs calibrated on
+  the prompt, summed in int32 on the MXU; the tokens are CPU's running the same quantised model, and each row says
+  how many agree with float32's."""
+  rows = llm.run("gpt2-tiny", ["16x16-all-pipe", "chip4"], 6, 3, dtype="int8")
+  assert all(r["checked"] and r["dtype"] == "int8" and 0 <= r["agreement"] <= 1 for r in rows), rows
+  assert rows[0]["mxu_busy"] > 0 and rows[2]["mxu_busy"] > 0  # the prefill's products, on one core and on the chip
+  with pytest.raises(ValueError, match="--dtype int4: float32 or int8"):
+    llm.run("gpt2-tiny", ["hbm"], 2, 1, dtype="int4")

@@ -115,7 +115,7 @@ def cmd_llm(args) -> None:
     bar = tqdm(total=len(names) * (1 + args.decode), unit="call", desc=f"{args.model} on TINYTPU", file=sys.stderr)
   try:
     rows = llm.run(args.model, names, args.prefill, args.decode, args.seed, args.weights, bar.update if bar else None,
-                   args.cores)
+                   args.cores, args.dtype)
   finally:
     if bar: bar.close()
   print(json.dumps(rows, indent=1) if args.json else llm.table(rows))
@@ -221,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
   lm.add_argument("--prefill", type=_whole(1), default=32, help="prompt tokens, prefilled in one call (default 32)")
   lm.add_argument("--decode", type=_whole(0), default=8, help="tokens decoded greedily after it (default 8)")
   lm.add_argument("--cores", type=_whole(1), help="on a chip, run tensor-parallel over its first N cores (default: all)")
+  lm.add_argument("--dtype", default="float32", help="float32, or int8: the linear layers and the head quantised "
+                  "(int8 weights per output channel, int8 inputs calibrated on the prompt, int32 sums on the MXU)")
   lm.add_argument("--seed", type=_whole(0), default=0, help="the seed of the weights and the prompt")
   lm.add_argument("--weights", metavar="FILE.safetensors", help="the model's weights from a file, under its names "
                   "(wte.weight, h.0.c_attn.weight, ...) instead of seeded ones")

@@ -3,11 +3,11 @@
 file, prefilled with P tokens and decoding D more greedily with a KV cache (TinyJit, a symbolic position), on named
 configurations, each row checked against tinygrad's CPU device running the same model and weights."""
 from __future__ import annotations
-import contextlib, dataclasses, time
+import contextlib, dataclasses, time, types
 import numpy as np
 from tinygrad import Device, Tensor, TinyJit, Variable, dtypes, nn
 from tinygrad.nn.state import get_state_dict, safe_load
-from tinytpu import configs, device, energy
+from tinytpu import configs, device, energy, quant
 
 @dataclasses.dataclass(frozen=True)
 class Shape:
@@ -58,6 +58,30 @@ class Block:
     x = x + self.attention(self.ln_1(x), start)
     return x + self.mlp_proj(self.c_fc(self.ln_2(x)).gelu())
 
+LINEARS = ("q", "k", "v", "attn_proj", "c_fc", "mlp_proj")  # a block's
+
+def quantise(model: GPT2, prompt: list[int]) -> None:
+  """The model's linear layers and head made int8 in place (tinytpu.quant: int8 weights per output channel, int8
+  inputs per tensor, int32 sums on the MXU, dequantised to float32 after), each input's scale calibrated on the
+  float model's prefill of `prompt`: its absolute maximum (later inputs beyond it saturate). The model is on CPU."""
+  model.head = lambda x: x @ model.wte.weight.T  # float32, tied to the token embedding, to calibrate
+  holders = [(b, n) for b in model.h for n in LINEARS] + [(model, "head")]
+  seen: dict[int, np.ndarray] = {}
+  def recording(i: int, layer):
+    def call(x: Tensor) -> Tensor:
+      seen[i] = x.numpy()
+      return layer(x)
+    return call
+  layers = [getattr(h, n) for h, n in holders]
+  for i, ((h, n), layer) in enumerate(zip(holders, layers)): setattr(h, n, recording(i, layer))
+  try: model(Tensor([prompt], dtype=dtypes.int32, device="CPU"), 0)[0].realize()
+  finally:
+    for (h, n), layer in zip(holders, layers): setattr(h, n, layer)
+  for b in model.h: b.cache = None  # the calibration's, on CPU
+  layers[-1] = types.SimpleNamespace(weight=model.wte.weight, bias=None)  # the head's weight, as a layer's
+  for i, ((h, n), layer) in enumerate(zip(holders, layers)):
+    setattr(h, n, quant.QuantLinear(layer, float(quant.scale_of(seen[i])), None))
+
 class GPT2:
   def __init__(self, s: Shape, cores: int = 1):
     # Split over `cores`, the token embedding (and so the head tied to it) is split by vocabulary rows, which need a
@@ -65,6 +89,7 @@ class GPT2:
     self.padded = -(-s.vocab // cores) * cores
     self.shape, self.wte, self.wpe = s, nn.Embedding(self.padded, s.dim), nn.Embedding(s.context, s.dim)
     self.h, self.ln_f = [Block(s) for _ in range(s.layers)], nn.LayerNorm(s.dim)
+    self.head = None  # tied to the token embedding; an int8 model's is its own (quantise)
 
   def __call__(self, tokens: Tensor, start) -> Tensor:
     """The next token after `tokens` (1, T) at positions start.. (greedy), as a (1, 1) int32 tensor, and the last
@@ -72,7 +97,8 @@ class GPT2:
     t = tokens.shape[1]
     x = self.wte(tokens) + self.wpe.weight.shrink(((start, start + t), None))
     for block in self.h: x = block(x, start)
-    logits = (self.ln_f(x[:, -1:, :]) @ self.wte.weight.T)[:, 0]  # the head tied to the token embedding
+    x = self.ln_f(x[:, -1:, :])
+    logits = (x @ self.wte.weight.T if self.head is None else self.head(x))[:, 0]
     if self.padded != self.shape.vocab:
       pad = np.where(np.arange(self.padded) < self.shape.vocab, 0, -np.inf).astype(np.float32)[None]
       logits = logits + placed(Tensor(pad), x.device, axis=1)
@@ -104,26 +130,33 @@ class Phase:
   step_host_s: list[float]  # each decode step's (empty for a prefill)
   logits: np.ndarray
 
+def realized(outputs: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+  """The token and the logits realized in one schedule: the head runs once, the argmax reads its logits."""
+  Tensor.realize(*outputs)
+  return outputs
+
 def split_axis(name: str) -> int | None:
   """The axis tensor parallelism splits a weight along: the heads of queries, keys and values and the MLP's hidden
   units (their rows), and the same inputs of the projections after them (their columns), whose partial sums tinygrad
   then adds up across the cores (an all-reduce); the token embedding by vocabulary rows (the head's logits split so,
   the embedding's lookup summed across the cores); None: the weight whole on every core."""
   layer = name.split(".")[-2] if name.startswith("h.") else name.split(".")[0]
-  if layer in ("q", "k", "v", "c_fc", "wte"): return 0
-  return 1 if layer in ("attn_proj", "mlp_proj") and name.endswith("weight") else None
+  if layer in ("q", "k", "v", "c_fc", "wte", "head"): return 0  # (an int8 layer's scales and biases too)
+  return 1 if layer in ("attn_proj", "mlp_proj") and name.split(".")[-1] in ("weight", "wq") else None
 
 def generate(s: Shape, w: dict[str, np.ndarray], dev: str | tuple[str, ...], prompt: list[int], decode: int,
-             progress=None) -> list[Phase]:
+             progress=None, int8: bool = False) -> list[Phase]:
   """The prefill of `prompt` in one call, then `decode` tokens a call (TinyJit, the position a Variable), on a device or
-  tensor-parallel on a chip's cores (a tuple of them): each phase's tokens, counters (TINYTPU's, a chip's cores'
-  summed and its elapsed `chip_cycles`), host seconds and last logits."""
+  tensor-parallel on a chip's cores (a tuple of them), in float32 or int8 (quantise): each phase's tokens, counters
+  (TINYTPU's, a chip's cores' summed and its elapsed `chip_cycles`), host seconds and last logits."""
   cores = tuple(Device.canonicalize(d) for d in (dev if isinstance(dev, tuple) else (dev,)))  # TINYTPU:0 is TINYTPU
   if s.heads % len(cores): raise ValueError(f"{len(cores)} cores do not divide the model's {s.heads} attention heads")
-  model = GPT2(s, len(cores))
+  model = GPT2(s, len(cores))  # made on CPU (quantised there), then placed
   for name, t in get_state_dict(model).items():
     v = np.pad(w[name], ((0, t.shape[0] - w[name].shape[0]), (0, 0))) if name == "wte.weight" else w[name]
-    t.replace(placed(Tensor(v), dev, split_axis(name)).realize())
+    t.replace(Tensor(v, device="CPU"))
+  if int8: quantise(model, prompt)
+  for name, t in get_state_dict(model).items(): t.replace(placed(t, dev, split_axis(name)).realize())
   tinytpu = cores[0].split(":")[0] == "TINYTPU"
   def counters() -> dict:
     if not tinytpu: return {}
@@ -131,11 +164,11 @@ def generate(s: Shape, w: dict[str, np.ndarray], dev: str | tuple[str, ...], pro
     return {**{k: sum(c[k] for c in each) for k in device.COUNTERS}, "chip_cycles": each[0]["chip_cycles"],
             "noc_bytes": each[0]["noc_bytes"]}
   @TinyJit
-  def step(token: Tensor, start: Variable) -> tuple[Tensor, Tensor]: return tuple(t.realize() for t in model(token, start))
+  def step(token: Tensor, start: Variable) -> tuple[Tensor, Tensor]: return realized(model(token, start))
   if tinytpu:
     for d in cores: device.reset_counters(d)
   t0 = time.perf_counter()
-  token, logits = (t.realize() for t in model(placed(Tensor([prompt], dtype=dtypes.int32), dev), 0))
+  token, logits = realized(model(placed(Tensor([prompt], dtype=dtypes.int32), dev), 0))
   out = [Phase(token.tolist()[0], counters(), time.perf_counter() - t0, [], logits.numpy()[0, :s.vocab])]
   if progress: progress(1)
   tokens, steps = [], []
@@ -178,25 +211,30 @@ def _devices_for(config: str, use: int | None = None):
   yield _devices[config]
 
 def run(model: str, config_names: list[str], prefill: int, decode: int, seed: int = 0, weights_path: str | None = None,
-        progress=None, cores: int | None = None) -> list[dict]:
-  """A row per configuration and phase (prefill, decode), checked against CPU: see docs/llm.md."""
+        progress=None, cores: int | None = None, dtype: str = "float32") -> list[dict]:
+  """A row per configuration and phase (prefill, decode), checked against CPU running the same model (int8: the same
+  quantised one), with its tokens' agreement with float32's: see docs/llm.md."""
   if model not in MODELS: raise ValueError(f"--model: no model {model!r} (models: {', '.join(MODELS)})")
+  if dtype not in ("float32", "int8"): raise ValueError(f"--dtype {dtype}: float32 or int8")
   s = MODELS[model]
   if not 1 <= prefill or prefill + decode > s.context:
     raise ValueError(f"--prefill {prefill} --decode {decode}: at least 1 prompt token, and at most {s.context} in all")
   w = load(weights_path, s) if weights_path else weights(s, seed)
   prompt = [int(x) for x in np.random.default_rng(seed).integers(0, s.vocab, prefill)]
-  cpu = generate(s, w, "CPU", prompt, decode)
+  int8 = dtype == "int8"
+  float32 = generate(s, w, "CPU", prompt, decode)
+  cpu = generate(s, w, "CPU", prompt, decode, int8=True) if int8 else float32
   rows = []
   for name in config_names:
     config = configs.from_spec(name)
-    with _devices_for(name, cores) as dev: phases = generate(s, w, dev, prompt, decode, progress)
+    with _devices_for(name, cores) as dev: phases = generate(s, w, dev, prompt, decode, progress, int8)
     used = len(dev) if isinstance(dev, tuple) else 1
-    for phase, got, want in zip(("prefill", "decode"), phases, cpu):
+    for phase, got, want, f32 in zip(("prefill", "decode"), phases, cpu, float32):
       c, n = got.counters, max(len(got.tokens) if phase == "decode" else prefill, 1)
       seconds = energy.time_s(c, config)
       scale = max(float(np.abs(want.logits).max()), 1e-30)
-      rows.append({"config": name, "cores": used, "phase": phase, "tokens": n, "cycles": c["chip_cycles"], "time_s": seconds,
+      agree = np.mean([a == b for a, b in zip(got.tokens, f32.tokens)]) if got.tokens else 1.0
+      rows.append({"config": name, "cores": used, "dtype": dtype, "agreement": float(agree), "phase": phase, "tokens": n, "cycles": c["chip_cycles"], "time_s": seconds,
                    "tokens_per_s": n / seconds if seconds else None, "energy_j": energy.energy_j(c, config),
                    "j_per_token": energy.energy_j(c, config) / n, "hbm_bytes_per_token": c["hbm_bytes"] / n,
                    "mxu_busy": c["mxu_busy"] / c["cycles"] if c["cycles"] else 0.0, "noc_bytes": c.get("noc_bytes", 0),
