@@ -54,7 +54,7 @@ PY_LAYERS = [
   ("the extension modules and value functions", {"_core", "_core8", "_core16", "sin32", "energy"}),
   ("the model, its configurations and traces", {"configs", "model", "events", "trace", "chip"}),
   ("the tinygrad device and its reports", {"renderer", "device", "profile", "pipeline"}),
-  ("programs on the device", {"quant", "compare", "real", "workloads", "explore", "demo"}),
+  ("programs on the device", {"quant", "compare", "real", "workloads", "explore", "demo", "llm"}),
   ("the command line", {"__main__"}),
   ("the package's face", {"__init__"}),
 ]

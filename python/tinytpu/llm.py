@@ -234,7 +234,8 @@ def run(model: str, config_names: list[str], prefill: int, decode: int, seed: in
       seconds = energy.time_s(c, config)
       scale = max(float(np.abs(want.logits).max()), 1e-30)
       agree = np.mean([a == b for a, b in zip(got.tokens, f32.tokens)]) if got.tokens else 1.0
-      rows.append({"config": name, "cores": used, "dtype": dtype, "agreement": float(agree), "phase": phase, "tokens": n, "cycles": c["chip_cycles"], "time_s": seconds,
+      rows.append({"config": name, "cores": used, "dtype": dtype, "agreement": float(agree), "phase": phase, "tokens": n,
+                   "cycles": c["chip_cycles"], "time_s": seconds,
                    "tokens_per_s": n / seconds if seconds else None, "energy_j": energy.energy_j(c, config),
                    "j_per_token": energy.energy_j(c, config) / n, "hbm_bytes_per_token": c["hbm_bytes"] / n,
                    "mxu_busy": c["mxu_busy"] / c["cycles"] if c["cycles"] else 0.0, "noc_bytes": c.get("noc_bytes", 0),
