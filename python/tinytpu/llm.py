@@ -165,6 +165,10 @@ def generate(s: Shape, w: dict[str, np.ndarray], dev: str | tuple[str, ...], pro
             "noc_bytes": each[0]["noc_bytes"]}
   @TinyJit
   def step(token: Tensor, start: Variable) -> tuple[Tensor, Tensor]: return realized(model(token, start))
+  # TinyJit runs a function once plainly (to let it make its state), captures it on the second call and replays it
+  # from the third. The prefill made this one's state (the KV cache), so the first decode step captures: every later
+  # step replays, and none schedules the model again.
+  step.cnt = 1
   if tinytpu:
     for d in cores: device.reset_counters(d)
   t0 = time.perf_counter()
