@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                   "(int8 weights per output channel, int8 inputs calibrated on the prompt, int32 sums on the MXU)")
   lm.add_argument("--seed", type=_whole(0), default=0, help="the seed of the weights and the prompt")
   lm.add_argument("--weights", metavar="FILE.safetensors", help="the model's weights from a file, under its names "
-                  "(wte.weight, h.0.c_attn.weight, ...) instead of seeded ones")
+                  "(wte.weight, h.0.q.weight, ...) instead of seeded ones")
   lm.add_argument("--json", action="store_true", help="print a JSON list of rows, one per configuration and phase")
   lm.set_defaults(fn=cmd_llm)
   sub.add_parser("demo", help="run the demo").set_defaults(fn=cmd_demo)

@@ -165,11 +165,9 @@ def _dot_of_elements(k) -> UOp | None:
   term = r.src[0].src[0] if r.src[0].op is Ops.CAST and r.src[0].src[0].dtype == dtypes.bfloat16 else r.src[0]
   return term if term.op is Ops.MUL and all(one_load(s) for s in term.src) else None
 
-def _mxu_lanes(k, stock, product: UOp):
+def _mxu_lanes(k, stock, product: UOp, rows: int):
   """`stock` (tinygrad's opts for k) without the UPCAST of one range of each operand none of whose ranges keeps enough
-  values in lanes to fill the MXU's rows; None when there is nothing to drop, or dropping fills no block."""
-  arch = k.ren.target.arch
-  rows = int(arch[len(arch.rstrip("0123456789")):])
+  values in lanes to fill the MXU's `rows`; None when there is nothing to drop, or dropping fills no block."""
   if any(o.op not in (OptOps.UPCAST, OptOps.UNROLL) for o in stock.applied_opts): return None
   upcast = {o.axis: o.arg or k.full_shape[o.axis] for o in stock.applied_opts if o.op is OptOps.UPCAST}
   a, b = ({i for i in k.upcastable_dims if k.rngs[i] in s.backward_slice} for s in product.src)
@@ -190,8 +188,9 @@ def _mxu_lanes(k, stock, product: UOp):
 def hand_coded_optimizations(k):
   stock = _tinygrad_heuristic(k)
   takes = {MXU_ARCH[1]: (dtypes.bfloat16,), MXU_ARCH[2]: (dtypes.bfloat16, dtypes.float32)}  # a float32 MXU: any float
-  arch = k.ren.target.arch.rstrip("0123456789") if isinstance(k.ren, TinyTPURenderer) else None
-  if (product := _dot_of_elements(k)) is None or product.dtype not in takes.get(arch, ()): return stock
-  try: return _mxu_lanes(k, stock, product) or stock
+  arch = k.ren.target.arch if isinstance(k.ren, TinyTPURenderer) else ""
+  pe = arch.rstrip("0123456789")  # MXU_ARCH's name, then the rows
+  if (product := _dot_of_elements(k)) is None or product.dtype not in takes.get(pe, ()): return stock
+  try: return _mxu_lanes(k, stock, product, int(arch[len(pe):])) or stock
   except KernelOptError: return stock
 _tinygrad_heuristic, heuristic.hand_coded_optimizations = heuristic.hand_coded_optimizations, hand_coded_optimizations
