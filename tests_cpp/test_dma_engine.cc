@@ -42,6 +42,32 @@ TEST_CASE("DMA engine: transfers go round-robin over the channels, a request a c
   CHECK(dma.bytes == 64 + 64 + 8 + 64 + 4);
 }
 
+TEST_CASE(
+    "DMA engine: with shared HBM a core's request holds its channel a cycle for each of the chip's cores") {
+  TensorCoreConfig c = hbm(2, 16, 3);
+  c.cores = 4;
+  c.hbm_shared = true;
+  DmaEngine dma(c);
+  // a 64-byte read is 4 requests, each holding channel 0 for 4 cycles (its slot and the 3 other cores'):
+  // from cycle 1 to 16, the data 3 later, visible in 20
+  CHECK(dma.read(64, 1) == 1 + 4 * 4 + 3);
+  CHECK(dma.read(64, 2) == 2 + 4 * 4 + 3);  // channel 1, in parallel
+  CHECK(dma.read(8, 3) == 17 + 4 + 3);      // channel 0 again: queued until cycle 17
+  CHECK(dma.read_cycles(32) == 2 * 4 + 3);
+  CHECK(dma.write(16, 40) == 40 + 4);  // channel 1: done with its one request's slots
+  // one core has the channels to itself: shared or not, the same
+  TensorCoreConfig lone = hbm(1, 16, 3);
+  lone.hbm_shared = true;
+  CHECK(DmaEngine(lone).read(64, 1) == DmaEngine(hbm(1, 16, 3)).read(64, 1));
+}
+
+TEST_CASE("shared HBM needs HBM") {
+  TensorCoreConfig c;
+  c.cores = 4;
+  c.hbm_shared = true;
+  CHECK_THROWS_WITH(c.check(), Catch::Contains("hbm_shared = 1 needs HBM"));
+}
+
 TEST_CASE("DMA engine: a prefetched read never takes a channel in the previous launch's write cycles") {
   DmaEngine dma(hbm(1, 16, 3), 5);     // the last 5 cycles before cycle 0 are the previous launch's writes
   CHECK(dma.read(16, -10) == -9 + 3);  // cycle -10 alone: before the writes

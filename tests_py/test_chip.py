@@ -162,6 +162,48 @@ for tok, pos in [(5, 0), (17, 1), (31, 2)]:  # a decode step's token and positio
   out["runs"].append([bool(np.array_equal(got, W[tok:tok + 1] + P[pos:pos + 1])), c["cycles"], c["sc_lookups"]])
 """
 
+def test_cores_sharing_hbm_take_a_share_of_its_channels():
+  """chip4 with hbm_shared: its cores share the one channel, each owning a cycle in four (config_fields.def), so an
+  add on one core moves the same bytes at a quarter of the bandwidth, ticked or run in order alike."""
+  spec = "chip4,hbm_shared=1"
+  shared, own = run_on_chip(HBM_ADD, TINYTPU_CONFIG=spec), run_on_chip(HBM_ADD, TINYTPU_CONFIG="chip4")
+  c = shared["counters"]
+  assert shared["exact"] and c["hbm_bytes"] == own["counters"]["hbm_bytes"]
+  assert c["cycles"] * 16 >= 4 * c["hbm_bytes"]
+  assert c["cycles"] * 16 < 1.1 * 4 * c["hbm_bytes"]  # bound by its quarter of the channel
+  assert run_on_chip(HBM_ADD, TINYTPU_CONFIG=spec, TINYTPU_FUNCTIONAL="0")["counters"]["cycles"] == c["cycles"]
+
+def test_one_cores_counters_and_reset_wait_for_every_core_of_its_chip():
+  """The chip's timeline counts every core's work: asked about TINYTPU:0 while TINYTPU:1 still runs its queue, the
+  chip's cycles are the whole chip's, and a reset through TINYTPU:0 leaves none of TINYTPU:1's queued work behind."""
+  out = run_on_chip("""
+x = Tensor(np.ones((64, 64), np.float32), device="TINYTPU:1").realize()
+Tensor([1.0], device="TINYTPU").realize()  # core 0 opened
+tinytpu.reset_counters()
+(x @ x).realize()  # queued on core 1's thread
+out["one"] = tinytpu.counters("TINYTPU")["chip_cycles"]
+out["all"] = tinytpu.counters()["chip_cycles"]
+(x @ x).realize()
+tinytpu.reset_counters("TINYTPU")
+out["after_reset"] = tinytpu.counters()["chip_cycles"]
+""")
+  assert out["one"] == out["all"] > 0 and out["after_reset"] == 0
+
+def test_a_device_given_another_configuration_runs_its_kernels_compiled_for_it():
+  """tinygrad keeps a device's programs: one given another configuration of its geometry runs them as compiled for
+  the new one (here an add on hbm moves its bytes from HBM, then on the reference moves none)."""
+  out = run_on_chip("""
+from tinytpu import configs
+a = np.arange(256, dtype=np.float32)
+for spec in ("hbm", "reference", "hbm"):
+  Device["TINYTPU:1"].config = configs.from_spec(spec)
+  x = Tensor(a, device="TINYTPU:1").realize()
+  tinytpu.reset_counters()
+  assert ((x + 1).numpy() == a + 1).all()
+  out[spec] = out.get(spec, []) + [tinytpu.counters()["hbm_bytes"]]
+""", TINYTPU_CONFIG="reference")
+  assert out["reference"] == [0] and out["hbm"][0] == out["hbm"][1] > 0
+
 def test_embedding_rows_a_variable_picks_go_to_the_sparse_core_where_it_has_them_in_sooner():
   """On chip4 (a SparseCore beside each core) the rows of the two embeddings are looked up partly by the SparseCore,
   beside the DMA engine's reads: the same sums, in fewer cycles than with the DMA engine alone, and the same cycles

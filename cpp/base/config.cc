@@ -44,6 +44,10 @@ void TensorCoreConfig::check() const {
     throw std::invalid_argument(
         "TensorCoreConfig.sparse_core = 1 needs HBM (hbm_channels > 0): "
         "the SparseCore reads its table's rows from HBM");
+  if (hbm_shared && !hbm_channels)
+    throw std::invalid_argument(
+        "TensorCoreConfig.hbm_shared = 1 needs HBM (hbm_channels > 0): the cores share the chip's HBM "
+        "channels");
 }
 
 std::string TensorCoreConfig::describe() const {

@@ -45,6 +45,7 @@ DmaEngine::DmaEngine(const TensorCoreConfig& cfg, int64_t paused)
     : channels_(cfg.hbm_channels),
       bytes_per_cycle_(cfg.hbm_bytes_per_cycle),
       latency_(cfg.hbm_latency),
+      slot_cycles_(cfg.hbm_shared ? cfg.cores : 1),
       paused_(paused) {
   free_.fill(std::numeric_limits<int64_t>::min());
 }
@@ -53,13 +54,15 @@ namespace {
 int64_t beats(int bytes, int bytes_per_cycle) { return (bytes + bytes_per_cycle - 1) / bytes_per_cycle; }
 }  // namespace
 
+int64_t DmaEngine::channel_cycles(int bytes) const { return beats(bytes, bytes_per_cycle_) * slot_cycles_; }
+
 int64_t DmaEngine::begin(int64_t cycles, int64_t issue) const {
   const int64_t at = std::max(issue, free_[size_t(next_)]);
   return at < 0 && at + cycles > -paused_ ? 0 : at;  // the previous launch's writes hold the channel
 }
 
 int64_t DmaEngine::transfer(int n, int64_t issue) {
-  const int64_t cycles = beats(n, bytes_per_cycle_);
+  const int64_t cycles = channel_cycles(n);
   const int64_t at = begin(cycles, issue);
   free_[size_t(next_)] = at + cycles;
   next_ = (next_ + 1) % channels_;
@@ -70,10 +73,10 @@ int64_t DmaEngine::transfer(int n, int64_t issue) {
 int64_t DmaEngine::read(int n, int64_t issue) { return transfer(n, issue) + latency_; }
 
 int64_t DmaEngine::would_read(int n, int64_t issue) const {
-  return begin(beats(n, bytes_per_cycle_), issue) + read_cycles(n);
+  return begin(channel_cycles(n), issue) + read_cycles(n);
 }
 
-int64_t DmaEngine::read_cycles(int n) const { return beats(n, bytes_per_cycle_) + latency_; }
+int64_t DmaEngine::read_cycles(int n) const { return channel_cycles(n) + latency_; }
 
 int64_t DmaEngine::write(int n, int64_t issue) { return transfer(n, issue); }
 

@@ -19,8 +19,9 @@ int output_bytes(RecordType type);
 // a cycle from the engine; a channel takes one request a cycle, read or write, each moving
 // hbm_bytes_per_cycle, and queues the rest. A read's data arrives hbm_latency cycles after its last
 // request (HBMModel's readReq to readResp, hardware.md §6) and is visible the cycle after; a write is done
-// with its last request (HBMModel's write is immediate). Times are a launch's cycles; a prefetched launch's
-// loading starts before its cycle 0, at negative times.
+// with its last request (HBMModel's write is immediate). With hbm_shared a request holds its channel `cores`
+// cycles: the core's slot in the chip's time-division arbiter and the other cores' (config_fields.def). Times
+// are a launch's cycles; a prefetched launch's loading starts before its cycle 0, at negative times.
 class DmaEngine {
  public:
   // `paused`: the last cycles before cycle 0 that the channels spend on the previous launch's writes
@@ -39,7 +40,9 @@ class DmaEngine {
  private:
   int64_t transfer(int bytes, int64_t issue);
   int64_t begin(int64_t cycles, int64_t issue) const;  // of a transfer of `cycles` on the next channel
+  int64_t channel_cycles(int bytes) const;             // a transfer's hold of its channel
   const int channels_, bytes_per_cycle_, latency_;
+  const int64_t slot_cycles_;  // a request's: 1, or the chip's cores when they share the channels
   const int64_t paused_;
   std::array<int64_t, TensorCoreConfig::kMaxHbmChannels> free_;  // per channel, its first free cycle
   int next_ = 0;                                                 // the next transfer's channel

@@ -108,7 +108,7 @@ def cmd_compare(args) -> None:
 
 def cmd_llm(args) -> None:
   from tinytpu import llm
-  names = [n.strip() for n in args.configs.split(",") if n.strip()]
+  names = configs.split_specs(args.configs)
   bar = None
   if sys.stderr.isatty():
     from tqdm import tqdm
@@ -217,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                       "(KV cache, TinyJit): per configuration and phase, cycles, tokens/s, J/token, checked against CPU")
   lm.add_argument("--model", default="gpt2-tiny", help="gpt2-small (12 layers, dimension 768, vocabulary 50,257), "
                   "gpt2-mini (4 layers, 256) or gpt2-tiny (2 layers, 64, vocabulary 512; the default)")
-  lm.add_argument("--configs", default="reference", help="comma-separated TensorCore configurations (names or specs)")
+  lm.add_argument("--configs", default="reference", help="comma-separated TensorCore configurations: names, each with its field=value items after it "
+                  "(reference,chip4,hbm_shared=1)")
   lm.add_argument("--prefill", type=_whole(1), default=32, help="prompt tokens, prefilled in one call (default 32)")
   lm.add_argument("--decode", type=_whole(0), default=8, help="tokens decoded greedily after it (default 8)")
   lm.add_argument("--cores", type=_whole(1), help="on a chip, run tensor-parallel over its first N cores (default: all)")

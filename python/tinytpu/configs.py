@@ -47,6 +47,15 @@ def from_spec(spec: str | None = None):
       msg = msg.split(" (known:")[0] + f" (known: {', '.join(n['name'] for n in named())})"
     raise ValueError(f"{ENV}={text}: {msg}" if spec is None else msg) from None
 
+def split_specs(text: str) -> list[str]:
+  """A comma-separated list of configurations as specs: each `field=value` item belongs to the name before it
+  ("chip4,hbm_shared=1,hbm" is chip4 with shared HBM, then hbm)."""
+  specs: list[str] = []
+  for item in [t.strip() for t in text.split(",") if t.strip()]:
+    if "=" in item and specs: specs[-1] += f",{item}"
+    else: specs.append(item)
+  return specs
+
 def core_of(config) -> ModuleType:
   """The extension module a configuration belongs to: the core its kernels compile for and run on."""
   return sys.modules[type(config).__module__]

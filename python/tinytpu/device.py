@@ -83,17 +83,26 @@ class TinyTPUAllocator(LRUAllocator["TinyTPUDevice"]):
 
 class TinyTPUProgram(Program["TinyTPUDevice"]):
   def __init__(self, dev: TinyTPUDevice, obj: TinyELF):
-    self.dev, self.name = dev, obj.name
+    self.dev, self.name, self.lib = dev, obj.name, obj.lib
     dev.made_kernels = True
     # TINYTPU_CUT_NODES: how many tile nodes of a chunk are traced before its batch compiles (tests set it low)
-    cut_nodes = int(os.getenv("TINYTPU_CUT_NODES", _core.DEFAULT_CUT_NODES))
-    # devices of one configuration (a chip's cores) share a kernel: its plans compile once, its timings are kept once
-    key = (obj.lib, configs.key(dev.config), cut_nodes)
-    with _lock: self.kernel = _kernels.get(key)
-    if self.kernel is None:
-      self.kernel = dev.core.Kernel(obj.lib, dev.config, cut_nodes)
-      with _lock: self.kernel = _kernels.setdefault(key, self.kernel)
+    self.cut_nodes = int(os.getenv("TINYTPU_CUT_NODES", _core.DEFAULT_CUT_NODES))
+    self.compiled: tuple = (None, None)  # (a configuration, the kernel compiled for it)
     self.loads, self.stores = set(self.kernel.loads), set(self.kernel.stores)  # places in a call's buffers
+  @property
+  def kernel(self):
+    """The kernel for the device's configuration now: tinygrad keeps a device's programs, so one given another
+    configuration (of the same geometry) must not run its kernels as compiled for the last one. Devices of one
+    configuration (a chip's cores) share a kernel: its plans compile once, its timings are kept once."""
+    config, kernel = self.compiled
+    if config is not self.dev.config:
+      config, key = self.dev.config, (self.lib, configs.key(self.dev.config), self.cut_nodes)
+      with _lock: kernel = _kernels.get(key)
+      if kernel is None:
+        kernel = self.dev.core.Kernel(self.lib, config, self.cut_nodes)
+        with _lock: kernel = _kernels.setdefault(key, kernel)
+      self.compiled = (config, kernel)
+    return kernel
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, **kw):
     vals, trial, queue = [int(v) if v is not None else 0 for v in vals], _beam_trials > 0, self.dev.queue
     # here and now: a lone core's; a chip's too with TINYTPU_ASYNC=0, or while a trace records (one log, in call order)
@@ -199,9 +208,12 @@ _counters: dict[tuple[str, bool], Counter] = {}  # (device, a BEAM trial run) ->
 _devices: weakref.WeakSet[TinyTPUDevice] = weakref.WeakSet()
 
 def _matching(device: str | None) -> list[TinyTPUDevice]:
-  """The devices opened, or the one named, each with its queued kernels run."""
+  """The devices opened, or the one named, each with its queued kernels run, and those of every other core of its
+  chip: the chip's timeline (chip_cycles, a reset) counts all its cores' work, whatever the device asked about."""
   devs = [d for d in list(_devices) if device in (None, d.device)]
-  for d in devs: d.synchronize()
+  chips = {id(d.timeline) for d in devs}
+  for d in list(_devices):
+    if id(d.timeline) in chips: d.synchronize()
   return devs
 
 def counters(device: str | None = None, beam: bool = False) -> dict[str, int]:

@@ -221,14 +221,14 @@ def run(model: str, config_names: list[str], prefill: int, decode: int, seed: in
   s = MODELS[model]
   if not 1 <= prefill or prefill + decode > s.context:
     raise ValueError(f"--prefill {prefill} --decode {decode}: at least 1 prompt token, and at most {s.context} in all")
+  chosen = {name: configs.from_spec(name) for name in config_names}  # refused before any run
   w = load(weights_path, s) if weights_path else weights(s, seed)
   prompt = [int(x) for x in np.random.default_rng(seed).integers(0, s.vocab, prefill)]
   int8 = dtype == "int8"
   float32 = generate(s, w, "CPU", prompt, decode)
   cpu = generate(s, w, "CPU", prompt, decode, int8=True) if int8 else float32
   rows = []
-  for name in config_names:
-    config = configs.from_spec(name)
+  for name, config in chosen.items():
     with _devices_for(name, cores) as dev: phases = generate(s, w, dev, prompt, decode, progress, int8)
     used = len(dev) if isinstance(dev, tuple) else 1
     for phase, got, want, f32 in zip(("prefill", "decode"), phases, cpu, float32):

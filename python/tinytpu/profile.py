@@ -106,9 +106,11 @@ def report(tr: Trace, top: int = 5, counters: dict | None = None, config=None) -
       out += ["", f"==== core {c} (TINYTPU:{c}): {int(into.sum())} copies into it, {int(one.cycles[into].sum()):,} cycles "
               "on the NoC", core_report(one, top)]
   if counters and config is not None and config.loader.shares_channels:
-    peak = config.hbm_channels * config.hbm_bytes_per_cycle
+    share = config.cores if config.hbm_shared else 1  # shared: a core's slots, one cycle in `cores`
+    peak = config.hbm_channels * config.hbm_bytes_per_cycle / share
+    whose = f"a core's share of the chip's shared channels (1/{share} of" if share > 1 else "the cores' channels ("
     out.append(f"\nHBM: {counters['hbm_bytes']:,} bytes moved, {_pct(counters['hbm_bytes'], peak * counters['cycles']).strip()} "
-               f"of the cores' channels ({config.hbm_channels} x {config.hbm_bytes_per_cycle} bytes a cycle each) over "
+               f"of {whose}{config.hbm_channels} x {config.hbm_bytes_per_cycle} bytes a cycle each) over "
                f"their {counters['cycles']:,} cycles")
   if counters and counters.get("noc_bytes"):
     out.append(f"NoC: {counters['noc_bytes']:,} bytes copied between cores")
