@@ -47,6 +47,7 @@ TEST_CASE("IR parser: the renderer's spellings parse to their values") {
       "6\n");
   CHECK(k.name == "E_3");
   CHECK(k.fast_math);
+  CHECK(!k.dots_on_mxu);
   REQUIRE(k.nodes.size() == 8);
   CHECK(k.nodes[0].ivalue == INT32_MIN);
   float three = 3.0f;
@@ -56,6 +57,15 @@ TEST_CASE("IR parser: the renderer's spellings parse to their values") {
   CHECK((k.nodes[4].ivalue == 2 && k.nodes[4].global));
   CHECK((k.nodes[5].ivalue == 1 && !k.nodes[5].global));
   CHECK((k.nodes[6].src == std::vector<int>{3} && k.nodes[6].ivalue == 7 && k.nodes[6].reduce));
+}
+
+TEST_CASE("IR parser: the kernel's flags, each known, in any order") {
+  const std::string body = "\nCONST i32 0 1\n";
+  const Kernel both = parse_kernel("KERNEL k dots=mxu fastmath" + body);
+  CHECK((both.fast_math && both.dots_on_mxu));
+  const Kernel none = parse_kernel("KERNEL k" + body);
+  CHECK((!none.fast_math && !none.dots_on_mxu));
+  check_malformed("KERNEL k dots=vpu" + body, "line 1: unknown kernel flag 'dots=vpu' (fastmath, dots=mxu)");
 }
 
 TEST_CASE("IR parser: blocks are well formed before any pass walks them") {

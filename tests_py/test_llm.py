@@ -100,3 +100,17 @@ def test_int8_weights_run_on_the_mxu_checked_against_cpu_running_the_same_quanti
   assert rows[0]["mxu_busy"] > 0 and rows[2]["mxu_busy"] > 0  # the prefill's products, on one core and on the chip
   with pytest.raises(ValueError, match="--dtype int4: float32 or int8"):
     llm.run("gpt2-tiny", ["hbm"], 2, 1, dtype="int4")
+
+def test_int8_decode_moves_a_fraction_of_float32s_bytes_and_shared_hbm_slows_the_chip():
+  """--dtype int8 decodes on the MXU from int8 weights: under 0.3x float32's HBM bytes per token on `hbm`. With its
+  cores sharing HBM (hbm_shared), chip4 gives the same tokens in more cycles: each core has a quarter of the channel,
+  so a phase takes at least its busiest core's bytes at that quarter (a core's bytes, the chip's over 4 here)."""
+  rows = {(r["config"], r["dtype"], r["phase"]): r
+          for r in llm.run("gpt2-tiny", ["hbm", "chip4", "chip4,hbm_shared=1"], 6, 3) + llm.run("gpt2-tiny", ["hbm"], 6, 3, dtype="int8")}
+  assert all(r["checked"] for r in rows.values()), rows
+  int8, f32 = rows["hbm", "int8", "decode"], rows["hbm", "float32", "decode"]
+  assert int8["hbm_bytes_per_token"] < 0.3 * f32["hbm_bytes_per_token"] and int8["mxu_busy"] > 0
+  for phase in ("prefill", "decode"):
+    own, shared = rows["chip4", "float32", phase], rows["chip4,hbm_shared=1", "float32", phase]
+    assert shared["hbm_bytes_per_token"] == own["hbm_bytes_per_token"] and shared["cycles"] > own["cycles"]
+    assert shared["cycles"] * 16 / 4 >= shared["hbm_bytes_per_token"] * shared["tokens"] / 4

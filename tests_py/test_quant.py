@@ -218,3 +218,35 @@ def test_a_convolutions_channels_go_output_stationary_across_chains():
   _, log = decision_log_of(code)
   assert "int8 dot products on the MXU" in log
   assert "0 output-stationary across chains" not in log and "output-stationary across chains" in log
+
+DOTS_MATVEC = """
+import json, types, numpy as np, tinytpu
+from tinygrad import Tensor, Device
+from tinytpu import configs, quant
+Device["TINYTPU"].config = configs.from_spec("hbm")
+rng = np.random.default_rng(4)
+w, x = (rng.standard_normal(s).astype(np.float32) for s in ((64, 128), (1, 128)))
+layer = quant.QuantLinear(types.SimpleNamespace(weight=Tensor(w, device="TINYTPU"), bias=None), float(np.abs(x).max() / 127), None)
+xt = Tensor(x, device="TINYTPU").realize()
+layer.wq.realize()
+tinytpu.reset_counters()
+out = layer(xt).numpy()
+c = tinytpu.counters()
+print("OUT" + json.dumps({"out": out.tolist(), "mxu_busy": c["mxu_busy"], "hbm_bytes": c["hbm_bytes"], "cycles": c["cycles"]}))
+"""
+
+def test_tinytpu_dots_mxu_puts_a_one_row_products_int8_weights_on_the_mxu():
+  """A one-row int8 product (a decode's): the estimate leaves it on the VPU, whose 32-bit lanes read the int8 weights
+  as words; with TINYTPU_DOTS=mxu it runs on the MXU from int8 WeightSRAM tiles, with the same results and a fraction
+  of the HBM bytes. Any other value is refused."""
+  import json, os, subprocess, sys
+  def run(**env):
+    proc = subprocess.run([sys.executable, "-c", DOTS_MATVEC], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **env})
+    assert proc.returncode == 0 or env, proc.stderr[-2000:]
+    return proc if proc.returncode else json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("OUT"))[3:])
+  default, mxu = run(), run(TINYTPU_DOTS="mxu")
+  assert default["out"] == mxu["out"]
+  assert default["mxu_busy"] == 0 and mxu["mxu_busy"] > 0
+  assert mxu["hbm_bytes"] < 0.3 * default["hbm_bytes"]
+  assert "TINYTPU_DOTS=vpu: unset (the faster engine by the estimate) or mxu" in run(TINYTPU_DOTS="vpu").stderr

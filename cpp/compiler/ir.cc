@@ -200,7 +200,13 @@ Kernel parse_kernel(std::string_view text) {
     if (op.empty()) continue;
     if (op == "KERNEL") {
       k.name = std::string(ln.word());
-      k.fast_math = ln.word() == "fastmath";
+      for (std::string_view flag = ln.word(); !flag.empty(); flag = ln.word())
+        if (flag == "fastmath")
+          k.fast_math = true;
+        else if (flag == "dots=mxu")
+          k.dots_on_mxu = true;
+        else
+          ln.fail("unknown kernel flag '" + std::string(flag) + "' (fastmath, dots=mxu)");
       continue;
     }
     Node n = parse_node(ln, op, k, index_casts);

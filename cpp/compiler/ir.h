@@ -102,6 +102,9 @@ struct Node {
 struct Kernel {
   std::string name;
   bool fast_math = false;  // TINYTPU_FAST_MATH: FRECIP alone, TranscUnit EXP2/LOG2/SIN (approximate)
+  // TINYTPU_DOTS=mxu: dot products go to the MXU wherever they fit it, even where the estimate finds the VPU
+  // faster (int8 weights then stay int8 on their way from HBM: a quarter of the VPU's 32-bit lanes' bytes)
+  bool dots_on_mxu = false;
   std::vector<Node> nodes;
 };
 

@@ -7,7 +7,8 @@ from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
 from tinygrad.codegen.opt import search
 from tinytpu import _core, chip, configs, trace
-from tinytpu.renderer import MXU_ARCH, TinyTPURenderer, track_float64_tensors
+from tinytpu import renderer
+from tinytpu.renderer import DOTS_ON_MXU, MXU_ARCH, TinyTPURenderer, track_float64_tensors
 
 # A kernel call that stops before its end (Ctrl-C, an error) leaves the buffers it writes part written, and tinygrad made
 # them its tensors' storage before the call: reading one would hand back the part as the whole result. Their bytes are
@@ -170,15 +171,17 @@ class _Progress:
   def close(self):
     if self.shown: sys.stderr.write("\r\033[K")
 
-def _arch(config) -> str | None:
-  """The renderer's target arch for a core: a float MXU's rows (renderer.hand_coded_optimizations), else none."""
-  return f"{MXU_ARCH[config.mxu_dtype]}{config.ROWS}" if config.mxu_dtype else None
+def _arch(config, dots: str) -> str | None:
+  """The renderer's target arch for a core and a dot-product placement, parts joined by commas: a float MXU's rows
+  (renderer.hand_coded_optimizations) and DOTS_ON_MXU; none without either."""
+  parts = ([f"{MXU_ARCH[config.mxu_dtype]}{config.ROWS}"] if config.mxu_dtype else []) + ([DOTS_ON_MXU] if dots == "mxu" else [])
+  return ",".join(parts) or None
 
 class TinyTPUDevice(Compiled):
   def __init__(self, device: str):
-    self.device_id, self.queue = int(device.split(":")[1]) if ":" in device else 0, None
+    self.device_id, self.queue, self._dots = int(device.split(":")[1]) if ":" in device else 0, None, renderer.DOTS
     self.config = configs.from_spec()  # the core its kernels compile for and run on: TINYTPU_CONFIG, else the reference
-    super().__init__(device, TinyTPUAllocator(self), [TinyTPURenderer], TinyTPUProgram, arch=_arch(self.config))
+    super().__init__(device, TinyTPUAllocator(self), [TinyTPURenderer], TinyTPUProgram, arch=self.arch)
     _devices.add(self)
   @property
   def core(self): return configs.core_of(self.config)  # the extension module of the configuration's geometry
@@ -192,9 +195,15 @@ class TinyTPUDevice(Compiled):
                        f"{configs.core_of(config).TensorCoreConfig.ROWS} rows)")
     self.synchronize()
     self._config, self.core_state = config, configs.core_of(config).CoreState()
-    self.arch = _arch(config)  # the renderer's target: kernels made from now on are made for this core
+    self.arch = _arch(config, self._dots)  # the renderer's target: kernels made from now on are made for this core
     self.timeline = chip.timeline(config, self.core, self.device_id)  # ValueError for a core the chip has not
     self.queue = chip.CoreQueue(f"TINYTPU:{self.device_id}", self.timeline) if config.cores > 1 else None
+  @property
+  def dots(self) -> str: return self._dots
+  @dots.setter
+  def dots(self, dots: str):  # where the dot products of kernels made from now on run (renderer.DOTS)
+    self._dots = renderer.check_dots(dots)
+    self.arch = _arch(self.config, dots)
   def synchronize(self):
     if self.queue is not None: self.queue.synchronize()
 

@@ -12,6 +12,16 @@ from tinytpu import _core
 from tinytpu.sin32 import sin32
 
 FAST_MATH = bool(getenv("TINYTPU_FAST_MATH", 0))
+# TINYTPU_DOTS, a device's `dots` by default: where the dot products of the kernels it makes run. Unset (""), the engine
+# the compiler's cycle estimate finds faster; "mxu", the MXU wherever they fit it (int8 weights stay int8 from HBM to
+# the MXU, where the VPU reads them as 32-bit lanes: for a model whose weights' bytes bound it, as a decode's do). It
+# is a part of the renderer's target arch (DOTS_ON_MXU), so tinygrad keeps the kernels of each apart.
+DOTS = os.getenv("TINYTPU_DOTS", "")
+DOTS_ON_MXU = "dots=mxu"
+def check_dots(dots: str) -> str:
+  if dots not in ("", "mxu"): raise ValueError(f"TINYTPU_DOTS={dots}: unset (the faster engine by the estimate) or mxu")
+  return dots
+check_dots(DOTS)
 
 # The IR's dtypes (cpp/compiler/dtypes.def): tinygrad dtype -> IR code, and those a tensor on TINYTPU may have. Lanes are
 # 32 bits wide; narrower integers wrap at their own width.
@@ -111,10 +121,11 @@ def _arg(u: UOp) -> list[str]:
   if u.op is Ops.BUFFER: return [getattr(u.arg, "addrspace", u.arg).name if hasattr(getattr(u.arg, "addrspace", u.arg), "name") else str(u.arg)]
   return []
 
-def serialize(uops: list[UOp], name: str) -> str:
-  """One line per UOp: OP DTYPE NSRC SRC... ARG..."""
+def serialize(uops: list[UOp], name: str, dots_on_mxu: bool = False) -> str:
+  """One line per UOp: OP DTYPE NSRC SRC... ARG..., after a header of the kernel's name and flags."""
   index = {u: i for i, u in enumerate(uops)}
-  lines = [f"KERNEL {ansistrip(name).encode('ascii', 'ignore').decode().replace(' ', '_') or 'kernel'}{' fastmath' if FAST_MATH else ''}"]
+  flags = (" fastmath" if FAST_MATH else "") + (f" {DOTS_ON_MXU}" if dots_on_mxu else "")
+  lines = [f"KERNEL {ansistrip(name).encode('ascii', 'ignore').decode().replace(' ', '_') or 'kernel'}{flags}"]
   for u in uops:
     lines.append(" ".join([u.op.name, _dtype(u.dtype), str(len(u.src)), *(str(index[s]) for s in u.src), *_arg(u)]))
   return "\n".join(lines) + "\n"
@@ -139,7 +150,7 @@ class TinyTPURenderer(Renderer):
   def render(self, uops: list[UOp]) -> str:
     name = next((u.arg.name for u in uops if u.op is Ops.SINK and u.arg is not None), "kernel")
     check_dtypes(uops, ansistrip(name))
-    src = serialize(uops, name)
+    src = serialize(uops, name, DOTS_ON_MXU in (self.target.arch or "").split(","))
     _core.check_kernel(src)  # NotImplementedError naming the op, dtype and kernel
     return src
 
@@ -188,7 +199,8 @@ def _mxu_lanes(k, stock, product: UOp, rows: int):
 def hand_coded_optimizations(k):
   stock = _tinygrad_heuristic(k)
   takes = {MXU_ARCH[1]: (dtypes.bfloat16,), MXU_ARCH[2]: (dtypes.bfloat16, dtypes.float32)}  # a float32 MXU: any float
-  arch = k.ren.target.arch if isinstance(k.ren, TinyTPURenderer) else ""
+  parts = (k.ren.target.arch or "").split(",") if isinstance(k.ren, TinyTPURenderer) else []
+  arch = next((a for a in parts if a.rstrip("0123456789") in takes), "")
   pe = arch.rstrip("0123456789")  # MXU_ARCH's name, then the rows
   if (product := _dot_of_elements(k)) is None or product.dtype not in takes.get(pe, ()): return stock
   try: return _mxu_lanes(k, stock, product, int(arch[len(pe):])) or stock
