@@ -7,7 +7,7 @@ from tinytpu import llm
 from tinytpu.__main__ import main
 
 ROW_KEYS = {"config", "cores", "dtype", "agreement", "phase", "tokens", "cycles", "time_s", "tokens_per_s", "energy_j",
-            "j_per_token", "hbm_bytes_per_token", "mxu_busy", "noc_bytes", "host_s", "host_s_per_step", "checked",
+            "j_per_token", "hbm_bytes_per_token", "mxu_busy", "vpu_busy", "noc_bytes", "host_s", "host_s_per_step", "checked",
             "logits_max_err"}
 
 def test_the_cli_prefills_and_decodes_on_each_configuration_checked_against_cpu(capsys):

@@ -97,3 +97,20 @@ def test_a_deep_cores_launches_keep_their_programs_resident():
   assert "launches of up to 64 VMEM tiles" in deep[2] and "VMEM tiles (the first" not in shallow[2]
   assert deep[0] == shallow[0] == reference[0]
   assert deep[1] <= shallow[1]  # no program sent again
+
+def test_a_few_chance_twins_among_the_mxu_operands_make_no_plan_of_their_own():
+  """Loading an operand with an earlier one's values once is a plan of its own (a compile): chosen where at least 1
+  operand in 16 has a twin (data_plan.h), not for a few chance ones, as a large int8 layer's activations have (a
+  compile per layer and per call, never reused). A row repeated once: the same cycles as data without twins."""
+  rng = np.random.default_rng(2)
+  a, b = rng.integers(-128, 128, (64, 64)).astype(np.int32), rng.integers(-128, 128, (64, 64)).astype(np.int32)
+  twin = a.copy()
+  twin[1] = twin[0]
+  ta, tb = Tensor.zeros(64, 64, dtype="int32", device="TINYTPU").contiguous().realize(), \
+           Tensor.zeros(64, 64, dtype="int32", device="TINYTPU").contiguous().realize()
+  cycles = []
+  for x in (a, twin):
+    out, c = matmul_call(x, b, ta, tb)
+    np.testing.assert_array_equal(out, x @ b)
+    cycles.append(c)
+  assert cycles[0] == cycles[1]

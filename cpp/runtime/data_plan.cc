@@ -255,6 +255,7 @@ std::pair<std::set<int>, std::vector<std::pair<int, int>>> DataPlan::choices() c
     else
       first[at] = i;
   }
+  if (same.size() * kSharingWorthAPlan < size_t(n)) same.clear();
   return {veto, same};
 }
 

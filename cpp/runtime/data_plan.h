@@ -81,6 +81,11 @@ class DataPlan {
 
   // This call's choices (mxu_dot.h), from the plan compiled without any: the chains it puts an element
   // of out of int8 range, and the operands with an earlier one's values, as (operand, earlier) pairs.
+  // Each set of choices is a plan of its own, compiled on first use. The veto is needed to be exact; the
+  // sharing only saves records, so it is chosen only where at least 1 operand in kSharingWorthAPlan has an
+  // earlier twin: below that, the records saved are not worth a compile (a large int8 layer's activations
+  // have a few chance twins, different in every layer and every call: a plan each, never used again).
+  static constexpr size_t kSharingWorthAPlan = 16;
   std::pair<std::set<int>, std::vector<std::pair<int, int>>> choices() const;
 
   // Writes a launch's data into the memories (the records hold constants and placeholders).

@@ -58,6 +58,12 @@ class Block:
 
 LINEARS = ("q", "k", "v", "attn_proj", "c_fc", "mlp_proj")  # a block's
 
+class QuantLinear(quant.QuantLinear):
+  """tinytpu.quant's int8 layer with its output made a buffer of its own: left to itself, tinygrad fuses an int8
+  product into the kernel of the layer after it, recomputing it for each of that layer's outputs, and layer after
+  layer every earlier block's too (kernels that grow with depth, each compiled anew)."""
+  def __call__(self, x: Tensor) -> Tensor: return super().__call__(x).contiguous()
+
 def quantise(model: GPT2, prompt: list[int]) -> None:
   """The model's linear layers and head made int8 in place (tinytpu.quant: int8 weights per output channel, int8
   inputs per tensor, int32 sums on the MXU, dequantised to float32 after), each input's scale calibrated on the
@@ -78,7 +84,7 @@ def quantise(model: GPT2, prompt: list[int]) -> None:
   for b in model.h: b.cache = None  # the calibration's, on CPU
   layers[-1] = types.SimpleNamespace(weight=model.wte.weight, bias=None)  # the head's weight, as a layer's
   for i, ((h, n), layer) in enumerate(zip(holders, layers)):
-    setattr(h, n, quant.QuantLinear(layer, float(quant.scale_of(seen[i])), None))
+    setattr(h, n, QuantLinear(layer, float(quant.scale_of(seen[i])), None))
 
 class GPT2:
   def __init__(self, s: Shape, cores: int = 1):
@@ -253,7 +259,8 @@ def run(model: str, config_names: list[str], prefill: int, decode: int, seed: in
                    "cycles": c["chip_cycles"], "time_s": seconds,
                    "tokens_per_s": n / seconds if seconds else None, "energy_j": joules,
                    "j_per_token": joules / n, "hbm_bytes_per_token": c["hbm_bytes"] / n,
-                   "mxu_busy": c["mxu_busy"] / c["cycles"] if c["cycles"] else 0.0, "noc_bytes": c.get("noc_bytes", 0),
+                   "mxu_busy": c["mxu_busy"] / c["cycles"] if c["cycles"] else 0.0,
+                   "vpu_busy": c["vpu_busy"] / c["cycles"] if c["cycles"] else 0.0, "noc_bytes": c.get("noc_bytes", 0),
                    "host_s": got.host_s, "host_s_per_step": got.step_host_s,
                    "checked": got.tokens == want.tokens and err <= LOGITS_RTOL, "logits_max_err": err})
   return rows
