@@ -2,8 +2,9 @@
 intensity (the model's multiply-adds per HBM byte moved) against the multiply-adds it achieved per cycle, under its
 configuration's roofs: HBM (its bytes a cycle times the intensity), the MXU (rows^2 MACs a cycle a core) and the VPU
 (rows^2 lane operations a cycle a core: a float multiply-add is two, so rows^2 / 2 MACs). A chip's roofs are its
-cores'; with hbm_shared, HBM's is the chip's channels. Each row also gets what bounds it, the unit busiest for its
-share of the cycles (HBM's share: bytes over the cycles' bandwidth), and a row of shared HBM the cycles its bandwidth
+cores'; with hbm_shared, HBM's is the chip's channels. Each row also gets what bounds it: the unit busiest for its
+share of the cycles (HBM's share: bytes over the cycles' bandwidth), if at work half of them, else the loader and the
+SXU (loading records, fetching, waiting); and a row of shared HBM the cycles its bandwidth
 predicts: its bytes at each core's share, if the cores split them evenly, or the row without sharing if slower.
 
   python -m tinytpu llm --model gpt2-small --configs hbm,chip4,chip4,hbm_shared=1 --prefill 32 --decode 8 --json > rows.json
@@ -36,7 +37,9 @@ def analyse(r: dict, s: llm.Shape, prefill: int) -> dict:
   # the share of each unit's capacity the phase used (a chip's busy cycles are its cores' summed, over cores x cycles)
   used = {"MXU": r["mxu_busy"], "VPU": r["vpu_busy"],
           "HBM": hbm_bytes / (r["cycles"] * peak["hbm_bytes_per_cycle"]) if peak["hbm_bytes_per_cycle"] else 0.0}
-  out["used"], out["bound"] = used, max(used, key=used.get)
+  # no unit at work half the cycles: the records' loading and the SXU's own cycles (fetches, waits) bound it
+  out["used"], out["bound"] = used, max(used, key=used.get) if max(used.values()) >= 0.5 else "loader and SXU"
+
   return out
 
 def predict_shared(rows: list[dict]) -> None:
@@ -54,22 +57,21 @@ def plot(rows: list[dict], path: str, title: str) -> None:
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
   import numpy as np
-  fig, ax = plt.subplots(figsize=(7.2, 4.8))
-  xs = np.logspace(-2, 3, 200)
-  colors = {}
+  fig, ax = plt.subplots(figsize=(8.4, 4.8))
+  xs = np.logspace(-2, 2, 200)
+  color: dict = {}
   for r in [r for r in rows if r["intensity"]]:
-    key = r["config"]
-    color = colors.setdefault(key, f"C{len(colors)}")
-    top = r["MXU"] if r["dtype"] == "int8" else r["VPU"]
-    if (key, r["dtype"]) not in colors:  # the configuration's roofs, once
-      colors[key, r["dtype"]] = color
-      ax.plot(xs, np.minimum(top, r["hbm_bytes_per_cycle"] * xs), "-", color=color, alpha=0.35)
-    ax.plot(r["intensity"], r["macs_per_cycle"], "o" if r["phase"] == "prefill" else "s", color=color)
-    ax.annotate(f"{key} {r['dtype']} {r['phase']}: {r['bound']}", (r["intensity"], r["macs_per_cycle"]),
-                textcoords="offset points", xytext=(5, 3), fontsize=7)
+    c = color.setdefault(r["config"], f"C{len(color)}")
+    top = r["MXU"] if r["dtype"] == "int8" else r["VPU"]  # an int8 row's products run on the MXU, float32's on the VPU
+    if (r["config"], r["dtype"]) not in color:
+      color[r["config"], r["dtype"]] = c
+      ax.plot(xs, np.minimum(top, r["hbm_bytes_per_cycle"] * xs), "-" if r["dtype"] == "int8" else "--", color=c, alpha=0.4)
+    ax.plot(r["intensity"], r["macs_per_cycle"], "o" if r["phase"] == "prefill" else "s", color=c, markersize=7,
+            label=f"{r['config']} {r['dtype']} {r['phase']}: {r['bound']}")
   ax.set_xscale("log"); ax.set_yscale("log")
   ax.set_xlabel("multiply-adds per HBM byte"); ax.set_ylabel("multiply-adds per cycle")
   ax.set_title(title, fontsize=10); ax.grid(True, which="both", alpha=0.3)
+  ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), title="row: bound by", title_fontsize=7)
   fig.tight_layout(); fig.savefig(path, dpi=110)
 
 if __name__ == "__main__":
@@ -89,5 +91,5 @@ if __name__ == "__main__":
       shared = f"; bandwidth predicts {r['predicted_cycles']:,.0f} cycles (measured {r['measured_over_predicted']:.3f}x)" \
                if "predicted_cycles" in r else ""
       print(f"{r['config']:22s} {r['dtype']:7s} {r['phase']:7s} {r['macs_per_cycle']:7.2f} MACs/cycle at "
-            f"{r['intensity'] or 0:6.3f} MACs/B; used {used}: {r['bound']}-bound{shared}")
-  if args.plot: plot(rows, args.plot, f"{args.model}: prefill (o) and decode (s) under each configuration's roofs")
+            f"{r['intensity'] or 0:6.3f} MACs/B; used {used}: bound by {r['bound']}{shared}")
+  if args.plot: plot(rows, args.plot, f"{args.model}: prefill (o), decode (s); roofs: HBM, then the VPU (float32, dashed) or MXU (int8)")

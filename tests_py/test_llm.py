@@ -1,6 +1,6 @@
 # python -m tinytpu llm (tinytpu.llm): a GPT-2-shaped model's prefill and greedy decode on TINYTPU configurations, each
 # row checked against CPU running the same model and weights; on the tiny preset.
-import json
+import json, os, sys
 import numpy as np
 import pytest
 from tinytpu import llm
@@ -114,3 +114,14 @@ def test_int8_decode_moves_a_fraction_of_float32s_bytes_and_shared_hbm_slows_the
     own, shared = rows["chip4", "float32", phase], rows["chip4,hbm_shared=1", "float32", phase]
     assert shared["hbm_bytes_per_token"] == own["hbm_bytes_per_token"] and shared["cycles"] > own["cycles"]
     assert shared["cycles"] * 16 / 4 >= shared["hbm_bytes_per_token"] * shared["tokens"] / 4
+  # on the roofline (bench/llm_roofline.py): the shared decode is bound by HBM, in no fewer cycles than its bandwidth
+  # predicts (the chip's bytes over the one shared channel), and the int8 decode has 4x float32's intensity at least
+  sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+  import llm_roofline
+  placed = [llm_roofline.analyse(r, llm.MODELS["gpt2-tiny"], 6) for r in rows.values()]
+  llm_roofline.predict_shared(placed)
+  on = {(r["config"], r["dtype"], r["phase"]): r for r in placed}
+  decode = on["chip4,hbm_shared=1", "float32", "decode"]
+  assert decode["bound"] == "HBM" and decode["measured_over_predicted"] >= 1
+  assert decode["macs"] == 3 * (2 * (12 * 64 * 64) + 512 * 64) + 2 * 2 * 64 * (7 + 8 + 9)
+  assert on["hbm", "int8", "decode"]["intensity"] > 3 * on["hbm", "float32", "decode"]["intensity"]

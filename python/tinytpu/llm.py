@@ -25,6 +25,11 @@ MODELS = {
 # Last logits on TINYTPU within this of CPU's, relative to the largest: both are IEEE float32, but CPU contracts
 # multiply-adds and both reassociate reductions (docs/accuracy.md), so the sums differ in their last bits.
 LOGITS_RTOL = 1e-4
+# An int8 model's: its int8 products are exact integers on both devices, but the float32 between them (LayerNorm,
+# attention, GELU, the residual) differs from CPU's in the last bits as above, and where such a difference crosses an
+# int8 rounding boundary an activation differs by one step, which the layers after carry on. Measured: 2.9e-2 on
+# gpt2-small (12 layers), 1.3e-2 on 3 layers of 768, 0 on gpt2-mini (docs/llm.md).
+INT8_LOGITS_RTOL = 5e-2
 
 def placed(t: Tensor, device: str | tuple[str, ...], axis: int | None = None) -> Tensor:
   """`t` on a device, or on a chip's cores: split along `axis` (shard), or whole on each (axis None)."""
@@ -262,7 +267,8 @@ def run(model: str, config_names: list[str], prefill: int, decode: int, seed: in
                    "mxu_busy": c["mxu_busy"] / c["cycles"] if c["cycles"] else 0.0,
                    "vpu_busy": c["vpu_busy"] / c["cycles"] if c["cycles"] else 0.0, "noc_bytes": c.get("noc_bytes", 0),
                    "host_s": got.host_s, "host_s_per_step": got.step_host_s,
-                   "checked": got.tokens == want.tokens and err <= LOGITS_RTOL, "logits_max_err": err})
+                   "checked": got.tokens == want.tokens and err <= (INT8_LOGITS_RTOL if int8 else LOGITS_RTOL),
+                   "logits_max_err": err})
   return rows
 
 def table(rows: list[dict]) -> str:
