@@ -165,9 +165,69 @@ def test_compare_takes_a_users_arrays_and_names_bad_ones(tmp_path):
   assert all(r["bit_identical_to_cpu"] for r in rows if r["dtype"] == "int8") and all(r["accuracy"] > 0.6 for r in rows)
   for args, says in ((["--data", str(tmp_path / "bad.npz")], "an .npz of arrays x and y"),
                      (["--data", str(tmp_path / "none.npz")], "no such file"),
-                     (["--data", str(tmp_path / "mine.npz"), "--test", "200"], "200 of them held out")):
+                     (["--data", str(tmp_path / "mine.npz"), "--test", "200"], "--test 200: holds out 200 of the 200")):
     p = run(*args)
     assert p.returncode == 1 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+def _npz(path, **arrays):
+  np.savez(path, **arrays)
+  return str(path)
+
+GOOD_X, GOOD_Y = np.arange(40, dtype=np.float32).reshape(10, 4), np.arange(10) % 3
+
+@pytest.mark.parametrize("make, says", [
+  (lambda p: _npz(p, x=np.where(np.arange(40) == 7, np.nan, 1).reshape(10, 4), y=GOOD_Y),
+   "1 of x's samples have NaN or infinite features (the first: sample 1): every feature must be a finite number"),
+  (lambda p: _npz(p, x=np.full((10, 4), np.inf), y=GOOD_Y), "NaN or infinite features (the first: sample 0)"),
+  (lambda p: _npz(p, x=np.full((10, 4), 1e39), y=GOOD_Y), "finite number (in float32)"),
+  (lambda p: _npz(p, x=GOOD_X, y=GOOD_Y - 1), "y[0] is -1: labels are class numbers from 0 to 1023"),
+  (lambda p: _npz(p, x=GOOD_X, y=GOOD_Y + 5000), "y[0] is 5000: labels are class numbers from 0"),
+  (lambda p: _npz(p, x=GOOD_X, y=GOOD_Y + 0.5), "y is float64: labels must be an integer array"),
+  (lambda p: _npz(p, x=np.zeros((0, 4)), y=np.zeros(0, int)), "x has shape (0, 4): one row of features"),
+  (lambda p: _npz(p, x=np.arange(10.0), y=GOOD_Y), "x has shape (10,): one row of features (or an image) per sample"),
+  (lambda p: _npz(p, x=GOOD_X, y=GOOD_Y[:9]), "y has shape (9,): one label per sample of x, (10,), expected"),
+  (lambda p: _npz(p, x=np.array([["a"] * 4] * 10), y=GOOD_Y), "x is <U1: features must be numbers"),
+  (lambda p: _npz(p, x=np.array([None] * 10), y=GOOD_Y), "x and y must be arrays of numbers"),
+  (lambda p: _npz(p, a=GOOD_X), "an .npz of arrays x and y (it has a)"),
+  (lambda p: (p.write_bytes(b"x,y\n1,2\n"), str(p))[1], "not an .npz file (numpy.savez(FILE, x=..., y=...) writes one)"),
+  (lambda p: (np.save(p, GOOD_X), str(p) + ".npy")[1], "not an .npz file"),
+  (lambda p: (p.write_bytes(open(_npz(p.with_suffix(".ok.npz"), x=GOOD_X, y=GOOD_Y), "rb").read()[:60]), str(p))[1],
+   "--data"),
+  (lambda p: str(p) + ".missing", "no such file"),
+])
+def test_compare_data_refuses_bad_input_saying_what_and_what_is_expected(tmp_path, make, says):
+  """Each bad --data file is refused before any training, with a ValueError naming the file, what is wrong and what
+  is expected (python -m tinytpu compare prints it as one line)."""
+  from tinytpu import compare
+  path = make(tmp_path / "data.npz")
+  with pytest.raises(ValueError) as e: compare.load_data(path)
+  assert says in str(e.value) and str(e.value).startswith(f"--data {path}: "), str(e.value)
+
+def test_compare_data_refuses_a_file_over_its_size_limit(tmp_path, monkeypatch):
+  from tinytpu import compare
+  monkeypatch.setattr(compare, "MAX_DATA_BYTES", 100)
+  with pytest.raises(ValueError, match="x and y take [0-9,]+ bytes, more than the 100 compare reads"):
+    compare.load_data(_npz(tmp_path / "big.npz", x=GOOD_X, y=GOOD_Y))
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=400), st.integers(0, 399), st.binary(max_size=8))
+def test_compare_data_loader_fuzzed_raises_only_its_value_errors(tmp_path_factory, blob, at, junk):
+  """The --data loader on random bytes and on a valid file with bytes overwritten: arrays it checked, or a ValueError
+  naming the file; never another exception."""
+  import io
+  from tinytpu import compare
+  good = io.BytesIO()
+  np.savez(good, x=GOOD_X, y=GOOD_Y)
+  data = bytearray(good.getvalue())
+  data[at:at + len(junk)] = junk
+  for content in (blob, bytes(data)):
+    path = tmp_path_factory.mktemp("fuzz") / "d.npz"
+    path.write_bytes(content)
+    try:
+      x, y = compare.load_data(str(path))
+      assert x.dtype == np.float32 and y.dtype == np.int32 and len(x) == len(y) > 0 and np.isfinite(x).all()
+    except ValueError as e:
+      assert str(e).startswith(f"--data {path}: ")
 
 # Random int8 layers as quantize_model makes them (int8 operands, int32 bias, requantisation to int8, a ReLU or not):
 # every shape reaches the MXU's blocks differently (weight- or output-stationary, across a convolution's channels,

@@ -92,17 +92,11 @@ def cmd_demo(args) -> None:
   demo()
 
 def cmd_compare(args) -> None:
-  import numpy as np
   from tinytpu import compare
   names = [n.strip() for n in args.models.split(",")]
   if unknown := [n for n in names if n not in compare.MODELS]:
     raise ValueError(f"--models: no model {', '.join(unknown)} (models: {', '.join(compare.MODELS)})")
-  data = None
-  if args.data:
-    if not os.path.isfile(args.data): raise ValueError(f"--data {args.data}: no such file")
-    with np.load(args.data) as f:
-      if "x" not in f or "y" not in f: raise ValueError(f"--data {args.data}: an .npz of arrays x and y")
-      data = (f["x"], f["y"])
+  data = compare.load_data(args.data) if args.data else None
   rows = compare.compare(names, args.steps, args.test, args.percentile, args.config, data)
   print(json.dumps(rows, indent=1) if args.json else compare.table(rows))
 

@@ -3,6 +3,7 @@ device on scikit-learn's bundled handwritten digits (1,797 8x8 images), quantise
 in float32 and in int8 over the held-out digits: accuracy, agreement with float32 (top-1), logit error, cycles and
 MXU busy for each, and for int8 whether TINYTPU's outputs are CPU's bit for bit."""
 from __future__ import annotations
+import os
 import numpy as np
 from tinygrad import Tensor, TinyJit, nn
 from tinygrad.helpers import Context
@@ -30,12 +31,60 @@ def digits(test: int = 397) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
   d = load_digits()
   return split(d.data / 16, d.target, test)
 
+MAX_DATA_BYTES = 1 << 30  # a --data file's arrays, unpacked: the models are small, and trained on CPU
+MAX_CLASSES = 1024
+
+def load_data(path: str) -> tuple[np.ndarray, np.ndarray]:
+  """A user's samples from an .npz (numpy's savez) of arrays x and y, checked (check_data). ValueError naming the file,
+  what is wrong with it and what is expected."""
+  import zipfile
+  if not os.path.isfile(path): raise ValueError(f"--data {path}: no such file")
+  if not zipfile.is_zipfile(path):
+    raise ValueError(f"--data {path}: not an .npz file (numpy.savez(FILE, x=..., y=...) writes one)")
+  try:
+    with np.load(path, allow_pickle=False) as f:
+      if "x" not in f.files or "y" not in f.files:
+        raise ValueError(f"--data {path}: an .npz of arrays x and y (it has {', '.join(f.files) or 'none'})")
+      with zipfile.ZipFile(path) as z:  # the arrays' unpacked sizes, from the archive, before reading them
+        size = sum(i.file_size for i in z.infolist() if i.filename in ("x.npy", "y.npy"))
+      if size > MAX_DATA_BYTES:
+        raise ValueError(f"--data {path}: x and y take {size:,} bytes, more than the {MAX_DATA_BYTES:,} compare reads")
+      x, y = f["x"], f["y"]
+  except (OSError, EOFError, zipfile.BadZipFile) as e:
+    raise ValueError(f"--data {path}: not a readable .npz ({e})") from None
+  except ValueError as e:
+    if str(e).startswith("--data"): raise
+    raise ValueError(f"--data {path}: x and y must be arrays of numbers ({e})") from None
+  return check_data(x, y, f"--data {path}")
+
+def check_data(x: np.ndarray, y: np.ndarray, where: str = "data") -> tuple[np.ndarray, np.ndarray]:
+  """x as float32 (samples, features) and y as int32 class numbers, or ValueError saying what is wrong: x must be
+  numbers, finite, of at least one feature, one row (or image) per sample; y whole numbers from 0 (fewer than
+  MAX_CLASSES), one per sample."""
+  x, y = np.asarray(x), np.asarray(y)
+  if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
+    raise ValueError(f"{where}: x is {x.dtype}: features must be numbers")
+  if x.ndim < 2 or len(x) == 0 or x[0].size == 0:
+    raise ValueError(f"{where}: x has shape {x.shape}: one row of features (or an image) per sample, and at least one "
+                     "sample and one feature, expected")
+  if y.shape != (len(x),):
+    raise ValueError(f"{where}: y has shape {y.shape}: one label per sample of x, ({len(x)},), expected")
+  if not np.issubdtype(y.dtype, np.integer):
+    raise ValueError(f"{where}: y is {y.dtype}: labels must be an integer array of class numbers from 0")
+  if (bad := np.flatnonzero((y < 0) | (y >= MAX_CLASSES))).size:
+    raise ValueError(f"{where}: y[{bad[0]}] is {y[bad[0]]}: labels are class numbers from 0 to {MAX_CLASSES - 1}")
+  with np.errstate(over="ignore"): x = x.astype(np.float32).reshape(len(x), -1)  # beyond float32: inf, refused next
+  if (bad := np.flatnonzero(~np.isfinite(x).all(axis=1))).size:
+    raise ValueError(f"{where}: {bad.size} of x's samples have NaN or infinite features (the first: sample {bad[0]}): "
+                     "every feature must be a finite number (in float32)")
+  return x, y.astype(np.int32)
+
 def split(x: np.ndarray, y: np.ndarray, test: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-  """A user's samples (x: one row of features each, y: class numbers from 0) shuffled with a fixed seed, the
-  last `test` held out."""
-  x, y = np.asarray(x, dtype=np.float32).reshape(len(x), -1), np.asarray(y)
-  if len(x) != len(y) or not np.issubdtype(y.dtype, np.integer) or (y < 0).any() or not 0 < test < len(y):
-    raise ValueError(f"data: {len(x)} samples and {len(y)} labels (whole numbers from 0), {test} of them held out")
+  """A user's samples (check_data) shuffled with a fixed seed, the last `test` held out."""
+  x, y = check_data(x, y)
+  if not 0 < test < len(y):
+    raise ValueError(f"--test {test}: holds out {test} of the {len(y)} samples, and at least one must be left to "
+                     f"train on (--test from 1 to {len(y) - 1})")
   order = np.random.default_rng(0).permutation(len(y))
   x, y = x[order], y[order].astype(np.int32)
   return x[:-test], y[:-test], x[-test:], y[-test:]
