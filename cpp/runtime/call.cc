@@ -111,7 +111,7 @@ KernelStats Call::run(const Plan& plan, bool keep_tasm, TraceLog* trace, CoreSta
     for (; r < bounds[k]; ++r) before[k] += plan.runs[r].count;
   }
   Segment main(plan, DataPlan(plan, slots_), kernel_, timings_, mode_, poller_, 0, before[1],
-               trace || keep_tasm);
+               trace || keep_tasm, core);
   segments_ = {&main};
   main.run(0, bounds[0], keep_tasm, trace, core);
   std::vector<std::unique_ptr<Segment>> others;

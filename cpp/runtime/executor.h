@@ -56,6 +56,9 @@ constexpr std::chrono::milliseconds kProgressInterval{50};
 // What a device's TensorCore keeps from one launch to the next, across kernel calls: with resident programs
 // (config.h resident_program), the programs in program memory's ring, oldest first, and the instruction
 // entries they fill. The kernels that run on one device share one.
+namespace runtime {
+struct SegmentStorage;
+}
 struct CoreState {
   std::deque<std::shared_ptr<const compiler::Image>> resident;  // launch images whose programs are resident
   int entries = 0;                                              // their instructions
@@ -66,6 +69,8 @@ struct CoreState {
   // overwrote the program of the launch that ran last (with launch prefetch, still running: the loader
   // must wait for it to end).
   bool load(const std::shared_ptr<const compiler::Image>& image, int capacity, bool& evicts_last);
+  // A call's first segment's storage, kept for the device's next call (segment.h)
+  std::shared_ptr<runtime::SegmentStorage> spare;
 };
 
 // A kernel tinygrad compiled for this device: the parsed IR, and the plans compiled from it (on first

@@ -61,14 +61,20 @@ void check_same(const RunResult& in_order, const RunResult& ticked, uint64_t lau
 
 // A thread's batch and window outputs, kept from one call to the next, so that their pages are not faulted in
 // and zeroed anew at every call: a segment takes them on the thread that makes it, and gives them back there.
-struct SegmentStorage {
-  std::unique_ptr<BatchDatapath> batch;
-  std::vector<Tile> outputs;
-};
 thread_local SegmentStorage spare_storage;
 
-std::unique_ptr<BatchDatapath> take_batch(const TensorCoreConfig& cfg, int capacity) {
-  std::unique_ptr<BatchDatapath>& b = spare_storage.batch;
+// Where a segment takes its storage from and gives it back: its device's (CoreState::spare) for a call's
+// first segment, which runs on the caller's thread, else its thread's. A device's calls come one at a time,
+// and a Python thread's thread_local storage would be freed after Python's join of the thread returned (TSan
+// sees the race); a call's other segments run on threads of their own, joined in C++.
+SegmentStorage& spare_for(CoreState* core) {
+  if (!core) return spare_storage;
+  if (!core->spare) core->spare = std::make_shared<SegmentStorage>();
+  return *core->spare;
+}
+
+std::unique_ptr<BatchDatapath> take_batch(SegmentStorage& spare, const TensorCoreConfig& cfg, int capacity) {
+  std::unique_ptr<BatchDatapath>& b = spare.batch;
   if (!b || !b->holds(cfg, capacity)) return std::make_unique<BatchDatapath>(cfg, capacity);
   b->cfg = cfg;
   return std::move(b);
@@ -86,7 +92,8 @@ void LaunchClock::ran(const PlanLaunch& l, bool swap, const RunResult& r) {
 }
 
 Segment::Segment(const Plan& plan, const DataPlan& data, const std::string& kernel, TimingCache& timings,
-                 const RunMode& mode, Poll poll, uint64_t first_number, int64_t launches, bool one_by_one)
+                 const RunMode& mode, Poll poll, uint64_t first_number, int64_t launches, bool one_by_one,
+                 CoreState* core)
     : data(data),
       plan_(plan),
       kernel_(kernel),
@@ -98,11 +105,13 @@ Segment::Segment(const Plan& plan, const DataPlan& data, const std::string& kern
       streams_(mode.streams && !one_by_one && !plan.config.prefetch_launches &&
                !plan.config.resident_program),
       window_limit_(one_by_one ? 1 : kWindowLaunches),
-      batch_(take_batch(plan.config, int(std::max<int64_t>(
-                                         1, std::min<int64_t>({kBatchLaunches, window_limit_, launches}))))),
-      outputs_(std::move(spare_storage.outputs)) {}
+      spare_(spare_for(core)),
+      batch_(take_batch(
+          spare_, plan.config,
+          int(std::max<int64_t>(1, std::min<int64_t>({kBatchLaunches, window_limit_, launches}))))),
+      outputs_(std::move(spare_.outputs)) {}
 
-Segment::~Segment() { spare_storage = {std::move(batch_), std::move(outputs_)}; }
+Segment::~Segment() { spare_ = {std::move(batch_), std::move(outputs_)}; }
 
 void Segment::run(size_t first, size_t end, bool keep_tasm, TraceLog* trace, CoreState* core) {
   const std::vector<size_t>& groups = plan_.independent_groups;

@@ -36,6 +36,13 @@ struct LaunchClock {
   void ran(const compiler::PlanLaunch& l, bool swap, const RunResult& r);
 };
 
+// A segment's batch and window outputs, kept for the next one (segment.cc spare_for): their pages are then
+// not faulted in and zeroed anew at every call.
+struct SegmentStorage {
+  std::unique_ptr<BatchDatapath> batch;
+  std::vector<Tile> outputs;
+};
+
 // A sequence of a call's runs, run by one thread: its kept tiles (a data plan), its window and its batches. A
 // call runs its plan in one segment, or its independent groups of runs (Plan::independent_groups) in several
 // at once.
@@ -49,7 +56,8 @@ class Segment {
   // `launches`: about as many as it runs (its batch is no larger). `one_by_one`: something looks at launches
   // one by one (a trace, listings): a window of one launch, run at once, and no streams.
   Segment(const Plan& plan, const DataPlan& data, const std::string& kernel, TimingCache& timings,
-          const RunMode& mode, Poll poll, uint64_t first_number, int64_t launches, bool one_by_one);
+          const RunMode& mode, Poll poll, uint64_t first_number, int64_t launches, bool one_by_one,
+          CoreState* core = nullptr);  // `core`: the device's, whose storage a call's first segment takes
   ~Segment();
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
@@ -112,6 +120,7 @@ class Segment {
   static constexpr int kWindowLaunches = 1 << 14;
   static constexpr size_t kWindowTiles = size_t(1) << 18;  // their output tiles: 16 MB
   const int window_limit_;
+  SegmentStorage& spare_;  // where its batch and outputs come from and go back to (segment.cc spare_for)
   std::unique_ptr<BatchDatapath> batch_;
   struct Windowed {
     const PlanLaunch* launch;
