@@ -220,3 +220,32 @@ try: Tensor([1.0], device="TINYTPU").realize()
 except ValueError as e: out["error"] = str(e)
 """, TINYTPU_CONFIG="reference,sparse_core=1")
   assert "sparse_core = 1 needs HBM" in out["error"]
+
+def test_a_tensor_freed_while_a_cores_queue_still_reads_it_is_read_whole():
+  """A queued matmul's input freed by Python before the core's thread runs it, and its memory (tinygrad's allocator
+  caches freed buffers) taken at once by a new tensor of the same size: the matmul reads the input it was given."""
+  out = run_on_chip("""
+rng = np.random.default_rng(7)
+a, b = rng.standard_normal((64, 64)).astype(np.float32), rng.standard_normal((64, 64)).astype(np.float32)
+x = Tensor(a, device="TINYTPU:1").realize()
+ys = [(x @ x).contiguous() for _ in range(3)]
+for y in ys: y.realize()  # queued on core 1's thread
+del x
+z = Tensor(b, device="TINYTPU:1").realize()  # may take x's freed buffer
+out["ok"] = all(np.allclose(y.numpy(), a @ a, rtol=1e-5, atol=1e-4) for y in ys) and np.array_equal(z.numpy(), b)
+""")
+  assert out["ok"]
+
+def test_a_sharded_training_step_repeated_gives_the_same_losses_and_from_the_second_the_same_cycles():
+  """bench/mnist_multigpu's training, its batch sharded over two cores, run three times from one seed in one process
+  (bench/chip_soak.py runs it for minutes): the same losses every time, and the same chip cycles from the second on
+  (the first starts with no program resident in the cores' program memories)."""
+  out = run_on_chip("""
+import os, sys
+sys.path.insert(0, os.getcwd())
+from bench.mnist_multigpu import train
+runs = [train("TINYTPU", 2, 8, 2) for _ in range(3)]
+out["losses"], out["cycles"] = [r[0] for r in runs], [r[2] for r in runs]
+""")
+  assert out["losses"][0] == out["losses"][1] == out["losses"][2] and all(l > 0 for l in out["losses"][0])
+  assert out["cycles"][1] == out["cycles"][2] and all(c > 0 for c in out["cycles"][1])
