@@ -154,3 +154,43 @@ def test_an_optuna_study_stopped_midway_resumes_without_measuring_again(tmp_path
   assert "(4 configurations measured)" in p.stdout  # only the ones the first run did not measure
   after = {t.user_attrs["spec"] for t in done()}
   assert len(after) == 6 and before <= after
+
+STUDY_ARGS = ["-m", "tinytpu", "explore", "--set", "kernels", "--search", "optuna", "--seed", "1", "--trials", "1",
+              "--objectives", "time", "--jobs", "0"]
+
+def _foreign_sqlite(path):
+  import sqlite3
+  with sqlite3.connect(path) as db: db.execute("CREATE TABLE mine (x INTEGER)")
+
+@pytest.mark.parametrize("make, says", [
+  (lambda p: p.write_bytes(b"not a database, but a user's notes\n" * 20), "is not a SQLite database"),
+  (_foreign_sqlite, "holds tables of something else (mine), not an Optuna study; it is left as it is"),
+])
+def test_explore_never_touches_a_storage_file_that_is_not_a_study(tmp_path, make, says):
+  """--storage naming a file that is not an Optuna study (a corrupt one, another program's SQLite database) is refused
+  before anything runs, and the file is left byte for byte as it was."""
+  db = tmp_path / "explore.db"
+  make(db)
+  before = db.read_bytes()
+  p = run(*STUDY_ARGS, "--out", str(tmp_path))
+  assert p.returncode == 1 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+  assert db.read_bytes() == before
+
+def test_explore_names_a_storage_it_cannot_use_and_a_scheduler_that_does_not_answer(tmp_path):
+  """A storage in no directory, a study database another run holds locked, a --scheduler with no Dask scheduler behind
+  it: each a one-line error saying which argument and what is wrong, in seconds, never a hang."""
+  import socket, sqlite3, optuna
+  p = run(*STUDY_ARGS, "--out", str(tmp_path), "--storage", f"sqlite:///{tmp_path / 'nowhere' / 'x.db'}")
+  assert p.returncode == 1 and f"{tmp_path / 'nowhere'} is not a directory" in p.stderr, p.stderr
+  storage = f"sqlite:///{tmp_path / 'locked.db'}"
+  optuna.create_study(study_name="other", storage=storage)
+  with sqlite3.connect(tmp_path / "locked.db") as db:
+    db.execute("BEGIN EXCLUSIVE")  # another run writing it
+    p = run(*STUDY_ARGS, "--out", str(tmp_path), "--storage", storage)
+  assert p.returncode == 1 and f"{tmp_path / 'locked.db'} is locked" in p.stderr and "is another run writing it?" \
+    in p.stderr and "Traceback" not in p.stderr, p.stderr
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]  # closed again: nothing listens there
+  p = run(*STUDY_ARGS, "--out", str(tmp_path / "dask"), "--scheduler", f"tcp://127.0.0.1:{port}")
+  assert p.returncode == 1 and f"--scheduler tcp://127.0.0.1:{port}: no Dask scheduler answered there" in p.stderr, p.stderr

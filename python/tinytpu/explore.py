@@ -96,6 +96,8 @@ def workload_rows(rows: list[dict]) -> list[dict]:
                   "checked": w["checked"], **{k: w[k] for k in ("cycles", "time_s", "energy_j", "error", "unavailable") if k in w}})
   return out
 
+SCHEDULER_TIMEOUT_S = 10  # for a --scheduler to answer: a running one answers at once
+
 @contextlib.contextmanager
 def measurer(sets: list[str], jobs: int, scheduler: str | None = None, progress=None):
   """A function measuring a list of specs, in order, for the block's duration: on the dask.distributed cluster whose
@@ -115,7 +117,11 @@ def measurer(sets: list[str], jobs: int, scheduler: str | None = None, progress=
   cluster = None if scheduler else LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
                                                 dashboard_address=None)
   try:
-    with Client(scheduler or cluster) as client:
+    try: client = Client(scheduler, timeout=SCHEDULER_TIMEOUT_S) if scheduler else Client(cluster)
+    except OSError as e:  # (TimeoutError too)
+      raise ValueError(f"--scheduler {scheduler}: no Dask scheduler answered there in {SCHEDULER_TIMEOUT_S} s ({e}); "
+                       "expected tcp://HOST:PORT of a running `dask scheduler`") from None
+    with client:
       def on_cluster(specs: list[str]) -> list[dict]:
         futures = {client.submit(measure, s, sets, pure=False): s for s in specs}
         done = {}
@@ -195,6 +201,33 @@ def best_within(rows: list[dict], objective: str, budget: float | None) -> dict 
   ok = [r for r in rows if "error" not in r and (budget is None or r["area"] <= budget)]
   return (max if larger else min)(ok, key=fn, default=None)
 
+def check_storage(url: str) -> None:
+  """ValueError, before anything runs, for a study storage explore cannot use: a SQLite file in no directory or in
+  one it cannot write, or a file that is not a SQLite database or holds something other than Optuna's tables. Such a
+  file is never opened for writing. (Another database URL is Optuna's to judge.)"""
+  if not url.startswith("sqlite:///"): return
+  path = url.removeprefix("sqlite:///")
+  where = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(where): raise ValueError(f"--storage {url}: {where} is not a directory")
+  if not os.access(where, os.W_OK) or (os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK)):
+    raise ValueError(f"--storage {url}: {path} cannot be written (the study's database needs it)")
+  if not os.path.exists(path) or os.path.getsize(path) == 0: return
+  with open(path, "rb") as f: head = f.read(16)
+  if head != b"SQLite format 3\x00":
+    raise ValueError(f"--storage {url}: {path} is not a SQLite database (an Optuna study's storage); it is left as it is")
+  import sqlite3
+  try:
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+      tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+  except sqlite3.OperationalError as e:
+    if "locked" not in str(e): raise ValueError(f"--storage {url}: {path} cannot be read ({e})") from None
+    raise ValueError(f"--storage {url}: {path} is locked ({e}): is another run writing it?") from None
+  except sqlite3.DatabaseError as e:
+    raise ValueError(f"--storage {url}: {path} cannot be read as a SQLite database ({e}); it is left as it is") from None
+  if tables and "studies" not in tables:
+    raise ValueError(f"--storage {url}: {path} holds tables of something else ({', '.join(sorted(tables)[:4])}), not an "
+                     "Optuna study; it is left as it is (give another --storage)")
+
 def optuna_search(sets: list[str], space: dict[str, list[int]], objectives: list[str], trials: int, seed: int,
                   budget: float | None, storage: str, study_name: str, run: Callable[[list[str]], list[dict]],
                   batch: int = 1, progress=None) -> tuple[list[dict], int]:
@@ -208,8 +241,12 @@ def optuna_search(sets: list[str], space: dict[str, list[int]], objectives: list
   optuna.logging.set_verbosity(optuna.logging.WARNING)
   directions = ["maximize" if OBJECTIVES[o][1] else "minimize" for o in objectives]
   sampler = optuna.samplers.NSGAIISampler(seed=seed) if len(objectives) > 1 else optuna.samplers.TPESampler(seed=seed)
-  study = optuna.create_study(study_name=study_name, storage=storage, directions=directions, sampler=sampler,
-                              load_if_exists=True)
+  try:
+    study = optuna.create_study(study_name=study_name, storage=storage, directions=directions, sampler=sampler,
+                                load_if_exists=True)
+  except Exception as e:  # sqlalchemy's OperationalError ("database is locked"), a bad URL, a server that refuses
+    raise ValueError(f"--storage {storage}: the study's database cannot be opened ({type(e).__name__}: "
+                     f"{str(e).splitlines()[0]}): is another run writing it?") from None
   ended = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)  # a failed core is measured, too
   known = {t.user_attrs["spec"]: t.user_attrs["row"] for t in study.trials if t.state in ended and "row" in t.user_attrs}
   measured = asks = 0
@@ -310,9 +347,10 @@ def main(args) -> None:
   if len(objectives) < 2 and args.search != "optuna": raise ValueError("--objectives: at least two, to plot a front")
   space = _space(args)
   if args.storage is None: args.storage = f"sqlite:///{os.path.abspath(os.path.join(args.out, 'explore.db'))}"
+  os.makedirs(args.out, exist_ok=True)
+  if args.search == "optuna": check_storage(args.storage)
   if args.study is None:
     args.study = f"{'+'.join(sets)}:{'+'.join(objectives)}:budget={args.budget}:seed={args.seed}"
-  os.makedirs(args.out, exist_ok=True)
   jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
   from tqdm import tqdm
   bar = tqdm(unit="config", file=sys.stderr, dynamic_ncols=True, disable=None)  # a bar on a terminal, else quiet
