@@ -114,6 +114,10 @@ TEST_CASE("named configurations: the reference first and exact, and specs change
                     Contains("no TensorCore configuration named 'wide'") && Contains("reference"));
   CHECK_THROWS_WITH(config_from_spec("reference,speed=3"), Contains("no field 'speed'"));
   CHECK_THROWS_WITH(config_from_spec("reference,depth"), Contains("'depth' is not field=integer"));
+  // a number past int's range once read as 0 ("depth = 0: must be a power of two")
+  CHECK_THROWS_WITH(config_from_spec("reference,depth=99999999999999999999"),
+                    Contains("'depth=99999999999999999999' is not field=integer"));
+  CHECK_THROWS_WITH(config_from_spec("reference,depth=8x"), Contains("'depth=8x' is not field=integer"));
   CHECK_THROWS_WITH(config_from_spec("reference,depth=24"), Contains("depth = 24"));
   CHECK_THROWS_WITH(config_from_spec("reference,record_cycles=3"), Contains("record_cycles = 3"));
   CHECK_THROWS_WITH(config_from_spec("reference,fetch_overlap=2"),

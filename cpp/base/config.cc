@@ -258,8 +258,11 @@ TensorCoreConfig config_from_spec(std::string_view spec) {
     const size_t eq = item.find('=');
     int value = 0;
     const char* end = item.data() + item.size();
-    if (eq == std::string_view::npos || std::from_chars(item.data() + eq + 1, end, value).ptr != end ||
-        eq + 1 == item.size())
+    // (a number past int's range once read as 0: from_chars' ptr passes it, its errc says so)
+    const auto parsed = eq == std::string_view::npos
+                            ? std::from_chars_result{item.data(), std::errc::invalid_argument}
+                            : std::from_chars(item.data() + eq + 1, end, value);
+    if (parsed.ec != std::errc() || parsed.ptr != end || eq + 1 == item.size())
       throw std::invalid_argument("configuration spec item '" + std::string(item) + "' is not field=integer");
     c.set(item.substr(0, eq), value);  // checked as it is set
     at = next;
