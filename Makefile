@@ -132,9 +132,12 @@ test: check test-cpp test-py test-upstream test-sanitize test-tsan fuzz docs
 
 # ThreadSanitizer on a call's threads (executor.h RunMode::threads): a thread-sanitized extension of the reference
 # geometry, imported in place of the installed one, running the tests whose calls share their launches among two
-# threads and the chip's (its cores' calls each on a thread of its own); any race found fails it. The real interpreter, not a wrapper script, takes the preloaded runtime.
+# threads and the chip's (its cores' calls each on a thread of its own); any race found fails it. The real
+# interpreter, not a wrapper script, takes the preloaded runtime. The chip's repeated sharded training is left out
+# (over five minutes under TSan); its other tests shard kernels over the cores too.
 TSAN_BUILD := build/tsan
-TSAN_PY_TESTS ?= tests_py/test_functional.py tests_py/test_chip.py
+TSAN_PY_TESTS ?= tests_py/test_functional.py tests_py/test_chip.py \
+  --deselect tests_py/test_chip.py::test_a_sharded_training_step_repeated_gives_the_same_losses_and_from_the_second_the_same_cycles
 test-tsan: install
 	cmake -S . -B $(TSAN_BUILD) -DTINYTPU_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
 	  -DTINYTPU_BUILD_WIDE=OFF -DPython_EXECUTABLE=$$(command -v $(PYTHON)) \
