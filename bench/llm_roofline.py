@@ -39,13 +39,12 @@ def analyse(r: dict, s: llm.Shape, prefill: int) -> dict:
           "HBM": hbm_bytes / (r["cycles"] * peak["hbm_bytes_per_cycle"]) if peak["hbm_bytes_per_cycle"] else 0.0}
   # no unit at work half the cycles: the records' loading and the SXU's own cycles (fetches, waits) bound it
   out["used"], out["bound"] = used, max(used, key=used.get) if max(used.values()) >= 0.5 else "loader and SXU"
-
   return out
 
 def predict_shared(rows: list[dict]) -> None:
   """A shared-HBM row's cycles as its bandwidth predicts them: the same configuration without sharing, or, if
   longer, its busiest core's bytes at that core's share of the channels (the cores' bytes split evenly)."""
-  own = {(configs.split_specs(r["config"])[0].split(",hbm_shared=1")[0], r["dtype"], r["phase"]): r for r in rows if not r["shared"]}
+  own = {(r["config"], r["dtype"], r["phase"]): r for r in rows if not r["shared"]}
   for r in rows:
     if not r["shared"] or (base := own.get((r["config"].replace(",hbm_shared=1", ""), r["dtype"], r["phase"]))) is None: continue
     hbm_bytes = r["macs"] / r["intensity"]

@@ -658,10 +658,9 @@ class Batches {
   // Where the kernel's dot products run (int8, or float32 on a float MXU), decided on its first batch that
   // has any: the MXU, unless the launches of that batch with the chains left on the VPU take fewer cycles by
   // the estimate (a dot product of few terms, say, which the MXU takes in many short dispatches) and the
-  // kernel does not ask for the MXU (Kernel::dots_on_mxu), or its MXU
-  // blocks need more than an empty launch has (a block across many chains whose read-back needs more vregs
-  // than the core's). The batch is packed and lowered both ways; `launches` and `consts` are left as the
-  // chosen way's, and prog_ packed.
+  // kernel does not ask for the MXU (Kernel::dots_on_mxu), or its MXU blocks need more than an empty launch
+  // has (a block across many chains whose read-back needs more vregs than the core's). The batch is packed
+  // and lowered both ways; `launches` and `consts` are left as the chosen way's, and prog_ packed.
   void choose_engine(TileProgram unfused, std::vector<Launch>& launches, std::vector<Tile>& consts) {
     std::vector<Tile> vpu_consts;
     Emissions vpu_emissions = emissions_;
@@ -676,7 +675,8 @@ class Batches {
       const int64_t mxu_cycles = estimated_cycles(launches, cfg_);
       mxu_ = vpu_cycles < mxu_cycles && !k_.dots_on_mxu ? Engine::kVpu : Engine::kMxu;
       why_.engine = fmt::format("~{} cycles on the MXU against ~{} on the VPU (the first batch, estimated){}",
-                                mxu_cycles, vpu_cycles, k_.dots_on_mxu ? "; TINYTPU_DOTS=mxu" : "");
+                                mxu_cycles, vpu_cycles,
+                                k_.dots_on_mxu ? "; the kernel asks for the MXU (dots=mxu)" : "");
     } catch (const Unsupported& e) {
       mxu_ = Engine::kVpu;
       why_.engine = fmt::format("its MXU blocks do not fit a launch ({})", e.what());

@@ -7,8 +7,7 @@ from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
 from tinygrad.codegen.opt import search
 from tinytpu import _core, chip, configs, trace
-from tinytpu import renderer
-from tinytpu.renderer import DOTS_ON_MXU, MXU_ARCH, TinyTPURenderer, track_float64_tensors
+from tinytpu.renderer import DOTS, DOTS_ON_MXU, MXU_ARCH, TinyTPURenderer, check_dots, track_float64_tensors
 
 # A kernel call that stops before its end (Ctrl-C, an error) leaves the buffers it writes part written, and tinygrad made
 # them its tensors' storage before the call: reading one would hand back the part as the whole result. Their bytes are
@@ -179,7 +178,7 @@ def _arch(config, dots: str) -> str | None:
 
 class TinyTPUDevice(Compiled):
   def __init__(self, device: str):
-    self.device_id, self.queue, self._dots = int(device.split(":")[1]) if ":" in device else 0, None, renderer.DOTS
+    self.device_id, self.queue, self._dots = int(device.split(":")[1]) if ":" in device else 0, None, DOTS
     self.config = configs.from_spec()  # the core its kernels compile for and run on: TINYTPU_CONFIG, else the reference
     super().__init__(device, TinyTPUAllocator(self), [TinyTPURenderer], TinyTPUProgram, arch=self.arch)
     _devices.add(self)
@@ -202,7 +201,7 @@ class TinyTPUDevice(Compiled):
   def dots(self) -> str: return self._dots
   @dots.setter
   def dots(self, dots: str):  # where the dot products of kernels made from now on run (renderer.DOTS)
-    self._dots = renderer.check_dots(dots)
+    self._dots = check_dots(dots)
     self.arch = _arch(self.config, dots)
   def synchronize(self):
     if self.queue is not None: self.queue.synchronize()

@@ -227,10 +227,10 @@ def _devices_for(config: str, use: int | None = None):
 def _products_on_mxu(dev: str | tuple[str, ...], int8: bool):
   """An int8 model's products on the MXU (a device's `dots`): int32 sums from int8 WeightSRAM tiles, so its weights
   move from HBM as int8, even where the estimate finds the VPU's one-row products a little faster (docs/llm.md)."""
-  devs = [Device[d] for d in (dev if isinstance(dev, tuple) else (dev,))]
+  devs = [Device[d] for d in (dev if isinstance(dev, tuple) else (dev,))] if int8 else []
   before = [d.dots for d in devs]
   try:
-    for d in devs: d.dots = "mxu" if int8 else d.dots
+    for d in devs: d.dots = "mxu"
     yield
   finally:
     for d, b in zip(devs, before): d.dots = b
