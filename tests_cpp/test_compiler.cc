@@ -1064,6 +1064,44 @@ std::string max_ir(int m, const std::string& init) {
 float tinygrad_max(float a, float b) { return a < b ? b : a; }  // a NaN b keeps a; a NaN a stays
 }  // namespace
 
+namespace {
+// out[0] = ((x0 + x1) + x2) + x3, its ADDs from a REDUCE (the renderer's "reduce" word) or written so
+std::string float_chain_ir(bool from_reduce) {
+  const std::string mark = from_reduce ? " reduce" : "";
+  std::string ir =
+      "KERNEL chain\nCONST idx 0 1\nPARAM f32 1 0 0 GLOBAL 0 0\nCONST idx 0 4\nPARAM f32 1 2 1 GLOBAL 0 "
+      "0\n";                   // 0-3
+  for (int i = 0; i < 4; ++i)  // 4-15: index i, INDEX, LOAD
+    ir += "CONST idx 0 " + std::to_string(i) + "\nINDEX f32 2 3 " + std::to_string(4 + 3 * i) +
+          "\nLOAD f32 1 " + std::to_string(5 + 3 * i) + "\n";
+  ir += "ADD f32 2 6 9" + mark + "\nADD f32 2 16 12" + mark + "\nADD f32 2 17 15" + mark + "\n";  // 16-18
+  return ir + "INDEX f32 2 1 4\nSTORE void 2 19 18\nSINK void 1 20\n";                            // 19-21
+}
+}  // namespace
+
+TEST_CASE(
+    "lane packing: a float sum from a REDUCE is packed and reassociated, one written so keeps its order") {
+  const float half_ulp = std::ldexp(1.0f, -24);  // 1 + each alone rounds back to 1; two together make an ulp
+  for (bool from_reduce : {true, false}) {
+    INFO((from_reduce ? "from a REDUCE" : "written"));
+    CompiledKernel k(float_chain_ir(from_reduce));
+    std::vector<DeviceBuffer> bufs{DeviceBuffer(4), DeviceBuffer(16)};
+    const float x[4] = {1.0f, half_ulp, half_ulp, half_ulp};
+    std::memcpy(bufs[1].data(), x, 16);
+    KernelStats st = k.run(bufs, {}, true);
+    float got;
+    std::memcpy(&got, bufs[0].data(), 4);
+    const float in_order = ((x[0] + x[1]) + x[2]) + x[3];
+    CHECK(in_order == 1.0f);
+    if (from_reduce) {  // the row's pairwise tree: (x0 + x1) + (x2 + x3)
+      CHECK(count_in(st.tasm, "FSUM_REDUCE(") == 1);
+      CHECK(got == (x[0] + x[1]) + (x[2] + x[3]));
+    } else {  // at most its first add, two terms, is packed (exact: the padding lanes add -0.0)
+      CHECK(got == in_order);
+    }
+  }
+}
+
 TEST_CASE("lane packing: a float max reduction is packed and gives the fold's result bit for bit") {
   const int m = 256, n = 4 * m;
   enum Data { kRandom, kSignedZeros, kNaNs, kNothingAboveInit };

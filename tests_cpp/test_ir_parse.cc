@@ -68,6 +68,13 @@ TEST_CASE("IR parser: the kernel's flags, each known, in any order") {
   check_malformed("KERNEL k dots=vpu" + body, "line 1: unknown kernel flag 'dots=vpu' (fastmath, dots=mxu)");
 }
 
+TEST_CASE("IR parser: an ADD or MUL from a REDUCE says so, and no other word is taken") {
+  const std::string head = "KERNEL k\nCONST f32 0 0x1p+0\nCONST f32 0 0x1p+1\n";
+  const Kernel k = parse_kernel(head + "ADD f32 2 0 1 reduce\nMUL f32 2 2 1 reduce\nADD f32 2 3 0\n");
+  CHECK((k.nodes[2].reassociable && k.nodes[3].reassociable && !k.nodes[4].reassociable));
+  check_malformed(head + "ADD f32 2 0 1 reduced\n", "line 4: ADD takes no word but 'reduce', not 'reduced'");
+}
+
 TEST_CASE("IR parser: blocks are well formed before any pass walks them") {
   const std::string head = "KERNEL k\nCONST i32 0 4\nRANGE i32 1 0 0 LOOP\nCONST bool 0 1\nIF void 1 2\n";
   CHECK(parse_kernel(head + "ENDIF void 1 3\nEND void 2 4 1\n").nodes.size() == 6);

@@ -1,5 +1,6 @@
 """The TINYTPU device against tinygrad's CPU device: same expression, same inputs, results compared
 exactly for integers and within float32 tolerance for floats."""
+import functools
 import zlib
 import numpy as np
 import pytest
@@ -295,6 +296,38 @@ def test_float_max_reductions_keep_order_bit_for_bit():
       for axis in (1, 0):
         got, want = both(lambda a: a.max(axis=axis), x)
         np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32), err_msg=f"{rows}x{n} axis {axis}")
+
+def _chain_terms(n: int, op: str) -> list[np.ndarray]:
+  """n float32 tensors of n elements whose chain, in tinygrad's order, any reassociation changes. A sum: element j
+  starts at 1 + 2j·2^-23 (an even last bit), each later term is half its ulp, so each add rounds back to it (ties
+  to even); any two later terms added first make a whole ulp, and the sum moves. A product: factors drawn from
+  [0.5, 2), whose roundings differ by order in some element."""
+  if op == "add":
+    first = (1 + 2 * np.arange(n) * 2.0**-23).astype(np.float32)
+    return [first] + [np.full(n, 2.0**-24, np.float32)] * (n - 1)
+  rng = np.random.default_rng(n)
+  return [rng.uniform(0.5, 2, n).astype(np.float32) for _ in range(n)]
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_elementwise_float_chains_keep_tinygrads_order_at_every_size(op):
+  # only a REDUCE's sum may be reassociated (docs/accuracy.md); ((a+b)+c)+d the user wrote is IEEE in tinygrad's
+  # order (lane_pack.h): n terms of n elements, n = 1..33, bit for bit against PYTHON and numpy's in-order float32
+  for n in range(1, 34):
+    terms = _chain_terms(n, op)
+    def chain(device):
+      ts = [Tensor(t, device=device) for t in terms]
+      return functools.reduce(lambda a, b: a + b if op == "add" else a * b, ts).numpy()
+    want = functools.reduce(lambda a, b: a + b if op == "add" else a * b, terms)
+    strict, got = chain("PYTHON"), chain("TINYTPU")
+    np.testing.assert_array_equal(strict.view(np.int32), want.view(np.int32), err_msg=f"PYTHON, {n} terms")
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32), err_msg=f"{op} chain of {n} terms")
+
+def test_a_reduce_of_the_same_terms_is_still_packed_and_reassociated():
+  # the other side of the chain test: the same terms summed by .sum() may be added in another order, and are
+  # (lane_pack.cc packs a REDUCE's chain into lanes): one output of 8 terms sums the small ones first
+  x = np.stack(_chain_terms(8, "add"), axis=1)
+  got = Tensor(x, device="TINYTPU").sum(axis=1).numpy()
+  assert (got > x[:, 0]).all(), "the reduce's terms were added in tinygrad's order: its chain is no longer packed"
 
 def test_gather_by_tensor_indices():
   w, idx = data((10, 4), dtypes.float32), np.array([3, 0, 9, 3, 7], dtype=np.int32)

@@ -119,6 +119,11 @@ Node parse_node(Line& ln, std::string_view op, const Kernel& k, std::vector<int>
   } else if (n.op == Op::RANGE) {
     n.ivalue = ln.integer("range axis", 0, INT32_MAX);
     n.reduce = ln.word() == "REDUCE";
+  } else if (n.op == Op::ADD || n.op == Op::MUL) {
+    std::string_view mark = ln.word();
+    if (!mark.empty() && mark != "reduce")
+      ln.fail(std::string(op) + " takes no word but 'reduce', not '" + std::string(mark) + "'");
+    n.reassociable = !mark.empty();
   } else if (n.op == Op::BUFFER) {
     std::string_view space = ln.word();
     if (space != "REG")

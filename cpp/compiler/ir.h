@@ -97,6 +97,9 @@ struct Node {
   uint32_t fbits = 0;   // CONST float value as float32 bits
   bool global = true;   // PARAM: buffer (true) or scalar variable (false)
   bool reduce = false;  // RANGE: AxisType.REDUCE
+  // ADD, MUL: made by tinygrad's lowering of a REDUCE (the renderer's "reduce" word), so a float chain of
+  // them may be summed in another order; a chain the user wrote keeps tinygrad's order (lane_pack.h)
+  bool reassociable = false;
 };
 
 struct Kernel {

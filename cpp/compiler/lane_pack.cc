@@ -352,12 +352,15 @@ class ReductionPacker {
   }
 
   // A chain of `r`'s op, flattened left to right, without recursion (chains can be long). An inner chain has
-  // the same lanes and fewer terms: absorbed.
+  // the same lanes and fewer terms: absorbed. A float sum or product links only ops from a REDUCE
+  // (TileNode::reassociable): one the user wrote keeps tinygrad's order, so it is its root's two terms.
   void flatten(int root, Reduction& red, std::vector<bool>& absorbed) const {
     const TileNode& r = p_.nodes[root];
+    const bool float_sum = is_float(r.dtype) && (r.op == Op::ADD || r.op == Op::MUL);
     auto link = [&](int i) {
       const TileNode& n = p_.nodes[i];
-      return i == root || (n.op == r.op && n.dtype == r.dtype && uses_.count[i] == 1);
+      return i == root || (n.op == r.op && n.dtype == r.dtype && uses_.count[i] == 1 &&
+                           (!float_sum || (r.reassociable && n.reassociable)));
     };
     if (red.ordered) {  // along the left operands: max(acc, t) keeps acc unless t is greater (a NaN t is not)
       int i = root;

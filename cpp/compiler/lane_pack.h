@@ -16,9 +16,11 @@ namespace tinytpu::compiler {
 //   cross-lane LANE_REDUCE: over the whole tile for a single output, else over each column (or row)
 //   for up to four outputs in distinct columns (rows), one such group per occupied row (column).
 //   Integer ADD/MUL wrap and MAX are associative, so integer results are unchanged; a float32 sum of
-//   more than two terms is reassociated (added in another order, as any device's own split of a reduce
-//   does); padding lanes hold -0.0, so a two-term float add stays bit-exact. A float32 MAX keeps its
-//   terms' order (ReductionPacker::emit_ordered): bit-exact, NaNs and signed zeros too.
+//   more than two terms from a REDUCE is reassociated (added in another order, as any device's own split
+//   of a reduce does); a float32 chain the user wrote, ((a+b)+c)+d, keeps tinygrad's order: only its
+//   ops' two terms are packed (TileNode::reassociable). Padding lanes hold -0.0, so a two-term float add
+//   stays bit-exact. A float32 MAX keeps its terms' order (ReductionPacker::emit_ordered): bit-exact,
+//   NaNs and signed zeros too.
 // - Replicated values: a tree whose live lanes repeat one value across the tile (each row, each column),
 //   such as a matmul's row operand under an elementwise prologue, is computed for up to sixteen (four)
 //   such isomorphic trees side by side, and each tree's value is copied back to its lanes by one XLU

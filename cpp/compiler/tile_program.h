@@ -90,6 +90,7 @@ struct TileNode {
                         // seeded float block's seed)
   int pinned = -1;      // a leaf whose lanes are pinned tile #pinned (the uniform prefix's values)
   Op reduce = Op::ADD;  // LANE_REDUCE: ADD, MUL or MAX
+  bool reassociable = false;        // ADD, MUL: from a REDUCE (ir.h Node::reassociable)
   LaneAxis axis = LaneAxis::kTile;  // LANE_REDUCE, LANE_BROADCAST
   uint8_t lane =
       0;  // LANE_BROADCAST: the operand's lane (kTile), column (kRow) or row (kCol); MXU_DOT: its output

@@ -724,6 +724,7 @@ void Tracer::trace_alu(size_t ip) {
   }
   if (fold_float(n, res) || simplify(n, res)) return;
   TileNode t{n.op, n.dtype, src(n, 0).dtype};
+  t.reassociable = n.reassociable;
   t.a = to_tile(src(n, 0));
   if (n.src.size() > 1) t.b = to_tile(src(n, 1));
   if (n.src.size() > 2) t.c = to_tile(src(n, 2));

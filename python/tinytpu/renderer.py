@@ -1,7 +1,8 @@
 """TinyTPURenderer: hands tinygrad's linearized UOps to the C++ compiler as a compact text IR."""
 from __future__ import annotations
-import functools, linecache, multiprocessing, os, sys, sysconfig, weakref
+import contextvars, functools, linecache, multiprocessing, os, sys, sysconfig, weakref
 import tinygrad
+import tinygrad.codegen
 from tinygrad.renderer import Renderer
 from tinygrad.device import Compiler
 from tinygrad.dtype import dtypes, DType
@@ -113,6 +114,7 @@ def _const(v) -> str:
 
 def _arg(u: UOp) -> list[str]:
   if u.op is Ops.CONST: return [_const(u.arg)]
+  if u.op in (Ops.ADD, Ops.MUL) and u.tag == REDUCE_TAG: return [REDUCE_TAG]
   if u.op is Ops.PARAM:
     a = u.arg
     lo, hi = a.vmin_vmax if a.vmin_vmax is not None else (0, 0)
@@ -153,6 +155,38 @@ class TinyTPURenderer(Renderer):
     src = serialize(uops, name, DOTS_ON_MXU in (self.target.arch or "").split(","))
     _core.check_kernel(src)  # NotImplementedError naming the op, dtype and kernel
     return src
+
+# Which float ADD and MUL chains may be reassociated. tinygrad lowers a REDUCE to a chain of ALU ops, the same in the
+# final UOps as a chain the user wrote, ((a+b)+c)+d. A float32 reduction may be summed in another order (docs/accuracy.md
+# "The order of a float32 sum"), an elementwise chain may not (IEEE in tinygrad's order). So, for TINYTPU's kernels
+# only, the ADDs and MULs tinygrad's reduce lowering (codegen's pm_reduce_local) makes are tagged REDUCE_TAG; the IR
+# carries the tag (serialize), and the compiler's lane packer reassociates only tagged float chains (lane_pack.h). A
+# rewrite that drops a tag later leaves that chain in order: slower, never wrong. Other devices' kernels are untouched.
+REDUCE_TAG = "reduce"
+_rendering_for_tinytpu = contextvars.ContextVar("rendering_for_tinytpu", default=False)
+_tinygrad_reduce_lowering, _tinygrad_full_rewrite = tinygrad.codegen.pm_reduce_local, tinygrad.codegen.full_rewrite_to_sink
+
+def _tag_reduce_alus(lowered: UOp, before: UOp) -> UOp:
+  """`lowered` (what tinygrad's reduce lowering made of REDUCE `before`) with its new ADDs and MULs tagged."""
+  kept, made = set(before.toposort()), {}
+  for u in lowered.toposort():
+    if u in kept: continue
+    src = tuple(made.get(s, s) for s in u.src)
+    new = u.replace(src=src, tag=REDUCE_TAG if u.op in (Ops.ADD, Ops.MUL) and u.tag is None else u.tag)
+    if new is not u: made[u] = new
+  return made.get(lowered, lowered)
+
+def _lower_reduce(ctx, r: UOp) -> UOp | None:
+  if not _rendering_for_tinytpu.get() or (lowered := _tinygrad_reduce_lowering.rewrite(r, ctx)) is None: return None
+  return _tag_reduce_alus(lowered, r)
+
+def _full_rewrite_to_sink(ast: UOp, ren: Renderer, *args, **kwargs) -> UOp:
+  token = _rendering_for_tinytpu.set(isinstance(ren, TinyTPURenderer))
+  try: return _tinygrad_full_rewrite(ast, ren, *args, **kwargs)
+  finally: _rendering_for_tinytpu.reset(token)
+
+tinygrad.codegen.pm_reduce_local = PatternMatcher([(UPat(Ops.REDUCE, name="r"), _lower_reduce)]) + _tinygrad_reduce_lowering
+tinygrad.codegen.full_rewrite_to_sink = _full_rewrite_to_sink
 
 # A float MXU's output-stationary block is R rows of lanes that share the dot product's first operand by R columns that
 # share its second (compiler/mxu_dot.cc), each from one of the kernel's output ranges laid out in lanes. tinygrad's
