@@ -16,7 +16,7 @@ export CCACHE_NOHASHDIR ?= 1
 UPSTREAM_CACHE ?= $(HOME)/.cache/tinytpu/upstream
 TINYGRAD_SDIST := $(UPSTREAM_CACHE)/tinygrad-0.14.0.tar.gz
 
-.PHONY: deps install check check-layers check-sizes lint format-check test test-cpp test-py test-upstream test-sanitize test-tsan fuzz test-upstream-full random-programs demo bench explore clean format
+.PHONY: deps install check check-layers check-sizes lint format-check test test-cpp test-py test-upstream test-sanitize test-tsan fuzz test-upstream-full random-programs random-models demo bench explore clean format
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -71,6 +71,11 @@ COUNT ?= 5000
 SEED ?= 0
 random-programs: install
 	$(PYTHON) harness/random_programs.py --count $(COUNT) --seed $(SEED) --jobs $(JOBS)
+
+# Random differential models, forward and backward, each in its own process (make test runs a fixed set): the long
+# run, COUNT models from SEED (make random-models COUNT=2000).
+random-models: install
+	$(PYTHON) harness/random_models.py --count $(COUNT) --seed $(SEED) --jobs $(JOBS)
 
 # Sanitizer builds, each in its own directory. test-sanitize: the Catch2 suite and the Python core tests
 # (SANITIZE_PY_TESTS) against an ASan+UBSan build of the extension, imported in place of the installed one;
@@ -133,11 +138,13 @@ test: check test-cpp test-py test-upstream test-sanitize test-tsan fuzz docs
 # ThreadSanitizer on a call's threads (executor.h RunMode::threads): a thread-sanitized extension of the reference
 # geometry, imported in place of the installed one, running the tests whose calls share their launches among two
 # threads and the chip's (its cores' calls each on a thread of its own); any race found fails it. The real
-# interpreter, not a wrapper script, takes the preloaded runtime. The chip's repeated sharded training is left out
-# (over five minutes under TSan); its other tests shard kernels over the cores too.
+# interpreter, not a wrapper script, takes the preloaded runtime. The chip's repeated sharded training and its Ctrl-C
+# test (training steps again and again) are left out (minutes under TSan); its other tests shard kernels over the
+# cores too, and a random model sharded over two cores runs forward and backward.
 TSAN_BUILD := build/tsan
-TSAN_PY_TESTS ?= tests_py/test_functional.py tests_py/test_chip.py \
-  --deselect tests_py/test_chip.py::test_a_sharded_training_step_repeated_gives_the_same_losses_and_from_the_second_the_same_cycles
+TSAN_PY_TESTS ?= tests_py/test_functional.py tests_py/test_chip.py tests_py/test_random_models.py::test_a_model_sharded_over_two_cores \
+  --deselect tests_py/test_chip.py::test_a_sharded_training_step_repeated_gives_the_same_losses_and_from_the_second_the_same_cycles \
+  --deselect tests_py/test_chip.py::test_ctrl_c_during_a_sharded_training_step_stops_it_and_the_next_step_is_right
 test-tsan: install
 	cmake -S . -B $(TSAN_BUILD) -DTINYTPU_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
 	  -DTINYTPU_BUILD_WIDE=OFF -DPython_EXECUTABLE=$$(command -v $(PYTHON)) \

@@ -91,7 +91,8 @@ def shapes(spec: dict) -> list[tuple[str, tuple]]:
       params.append((f"{i}.embedding.weight", (spec["input"]["tokens"][0], layer["embedding"])))
       c = layer["embedding"]
     elif "attention" in layer:
-      if shape == "image": shape, c = "sequence", c  # (B, C, H, W) read as a sequence of H*W tokens of C
+      if shape == "flat": raise ValueError(f"layer {i}: attention needs a sequence, the layer before made one vector")
+      if shape == "image": shape = "sequence"  # (B, C, H, W) read as a sequence of H*W tokens of C channels
       for name in ("q", "k", "v", "o"): params += [(f"{i}.attention.{name}.weight", (c, c)), (f"{i}.attention.{name}.bias", (c,))]
       if c % layer["attention"]: raise ValueError(f"layer {i}: {c} channels do not split into {layer['attention']} heads")
     else:
@@ -207,10 +208,7 @@ def check(spec: dict) -> dict:
 def model(seed: int) -> dict:
   """The spec of case seed: the first draw from seed, seed + 1 << 32, ... whose shapes work."""
   for attempt in range(100):
-    spec = generate(seed + (attempt << 32))
-    try: shapes(spec)
-    except ValueError: continue
-    return {**spec, "seed": seed}
+    if works(spec := generate(seed + (attempt << 32))): return {**spec, "seed": seed}
   raise RuntimeError(f"seed {seed}: no model with working shapes in 100 draws")
 
 def run_case(seed: int, spec: dict | None = None) -> dict:
@@ -244,23 +242,25 @@ def smaller(spec: dict):
   if "features" in inp and inp["features"] > 1: yield {**spec, "input": {"features": inp["features"] // 2}}
   if "tokens" in inp and inp["tokens"][1] > 1: yield {**spec, "input": {"tokens": [inp["tokens"][0], inp["tokens"][1] // 2]}}
 
-def shrink(spec: dict, timeout: float) -> dict:
-  """The smallest model found, step by step, that still fails (each step tried in a forked process)."""
-  failing = run_forked([0], 1, timeout, case=lambda _: run_case(spec["seed"], spec))[0]
-  if failing["status"] not in FAILURES: raise SystemExit(f"the model does not fail: {failing['status']}")
+def shrink(spec: dict, timeout: float, case=None) -> dict:
+  """The smallest model found, step by step, that still fails (each step run by case(seed, spec), by default
+  run_case, in a forked process)."""
+  case = case or run_case
+  def fails(candidate: dict) -> dict | None:
+    res = run_forked([candidate["seed"]], 1, timeout, case=lambda seed: case(seed, candidate))[0]
+    return res if res["status"] in FAILURES else None
+  if (failing := fails(spec)) is None: raise SystemExit("the model does not fail")
   print(f"fails: {failing['status']}: {failing.get('detail', '')}", flush=True)
-  while True:
-    for candidate in smaller(spec):
-      try: shapes(candidate)
-      except ValueError: continue
-      res = run_forked([0], 1, timeout, case=lambda _: run_case(candidate["seed"], candidate))[0]
-      if res["status"] in FAILURES:
-        spec, failing = candidate, res
-        print(f"still fails ({res['status']}): {describe(spec)}", flush=True)
-        break
-    else:
-      print(f"smallest: {failing['status']}: {failing.get('detail', '')}\n  python harness/random_models.py --model '{describe(spec)}'")
-      return spec
+  while (step := next(((c, res) for c in smaller(spec) if works(c) and (res := fails(c))), None)) is not None:
+    spec, failing = step
+    print(f"still fails ({failing['status']}): {describe(spec)}", flush=True)
+  print(f"smallest: {failing['status']}: {failing.get('detail', '')}\n  python harness/random_models.py --model '{describe(spec)}'")
+  return spec
+
+def works(spec: dict) -> bool:
+  try: shapes(spec)
+  except ValueError: return False
+  return True
 
 # *** report
 

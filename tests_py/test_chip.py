@@ -249,3 +249,86 @@ out["losses"], out["cycles"] = [r[0] for r in runs], [r[2] for r in runs]
 """)
   assert out["losses"][0] == out["losses"][1] == out["losses"][2] and all(l > 0 for l in out["losses"][0])
   assert out["cycles"][1] == out["cycles"][2] and all(c > 0 for c in out["cycles"][1])
+
+def test_python_threads_driving_different_cores_each_get_their_own_results():
+  """Four Python threads, each driving one core (int32 matmul chains, exact): tinygrad is not thread-safe (its
+  Context is process-wide: a second thread met "usage of device TINYTPU:1 disallowed" while the first compiled), so
+  tinygrad's entry points take one lock (device.tinygrad_lock) and the threads take turns in it."""
+  out = run_on_chip("""
+import threading
+rng = np.random.default_rng(0)
+data = [rng.integers(-50, 50, (16, 16)).astype(np.int32) for _ in range(4)]
+ws = [rng.integers(-3, 4, (16, 16)).astype(np.int32) for _ in range(4)]
+got, errors = {}, []
+def drive(i):
+  try:
+    x, w = Tensor(data[i], device=f"TINYTPU:{i}"), Tensor(ws[i], device=f"TINYTPU:{i}")
+    for _ in range(6): x = (x @ w).clip(-1000, 1000) + i
+    got[i] = x.numpy()
+  except Exception as e: errors.append(f"core {i}: {type(e).__name__}: {e}")
+threads = [threading.Thread(target=drive, args=(i,)) for i in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+def want(i):
+  x = data[i]
+  for _ in range(6): x = np.clip(x @ ws[i], -1000, 1000) + i
+  return x
+out["errors"], out["exact"] = errors, [bool(i in got and np.array_equal(got[i], want(i))) for i in range(4)]
+""")
+  assert out["errors"] == [] and out["exact"] == [True] * 4
+
+def test_an_error_on_one_core_leaves_the_others_running_to_their_right_results():
+  """Cores 0, 2 and 3 have matmuls queued when core 1's kernel fails: core 1's error is raised at its next wait and
+  the other cores' results are right."""
+  out = run_on_chip("""
+from tinytpu import device
+rng = np.random.default_rng(3)
+a = [rng.standard_normal((48, 48)).astype(np.float32) for _ in range(4)]
+ys = {i: (Tensor(a[i], device=f"TINYTPU:{i}") @ Tensor(a[i], device=f"TINYTPU:{i}")).relu().contiguous() for i in (0, 2, 3)}
+for y in ys.values(): y.realize()  # queued on their cores' threads
+x = Tensor(np.arange(16, dtype=np.float32), device="TINYTPU:1").realize()
+device._incomplete.append((*device._span(x.uop.buffer._buf), "made up"))  # as a kernel stopped while writing it
+try: (x + 1).numpy(); out["error"] = None
+except RuntimeError as e: out["error"] = str(e)
+out["right"] = [bool(np.allclose(ys[i].numpy(), np.maximum(a[i] @ a[i], 0), rtol=1e-5, atol=1e-4)) for i in (0, 2, 3)]
+""")
+  assert out["error"] is not None and "made up" in out["error"]
+  assert out["right"] == [True] * 3
+
+CTRL_C = """
+import json, os, sys
+sys.path.insert(0, os.getcwd())
+from bench.mnist_multigpu import train
+first = train("TINYTPU", 2, 8, 1)[0]
+print("READY", flush=True)
+try:
+  while True: train("TINYTPU", 2, 8, 1)
+except KeyboardInterrupt: print("INTERRUPTED", flush=True)
+print("OUT" + json.dumps({"first": first, "again": train("TINYTPU", 2, 8, 1)[0]}), flush=True)
+"""
+
+def test_ctrl_c_during_a_sharded_training_step_stops_it_and_the_next_step_is_right():
+  """SIGINT (Ctrl-C) lands at a random moment of a training step sharded over two cores: it is raised as
+  KeyboardInterrupt (no hang, no crash), and a step run after it gives the first step's loss. Python ignores a
+  KeyboardInterrupt raised inside a finalizer ("Exception ignored in ...": a tensor's buffer freed as the signal
+  arrives), so, as a user would, the test presses Ctrl-C again when one is ignored."""
+  import random, signal, time
+  proc = subprocess.Popen([sys.executable, "-c", CTRL_C], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, "TINYTPU_CONFIG": "chip4"}, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  try:
+    assert proc.stdout.readline().strip() == "READY", proc.stderr.read()[-3000:]
+    time.sleep(random.uniform(0.2, 3.0))  # inside a step: scheduling, compiling, or the cores running
+    for presses in range(1, 4):
+      proc.send_signal(signal.SIGINT)
+      try:
+        stdout, stderr = proc.communicate(timeout=120)
+        break
+      except subprocess.TimeoutExpired: pass
+    else: raise AssertionError("three Ctrl-Cs did not stop the training loop")
+  finally:
+    proc.kill()
+  assert proc.returncode == 0, stderr[-3000:]
+  assert "INTERRUPTED" in stdout
+  assert presses == 1 or "Exception ignored" in stderr, f"Ctrl-C needed {presses} presses:\n{stderr[-3000:]}"
+  out = json.loads(next(l for l in stdout.splitlines() if l.startswith("OUT"))[3:])
+  assert out["again"] == out["first"]

@@ -1,7 +1,7 @@
 """The TINYTPU tinygrad device: buffers live in the model's device memory (C++), every kernel runs on the
 cycle-accurate TensorCore in-process."""
 from __future__ import annotations
-import ctypes, os, sys, threading, time, weakref
+import ctypes, functools, os, sys, threading, time, weakref
 from collections import Counter
 from tinygrad.device import Compiled, LRUAllocator, Program, TinyELF, BufferSpec
 from tinygrad.helpers import DEBUG
@@ -258,6 +258,24 @@ def _time_program(*args, **kwargs):
   finally: _beam_trials -= 1
 _tinygrad_time_program, search._time_program = search._time_program, _time_program
 
+# tinygrad is not thread-safe: its Context is process-wide (ALLOW_DEVICE_USAGE=0 while it compiles a kernel), as are
+# its caches, so a second Python thread's realize met "usage of device TINYTPU:1 disallowed". Its entry points that
+# schedule, compile and run (Tensor.realize; Tensor._buffer, under .numpy(), .data(), .tolist(); a TinyJit's call) take
+# one lock: Python threads driving different cores take turns in tinygrad, while the cores' simulations run side by
+# side on the chip's threads. Every thread's results are then what it alone would get.
+tinygrad_lock = threading.RLock()
+
+def serialize_tinygrad_entry_points() -> None:
+  from tinygrad import Tensor, TinyJit
+  def locked(fn):
+    if getattr(fn, "takes_tinygrad_lock", False): return fn
+    def call(*args, **kwargs):
+      with tinygrad_lock: return fn(*args, **kwargs)
+    call.takes_tinygrad_lock = True
+    return functools.wraps(fn)(call)
+  Tensor.realize, Tensor._buffer, TinyJit.__call__ = locked(Tensor.realize), locked(Tensor._buffer), locked(TinyJit.__call__)
+
 # Importing this module registers the device: tinygrad finds devices only as tinygrad.runtime.ops_<name>.
 sys.modules.setdefault("tinygrad.runtime.ops_tinytpu", sys.modules[__name__])
 track_float64_tensors()
+serialize_tinygrad_entry_points()
