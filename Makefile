@@ -73,9 +73,9 @@ random-programs: install
 	$(PYTHON) harness/random_programs.py --count $(COUNT) --seed $(SEED) --jobs $(JOBS)
 
 # Random differential models, forward and backward, each in its own process (make test runs a fixed set): the long
-# run, COUNT models from SEED (make random-models COUNT=2000).
+# run, COUNT models from SEED (make random-models COUNT=2000), a line per model, every result in build/random_models.json.
 random-models: install
-	$(PYTHON) harness/random_models.py --count $(COUNT) --seed $(SEED) --jobs $(JOBS)
+	$(PYTHON) harness/random_models.py --count $(COUNT) --seed $(SEED) --jobs $(JOBS) --progress --json build/random_models.json
 
 # Sanitizer builds, each in its own directory. test-sanitize: the Catch2 suite and the Python core tests
 # (SANITIZE_PY_TESTS) against an ASan+UBSan build of the extension, imported in place of the installed one;
