@@ -63,9 +63,11 @@ class CoreQueue:
       for f in self.pending: f.result()
     except KeyboardInterrupt:
       self.cancelled.set()
-      for f in self.pending: f.exception()  # waits: the running call stops at its next progress report
-      self.cancelled.clear()
-      self.pending, self.error = [], None
+      try:
+        for f in self.pending: f.exception()  # waits: the running call stops at its next progress report
+      finally:  # a second Ctrl-C while it waits: the queue is left running, not cancelled for every later call
+        self.cancelled.clear()
+        self.pending, self.error = [], None
       raise
     self.pending = []
     self._raise()

@@ -14,7 +14,9 @@ from tinytpu.renderer import DOTS, DOTS_ON_MXU, MXU_ARCH, TinyTPURenderer, check
 # kept here as incomplete until written whole again (a copy in, a kernel call that ends) or handed out anew by the
 # allocator; reading them (a copy out, a kernel's load) raises instead.
 _incomplete: list[tuple[int, int, str]] = []  # [start, end) host addresses, and why
-_lock = threading.Lock()  # _incomplete and the counters: a chip's cores run their kernels on threads of their own
+# _incomplete and the counters: a chip's cores run their kernels on threads of their own. Re-entrant: a buffer freed by
+# the garbage collector (_free) may run on a thread that holds it, at any allocation.
+_lock = threading.RLock()
 _kernels: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # (IR, configs.key, cut nodes) -> a kernel
 
 def _span(buf) -> tuple[int, int] | None:
