@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse, collections, json, math, os, random, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
-from random_programs import RUNNING, head, run_forked  # (also sets tinygrad's PARALLEL to 0 for the forks)
+from random_programs import FAILURES, RUNNING, head, run_forked  # (also sets tinygrad's PARALLEL to 0 for the forks)
 import tinytpu  # noqa: F401  registers TINYTPU
 from tinytpu import configs
 from tinygrad import Tensor
@@ -32,7 +32,6 @@ from tinygrad import Tensor
 RTOL, ATOL = 1e-3, 1e-4  # |got - want| <= RTOL*|want| + ATOL*scale for every element of every result (differs)
 CHIP = "chip4"
 CONFIGS = [c["name"] for c in configs.named() if not c["name"].endswith("chip4")]  # the single-core variants
-FAILURES = ("crash", "hang", "wrong", "unexpected error", "reference error", "generator error")
 
 # *** the model: a spec of plain data (printed in one line, read back by --model)
 
